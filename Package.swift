@@ -1,0 +1,80 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "syncagent",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "syncagent", targets: ["syncagent"]),
+        .library(name: "Agent", targets: ["Agent"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+    ],
+    targets: [
+        // C library: the modulemap and shim only.
+        .systemLibrary(
+            name: "CLibgit2",
+            pkgConfig: "libgit2",
+            providers: [.apt(["libgit2-dev"])]
+        ),
+        // Every libgit2 call, pointer and error. Knows nothing of syncing.
+        .target(
+            name: "Git",
+            dependencies: [
+                "CLibgit2",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+        // lstat and readdir with byte-exact names; atomic file writes. No policy.
+        .target(
+            name: "FileSystem",
+            dependencies: [.product(name: "SystemPackage", package: "swift-system")]
+        ),
+        // inotify, recursive watches, rescans, debounce. Knows nothing of git.
+        .target(
+            name: "Watcher",
+            dependencies: [
+                "FileSystem",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+        // Config, store (commit path, scans), path rules, locks.
+        .target(
+            name: "SyncCore",
+            dependencies: [
+                "Git", "FileSystem",
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The long-running service: lifecycle, watcher -> store, control socket.
+        .target(
+            name: "Agent",
+            dependencies: [
+                "SyncCore", "Watcher", "FileSystem",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+        // The CLI: parses, calls, prints.
+        .executableTarget(
+            name: "syncagent",
+            dependencies: [
+                "Agent", "SyncCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(name: "GitTests", dependencies: ["Git", .product(name: "SystemPackage", package: "swift-system")]),
+        .testTarget(name: "WatcherTests", dependencies: ["Watcher", "FileSystem", .product(name: "SystemPackage", package: "swift-system")]),
+        .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "Git", .product(name: "SystemPackage", package: "swift-system")]),
+    ]
+)

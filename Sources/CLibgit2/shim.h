@@ -1,0 +1,18 @@
+#ifndef SYNCAGENT_CLIBGIT2_SHIM_H
+#define SYNCAGENT_CLIBGIT2_SHIM_H
+#include <git2.h>
+
+/* git_libgit2_opts is variadic and not imported into Swift: one wrapper per option we use. */
+static inline int syncagent_git_set_owner_validation(int enabled) {
+    return git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, enabled);
+}
+static inline int syncagent_git_set_search_path(int level, const char *path) {
+    return git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, level, path);
+}
+static inline int syncagent_git_enable_fsync_gitdir(int enabled) {
+    return git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, enabled);
+}
+static inline int syncagent_git_set_ssl_cert_locations(const char *file, const char *path) {
+    return git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, file, path);
+}
+#endif

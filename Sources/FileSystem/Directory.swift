@@ -1,0 +1,69 @@
+import Glibc
+import SystemPackage
+
+/// Directory listing with names kept byte-exact.
+public enum Directory {
+    public struct Entry: Sendable {
+        public let name: FilePath.Component
+        /// From `d_type`; nil when the file system does not say (then `lstat` the entry).
+        public let kind: FileStat.Kind?
+    }
+
+    /// The entries of a directory, without "." and "..". Throws the errno of `opendir`.
+    public static func entries(of path: FilePath) throws(Errno) -> [Entry] {
+        guard let dir = path.withPlatformString({ opendir($0) }) else { throw Errno(rawValue: errno) }
+        defer { closedir(dir) }
+        var result: [Entry] = []
+        while let ent = readdir(dir) {
+            let name: FilePath.Component? = withUnsafePointer(to: &ent.pointee.d_name) { tuple in
+                tuple.withMemoryRebound(to: CChar.self, capacity: 256) { chars in
+                    FilePath.Component(platformString: chars)
+                }
+            }
+            guard let name, name.kind == .regular else { continue }  // skips "." and ".."
+            result.append(Entry(name: name, kind: kind(ofDirentType: ent.pointee.d_type)))
+        }
+        return result
+    }
+
+    static func kind(ofDirentType type: UInt8) -> FileStat.Kind? {
+        switch Int(type) {
+        case Int(DT_REG): .regular
+        case Int(DT_DIR): .directory
+        case Int(DT_LNK): .symlink
+        case Int(DT_FIFO): .fifo
+        case Int(DT_SOCK): .socket
+        case Int(DT_CHR): .characterDevice
+        case Int(DT_BLK): .blockDevice
+        default: nil
+        }
+    }
+
+    /// Every non-directory under `root` (relative paths), never following links. Directories that
+    /// cannot be read are passed to `unreadable` and skipped; `descend` may prune subtrees.
+    public static func walk(_ root: FilePath, descend: (FilePath) -> Bool = { _ in true },
+                            unreadable: (FilePath, Errno) -> Void = { _, _ in },
+                            visit: (FilePath, FileStat.Kind) -> Void) {
+        var stack: [FilePath] = [FilePath("")]
+        while let rel = stack.popLast() {
+            let abs = rel.isEmpty ? root : root.pushing(rel)
+            let list: [Entry]
+            do { list = try entries(of: abs) } catch {
+                unreadable(rel, error)
+                continue
+            }
+            for entry in list {
+                let child = rel.appending(entry.name)
+                var kind = entry.kind
+                if kind == nil { kind = (try? FileStat.of(root.pushing(child)))?.kind }
+                guard let kind else { continue }
+                if kind == .directory {
+                    if descend(child) { stack.append(child) }
+                    visit(child, .directory)
+                } else {
+                    visit(child, kind)
+                }
+            }
+        }
+    }
+}

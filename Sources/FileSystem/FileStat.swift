@@ -1,0 +1,67 @@
+import Glibc
+import SystemPackage
+
+/// What `lstat` says about a path, as a plain value. Links are never followed.
+public struct FileStat: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        case regular, directory, symlink, fifo, socket, characterDevice, blockDevice, unknown
+    }
+
+    public let kind: Kind
+    public let size: Int64
+    public let mtimeSeconds: Int64
+    public let mtimeNanoseconds: Int64
+    public let inode: UInt64
+    public let mode: UInt32
+
+    public var isExecutable: Bool { mode & 0o100 != 0 }
+    /// Whether git can store it: regular files and symbolic links only.
+    public var isStorable: Bool { kind == .regular || kind == .symlink }
+
+    init(_ st: stat) {
+        kind = Self.kind(of: st.st_mode)
+        size = Int64(st.st_size)
+        mtimeSeconds = Int64(st.st_mtim.tv_sec)
+        mtimeNanoseconds = Int64(st.st_mtim.tv_nsec)
+        inode = UInt64(st.st_ino)
+        mode = UInt32(st.st_mode)
+    }
+
+    static func kind(of mode: mode_t) -> Kind {
+        switch mode & S_IFMT {
+        case S_IFREG: .regular
+        case S_IFDIR: .directory
+        case S_IFLNK: .symlink
+        case S_IFIFO: .fifo
+        case S_IFSOCK: .socket
+        case S_IFCHR: .characterDevice
+        case S_IFBLK: .blockDevice
+        default: .unknown
+        }
+    }
+
+    /// `lstat(2)`; nil when nothing is there (ENOENT, ENOTDIR). Other failures throw.
+    public static func of(_ path: FilePath) throws(Errno) -> FileStat? {
+        var st = stat()
+        let rc = path.withPlatformString { lstat($0, &st) }
+        if rc == 0 { return FileStat(st) }
+        let err = Errno(rawValue: errno)
+        if err == .noSuchFileOrDirectory || err == .notDirectory { return nil }
+        throw err
+    }
+}
+
+extension FileStat.Kind: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .regular: "regular file"
+        case .directory: "directory"
+        case .symlink: "symbolic link"
+        case .fifo: "FIFO"
+        case .socket: "socket"
+        case .characterDevice: "character device"
+        case .blockDevice: "block device"
+        case .unknown: "special file"
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import CLibgit2
+
+/// A failed libgit2 call: which call, libgit2's error class and code, and its message.
+public struct GitError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// The libgit2 return code (`GIT_ENOTFOUND`, `GIT_ELOCKED`, ...), see `Code`.
+    public let code: Int32
+    /// The libgit2 error class (`GIT_ERROR_OS`, `GIT_ERROR_NET`, ...), 0 when libgit2 gave none.
+    public let errorClass: Int32
+    /// libgit2's own message.
+    public let message: String
+    /// The libgit2 function that failed, e.g. "git_index_add_bypath".
+    public let call: String
+
+    public enum Code {
+        public static let notFound = Int32(GIT_ENOTFOUND.rawValue)
+        public static let exists = Int32(GIT_EEXISTS.rawValue)
+        public static let locked = Int32(GIT_ELOCKED.rawValue)
+        public static let modified = Int32(GIT_EMODIFIED.rawValue)
+        public static let conflict = Int32(GIT_ECONFLICT.rawValue)
+        public static let directory = Int32(GIT_EDIRECTORY.rawValue)
+        public static let unbornBranch = Int32(GIT_EUNBORNBRANCH.rawValue)
+        public static let user = Int32(GIT_EUSER.rawValue)
+    }
+
+    public init(code: Int32, errorClass: Int32, message: String, call: String) {
+        self.code = code
+        self.errorClass = errorClass
+        self.message = message
+        self.call = call
+    }
+
+    public var description: String {
+        "\(call) failed: \(message) (libgit2 class \(errorClass), code \(code))"
+    }
+}
+
+/// Turns a libgit2 return code into a thrown `GitError`. It reads `git_error_last()` at once, on the
+/// calling thread: libgit2 keeps that per thread and never clears it on success.
+@inline(__always)
+@discardableResult
+func check(_ result: Int32, _ call: @autoclosure () -> String) throws(GitError) -> Int32 {
+    guard result < 0 else { return result }
+    throw lastError(code: result, call: call())
+}
+
+func lastError(code: Int32, call: String) -> GitError {
+    if let err = git_error_last(), let msg = err.pointee.message {
+        return GitError(code: code, errorClass: err.pointee.klass, message: String(cString: msg), call: call)
+    }
+    return GitError(code: code, errorClass: 0, message: "no message from libgit2", call: call)
+}

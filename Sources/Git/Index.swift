@@ -1,0 +1,116 @@
+import CLibgit2
+import SystemPackage
+
+/// The staging index of a `Repository`: the commit path updates only the entries of changed paths
+/// and writes the tree from it, reusing libgit2's tree cache for everything untouched.
+public final class Index {
+    let handle: OpaquePointer
+    private unowned let repository: Repository
+
+    init(handle: OpaquePointer, repository: Repository) {
+        self.handle = handle
+        self.repository = repository
+    }
+
+    deinit { git_index_free(handle) }
+
+    public enum AddOutcome: Sendable, Equatable {
+        /// The path's current content and stat data are in the index.
+        case added
+        /// Nothing is at the path (it was deleted meanwhile).
+        case missing
+        /// The path is a directory.
+        case directory
+    }
+
+    /// Re-reads the index file if another process changed it (or always, with `force`).
+    public func read(force: Bool = false) throws(GitError) {
+        try check(git_index_read(handle, force ? 1 : 0), "git_index_read")
+    }
+
+    /// Hashes the work-tree file at `path` (relative to the work tree) into the object database and
+    /// stages it. Links are stored as links, never followed.
+    public func add(_ path: FilePath) throws(GitError) -> AddOutcome {
+        let rc = path.withPlatformString { git_index_add_bypath(handle, $0) }
+        if rc == GitError.Code.notFound { return .missing }
+        if rc == GitError.Code.directory { return .directory }
+        try check(rc, "git_index_add_bypath(\(path))")
+        return .added
+    }
+
+    /// Unstages one path (no error if it was not staged).
+    public func remove(_ path: FilePath) throws(GitError) {
+        guard entry(path) != nil else { return }
+        let rc = path.withPlatformString { git_index_remove_bypath(handle, $0) }
+        try check(rc, "git_index_remove_bypath(\(path))")
+    }
+
+    /// Unstages every path under `path/`.
+    public func removeDirectory(_ path: FilePath) throws(GitError) {
+        let rc = path.withPlatformString { git_index_remove_directory(handle, $0, 0) }
+        try check(rc, "git_index_remove_directory(\(path))")
+    }
+
+    /// The stage-0 entry for a path, if any.
+    public func entry(_ path: FilePath) -> IndexEntry? {
+        let ptr = path.withPlatformString { git_index_get_bypath(handle, $0, 0) }
+        return ptr.map { IndexEntry($0.pointee) }
+    }
+
+    public var count: Int { git_index_entrycount(handle) }
+
+    /// Every entry, in index order.
+    public func entries() -> [IndexEntry] {
+        (0..<count).compactMap { git_index_get_byindex(handle, $0).map { IndexEntry($0.pointee) } }
+    }
+
+    /// Writes the staged tree (and its subtrees) into the object database.
+    public func writeTree() throws(GitError) -> Oid {
+        var out = git_oid()
+        try check(git_index_write_tree(&out, handle), "git_index_write_tree")
+        return Oid(out)
+    }
+
+    /// Replaces the whole index with a tree's contents (stat data cleared).
+    public func readTree(_ tree: Oid) throws(GitError) {
+        var obj: OpaquePointer?
+        var raw = tree.raw
+        try check(git_tree_lookup(&obj, repository.handle, &raw), "git_tree_lookup(\(tree))")
+        defer { git_tree_free(obj) }
+        try check(git_index_read_tree(handle, obj), "git_index_read_tree(\(tree))")
+    }
+
+    /// Saves the index file atomically (through `index.lock`).
+    public func write() throws(GitError) {
+        try check(git_index_write(handle), "git_index_write")
+    }
+}
+
+@available(*, unavailable)
+extension Index: Sendable {}
+
+/// One staged path with the stat data git keeps to tell whether the file changed.
+public struct IndexEntry: Sendable, Equatable {
+    public let path: FilePath
+    public let oid: Oid
+    public let mode: UInt32
+    public let size: UInt32
+    public let mtimeSeconds: Int32
+    public let mtimeNanoseconds: UInt32
+    public let ctimeSeconds: Int32
+    public let ctimeNanoseconds: UInt32
+    public let inode: UInt32
+    public var isLink: Bool { mode == 0o120000 }
+
+    init(_ e: git_index_entry) {
+        path = FilePath(platformString: e.path)
+        oid = Oid(e.id)
+        mode = e.mode
+        size = e.file_size
+        mtimeSeconds = e.mtime.seconds
+        mtimeNanoseconds = e.mtime.nanoseconds
+        ctimeSeconds = e.ctime.seconds
+        ctimeNanoseconds = e.ctime.nanoseconds
+        inode = e.ino
+    }
+}

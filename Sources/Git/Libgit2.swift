@@ -1,0 +1,40 @@
+import CLibgit2
+import Foundation
+
+/// Process-wide libgit2 set-up. `Libgit2.initialize()` runs once, before any other call of this module.
+public enum Libgit2 {
+    private static let once: Result<Void, GitError> = {
+        let rc = git_libgit2_init()
+        if rc < 0 { return .failure(lastError(code: rc, call: "git_libgit2_init")) }
+        // A store is owned by the agent's user, but a peer's store may not be: no owner checks.
+        _ = syncagent_git_set_owner_validation(0)
+        // Deterministic behaviour: never read the user's global, XDG or system git config.
+        let empty = emptyConfigDirectory()
+        for level in [GIT_CONFIG_LEVEL_GLOBAL, GIT_CONFIG_LEVEL_XDG, GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_PROGRAMDATA] {
+            _ = syncagent_git_set_search_path(level.rawValue, empty)
+        }
+        _ = syncagent_git_enable_fsync_gitdir(1)
+        if FileManager.default.fileExists(atPath: "/etc/ssl/certs/ca-certificates.crt") {
+            _ = syncagent_git_set_ssl_cert_locations("/etc/ssl/certs/ca-certificates.crt", nil)
+        }
+        return .success(())
+    }()
+
+    /// Initialise libgit2 once for the process. Safe to call many times.
+    public static func initialize() throws(GitError) {
+        try once.get()
+    }
+
+    /// libgit2's version, e.g. "1.5.1".
+    public static var version: String {
+        var major: Int32 = 0, minor: Int32 = 0, rev: Int32 = 0
+        git_libgit2_version(&major, &minor, &rev)
+        return "\(major).\(minor).\(rev)"
+    }
+
+    private static func emptyConfigDirectory() -> String {
+        let dir = NSTemporaryDirectory() + "syncagent-empty-gitconfig-\(getuid())"
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }
+}

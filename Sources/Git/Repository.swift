@@ -1,0 +1,231 @@
+import CLibgit2
+import SystemPackage
+import Glibc
+
+/// A git directory kept apart from its work tree. It owns the libgit2 handle; like every object of
+/// this module it must stay on one thread or actor at a time.
+public final class Repository {
+    let handle: OpaquePointer
+    public let gitDir: FilePath
+    public let workdir: FilePath
+    private var cachedIndex: Index?
+
+    private init(handle: OpaquePointer, gitDir: FilePath, workdir: FilePath) {
+        self.handle = handle
+        self.gitDir = gitDir
+        self.workdir = workdir
+    }
+
+    deinit { git_repository_free(handle) }
+
+    /// Creates a git directory at `gitDir` (and its parents) whose work tree is `workdir`, with
+    /// `main` as the unborn branch. The work tree gets no `.git` entry.
+    public static func create(gitDir: FilePath, workdir: FilePath) throws(GitError) -> Repository {
+        try Libgit2.initialize()
+        var opts = git_repository_init_options()
+        try check(git_repository_init_options_init(&opts, UInt32(GIT_REPOSITORY_INIT_OPTIONS_VERSION)),
+                  "git_repository_init_options_init")
+        opts.flags = GIT_REPOSITORY_INIT_MKPATH.rawValue | GIT_REPOSITORY_INIT_BARE.rawValue
+        var out: OpaquePointer?
+        let rc = "main".withCString { head in
+            opts.initial_head = head
+            return gitDir.withPlatformString { git_repository_init_ext(&out, $0, &opts) }
+        }
+        try check(rc, "git_repository_init_ext(\(gitDir))")
+        let repo = Repository(handle: out!, gitDir: gitDir, workdir: workdir)
+        // Plain `git --git-dir=<store>` then sees the data directory as the work tree.
+        try repo.setConfig("core.bare", bool: false)
+        try repo.setConfig("core.worktree", string: workdir.string)
+        try repo.setConfig("core.logAllRefUpdates", bool: true)
+        try repo.attachWorkdir()
+        return repo
+    }
+
+    /// Opens the git directory itself (never searching upwards) and attaches `workdir`.
+    public static func open(gitDir: FilePath, workdir: FilePath) throws(GitError) -> Repository {
+        try Libgit2.initialize()
+        var out: OpaquePointer?
+        let rc = gitDir.withPlatformString {
+            git_repository_open_ext(&out, $0, GIT_REPOSITORY_OPEN_NO_SEARCH.rawValue, nil)
+        }
+        try check(rc, "git_repository_open_ext(\(gitDir))")
+        let repo = Repository(handle: out!, gitDir: gitDir, workdir: workdir)
+        try repo.attachWorkdir()
+        return repo
+    }
+
+    private func attachWorkdir() throws(GitError) {
+        let rc = workdir.withPlatformString { git_repository_set_workdir(handle, $0, 0) }
+        try check(rc, "git_repository_set_workdir(\(workdir))")
+    }
+
+    // MARK: config
+
+    public func setConfig(_ name: String, string value: String) throws(GitError) {
+        try withConfig { cfg throws(GitError) in
+            try check(git_config_set_string(cfg, name, value), "git_config_set_string(\(name))")
+        }
+    }
+
+    public func setConfig(_ name: String, bool value: Bool) throws(GitError) {
+        try withConfig { cfg throws(GitError) in
+            try check(git_config_set_bool(cfg, name, value ? 1 : 0), "git_config_set_bool(\(name))")
+        }
+    }
+
+    private func withConfig(_ body: (OpaquePointer) throws(GitError) -> Void) throws(GitError) {
+        var cfg: OpaquePointer?
+        try check(git_repository_config(&cfg, handle), "git_repository_config")
+        defer { git_config_free(cfg) }
+        try body(cfg!)
+    }
+
+    // MARK: refs and commits
+
+    /// The commit `HEAD` points at, or nil while the branch is unborn.
+    public func headCommit() throws(GitError) -> Oid? {
+        try resolveReference("HEAD")
+    }
+
+    /// The commit a reference points at (following symbolic refs), or nil if it does not exist.
+    public func resolveReference(_ name: String) throws(GitError) -> Oid? {
+        var oid = git_oid()
+        let rc = git_reference_name_to_id(&oid, handle, name)
+        if rc == GitError.Code.notFound || rc == GitError.Code.unbornBranch { return nil }
+        try check(rc, "git_reference_name_to_id(\(name))")
+        return Oid(oid)
+    }
+
+    /// Reads a commit's tree, parents, author and message.
+    public func commit(_ id: Oid) throws(GitError) -> CommitInfo {
+        var commit: OpaquePointer?
+        var raw = id.raw
+        try check(git_commit_lookup(&commit, handle, &raw), "git_commit_lookup(\(id))")
+        defer { git_commit_free(commit) }
+        let count = git_commit_parentcount(commit)
+        var parents: [Oid] = []
+        for i in 0..<count { parents.append(Oid(git_commit_parent_id(commit, i))) }
+        let author = Signature(git_commit_author(commit)!.pointee)
+        let message = git_commit_message(commit).map { String(cString: $0) } ?? ""
+        return CommitInfo(id: id, tree: Oid(git_commit_tree_id(commit)), parents: parents,
+                          author: author, message: message)
+    }
+
+    /// Writes a commit. With `updateRef` (e.g. "HEAD") the ref moves only if it still points at the
+    /// first parent; otherwise libgit2 fails with `GitError.Code.modified`.
+    public func createCommit(tree: Oid, parents: [Oid], author: Signature, committer: Signature,
+                             message: String, updateRef: String?) throws(GitError) -> Oid {
+        var treeObj: OpaquePointer?
+        var treeRaw = tree.raw
+        try check(git_tree_lookup(&treeObj, handle, &treeRaw), "git_tree_lookup(\(tree))")
+        defer { git_tree_free(treeObj) }
+        var parentObjs: [OpaquePointer?] = []
+        defer { parentObjs.forEach { git_commit_free($0) } }
+        for parent in parents {
+            var obj: OpaquePointer?
+            var raw = parent.raw
+            try check(git_commit_lookup(&obj, handle, &raw), "git_commit_lookup(\(parent))")
+            parentObjs.append(obj)
+        }
+        let authorSig = try author.makeC()
+        defer { git_signature_free(authorSig) }
+        let committerSig = try committer.makeC()
+        defer { git_signature_free(committerSig) }
+        var out = git_oid()
+        let rc = parentObjs.withUnsafeMutableBufferPointer { buf in
+            git_commit_create(&out, handle, updateRef, authorSig, committerSig, "UTF-8", message,
+                              treeObj, buf.count, buf.baseAddress)
+        }
+        try check(rc, "git_commit_create")
+        return Oid(out)
+    }
+
+    // MARK: objects
+
+    /// The bytes of a blob.
+    public func blobData(_ id: Oid) throws(GitError) -> [UInt8] {
+        var blob: OpaquePointer?
+        var raw = id.raw
+        try check(git_blob_lookup(&blob, handle, &raw), "git_blob_lookup(\(id))")
+        defer { git_blob_free(blob) }
+        let size = Int(git_blob_rawsize(blob))
+        guard size > 0, let content = git_blob_rawcontent(blob) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: content, count: size))
+    }
+
+    /// Every blob and link in a tree, recursively, with full paths.
+    public func treeFiles(_ tree: Oid) throws(GitError) -> [TreeFile] {
+        var treeObj: OpaquePointer?
+        var raw = tree.raw
+        try check(git_tree_lookup(&treeObj, handle, &raw), "git_tree_lookup(\(tree))")
+        defer { git_tree_free(treeObj) }
+        final class Collector { var files: [TreeFile] = [] }
+        let collector = Collector()
+        let rc = git_tree_walk(treeObj, GIT_TREEWALK_PRE, { root, entry, payload in
+            guard let entry, let root, let payload else { return 0 }
+            let type = git_tree_entry_type(entry)
+            guard type == GIT_OBJECT_BLOB else { return 0 }
+            let name = git_tree_entry_name(entry)!
+            var bytes = Array(UnsafeBufferPointer(start: UnsafeRawPointer(root).assumingMemoryBound(to: UInt8.self),
+                                                  count: strlen(root)))
+            bytes.append(contentsOf: UnsafeBufferPointer(start: UnsafeRawPointer(name).assumingMemoryBound(to: UInt8.self),
+                                                         count: strlen(name)))
+            let collector = Unmanaged<Collector>.fromOpaque(payload).takeUnretainedValue()
+            collector.files.append(TreeFile(path: FilePath(bytes: bytes),
+                                            oid: Oid(git_tree_entry_id(entry)),
+                                            mode: git_tree_entry_filemode(entry).rawValue))
+            return 0
+        }, Unmanaged.passUnretained(collector).toOpaque())
+        try check(rc, "git_tree_walk(\(tree))")
+        return collector.files
+    }
+
+    /// The index of this repository; one object shared by every caller.
+    public func index() throws(GitError) -> Index {
+        if let cachedIndex { return cachedIndex }
+        var out: OpaquePointer?
+        try check(git_repository_index(&out, handle), "git_repository_index")
+        let index = Index(handle: out!, repository: self)
+        cachedIndex = index
+        return index
+    }
+}
+
+@available(*, unavailable)
+extension Repository: Sendable {}
+
+/// A blob or link inside a tree.
+public struct TreeFile: Sendable, Equatable {
+    public let path: FilePath
+    public let oid: Oid
+    /// The git file mode: 0o100644, 0o100755 or 0o120000 (link).
+    public let mode: UInt32
+    public var isLink: Bool { mode == 0o120000 }
+}
+
+/// A commit, copied out of libgit2.
+public struct CommitInfo: Sendable, Equatable {
+    public let id: Oid
+    public let tree: Oid
+    public let parents: [Oid]
+    public let author: Signature
+    public let message: String
+}
+
+extension FilePath {
+    /// A path made of exactly these bytes (no NUL), as Linux allows.
+    public init(bytes: [UInt8]) {
+        self = bytes.withUnsafeBufferPointer { buf in
+            buf.withMemoryRebound(to: CChar.self) { chars in
+                FilePath(platformString: Array(chars) + [0])
+            }
+        }
+    }
+
+    /// The path's bytes, exactly.
+    public var bytes: [UInt8] {
+        withPlatformString { ptr in
+            Array(UnsafeBufferPointer(start: UnsafeRawPointer(ptr).assumingMemoryBound(to: UInt8.self), count: strlen(ptr)))
+        }
+    }
+}

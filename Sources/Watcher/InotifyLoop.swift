@@ -1,0 +1,263 @@
+import FileSystem
+import Glibc
+import Synchronization
+import SystemPackage
+
+/// The watcher's thread: owns the inotify descriptor, the watch table and the debouncer. Only
+/// `request`, `pending` and `degradedFlag` are touched from other threads.
+final class Loop: @unchecked Sendable {
+    enum Request: UInt8 { case flush = 1, stop = 2 }
+
+    let pending = Atomic<Int>(0)
+    let degradedFlag = Atomic<Bool>(false)
+    private let requests = Atomic<UInt8>(0)
+
+    private let root: FilePath
+    private let fd: Int32
+    /// A self-pipe: other threads write a byte to wake `poll`.
+    private let wakeFd: Int32
+    private let wakeWriteFd: Int32
+    private var debouncer: Debouncer
+    private let fallbackScanInterval: Duration
+    private let ignore: @Sendable (FilePath.Component) -> Bool
+    private let onProblem: @Sendable (WatchProblem) -> Void
+    private let output: AsyncStream<WatchBatch>.Continuation
+    /// Watch descriptor -> directory relative to root ("" is the root).
+    private var watches: [Int32: FilePath] = [:]
+    private var rootWatch: Int32 = -1
+    private var nextFallbackScan: ContinuousClock.Instant?
+
+    private static let dirMask = UInt32(IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB
+        | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF
+        | IN_ONLYDIR) | inDontFollow | inExclUnlink
+    // <sys/inotify.h> values Glibc's module does not import.
+    private static let inDontFollow: UInt32 = 0x0200_0000
+    private static let inExclUnlink: UInt32 = 0x0400_0000
+
+    init(root: FilePath, debouncer: Debouncer, fallbackScanInterval: Duration,
+         ignore: @escaping @Sendable (FilePath.Component) -> Bool,
+         onProblem: @escaping @Sendable (WatchProblem) -> Void,
+         output: AsyncStream<WatchBatch>.Continuation) throws(WatcherError) {
+        self.root = root
+        self.debouncer = debouncer
+        self.fallbackScanInterval = fallbackScanInterval
+        self.ignore = ignore
+        self.onProblem = onProblem
+        self.output = output
+        fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard fd >= 0 else { throw WatcherError(path: root, errno: Errno(rawValue: errno), call: "inotify_init1") }
+        var pipeFds: [Int32] = [-1, -1]
+        guard pipe(&pipeFds) == 0 else {
+            let err = Errno(rawValue: errno)
+            close(fd)
+            throw WatcherError(path: root, errno: err, call: "pipe2")
+        }
+        wakeFd = pipeFds[0]
+        wakeWriteFd = pipeFds[1]
+        for end in pipeFds {
+            _ = fcntl(end, F_SETFL, O_NONBLOCK)
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        }
+        let rc = root.withPlatformString { inotify_add_watch(fd, $0, Self.dirMask) }
+        guard rc >= 0 else {
+            let err = Errno(rawValue: errno)
+            close(fd)
+            close(wakeFd)
+            close(wakeWriteFd)
+            throw WatcherError(path: root, errno: err, call: "inotify_add_watch")
+        }
+        rootWatch = rc
+        watches[rc] = FilePath("")
+        watchSubtree(of: FilePath(""), report: false)
+    }
+
+    deinit {
+        close(fd)
+        close(wakeFd)
+        close(wakeWriteFd)
+    }
+
+    func request(_ request: Request) {
+        requests.bitwiseOr(request.rawValue, ordering: .acquiringAndReleasing)
+        var one: UInt8 = 1
+        _ = write(wakeWriteFd, &one, 1)
+    }
+
+    func finishWithoutStarting() { output.finish() }
+
+    // MARK: the thread
+
+    func run() {
+        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: wakeFd, events: Int16(POLLIN), revents: 0)]
+        while true {
+            let now = ContinuousClock.now
+            if let batch = debouncer.takeIfDue(at: now) { emit(batch) }
+            if let due = nextFallbackScan, now >= due { fallbackScan(now) }
+            fds[0].revents = 0
+            fds[1].revents = 0
+            _ = poll(&fds, 2, timeoutMilliseconds(now))
+            if fds[0].revents != 0 { drainKernelQueue() }
+            if fds[1].revents != 0 {
+                var drained = [UInt8](repeating: 0, count: 64)
+                while read(wakeFd, &drained, 64) > 0 {}
+                let pendingRequests = requests.exchange(0, ordering: .acquiringAndReleasing)
+                if pendingRequests & Request.stop.rawValue != 0 {
+                    drainKernelQueue()
+                    if let batch = debouncer.flush() { emit(batch) }
+                    output.finish()
+                    return
+                }
+                if pendingRequests & Request.flush.rawValue != 0 {
+                    drainKernelQueue()
+                    if let batch = debouncer.flush() { emit(batch) }
+                }
+            }
+        }
+    }
+
+    private func timeoutMilliseconds(_ now: ContinuousClock.Instant) -> Int32 {
+        let next = [debouncer.deadline, nextFallbackScan].compactMap { $0 }.min()
+        guard let next else { return -1 }
+        let wait = now.duration(to: next)
+        if wait <= .zero { return 0 }
+        let (seconds, attoseconds) = wait.components
+        return Int32(min(seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000, 60_000))
+    }
+
+    private func emit(_ batch: WatchBatch) {
+        pending.store(0, ordering: .relaxed)
+        output.yield(batch)
+    }
+
+    private func changed(_ path: FilePath) {
+        debouncer.add(path, at: .now)
+        pending.store(debouncer.pendingCount, ordering: .relaxed)
+    }
+
+    // MARK: events
+
+    private func drainKernelQueue() {
+        let capacity = 64 * 1024
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 8)
+        defer { buffer.deallocate() }
+        while true {
+            let n = read(fd, buffer.baseAddress, capacity)
+            if n <= 0 { return }  // EAGAIN: queue empty
+            var offset = 0
+            while offset + 16 <= n {
+                let wd = buffer.loadUnaligned(fromByteOffset: offset, as: Int32.self)
+                let mask = buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
+                let len = Int(buffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                var name: FilePath.Component?
+                if len > 0 {
+                    let start = buffer.baseAddress!.advanced(by: offset + 16).assumingMemoryBound(to: CChar.self)
+                    let bytes = UnsafeRawBufferPointer(start: start, count: strnlen(start, len))
+                    name = FilePath.Component(platformString: Array(bytes.bindMemory(to: CChar.self)) + [0])
+                }
+                handle(wd: wd, mask: mask, name: name)
+                offset += 16 + len
+            }
+        }
+    }
+
+    private func handle(wd: Int32, mask: UInt32, name: FilePath.Component?) {
+        if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+            rewatchEverything()
+            debouncer.requestRescan(at: .now)
+            return
+        }
+        guard let dir = watches[wd] else { return }
+        if mask & UInt32(IN_IGNORED) != 0 {
+            watches[wd] = nil
+            return
+        }
+        if wd == rootWatch, mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
+            onProblem(WatchProblem(kind: .rootGone, path: FilePath(""),
+                                   message: "the data directory \(root) was deleted or moved away; recreate it and restart the agent"))
+            return
+        }
+        guard let name, !ignore(name) else { return }
+        let path = dir.appending(name)
+        changed(path)
+        guard mask & UInt32(IN_ISDIR) != 0 else { return }
+        if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
+            // Files made before the new watch existed sent no event: report everything inside.
+            watch(path)
+            watchSubtree(of: path, report: true)
+        } else if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
+            unwatchSubtree(of: path)
+        }
+    }
+
+    // MARK: watches
+
+    @discardableResult
+    private func watch(_ dir: FilePath) -> Bool {
+        let abs = dir.isEmpty ? root : root.pushing(dir)
+        let wd = abs.withPlatformString { inotify_add_watch(fd, $0, Self.dirMask) }
+        if wd >= 0 {
+            watches[wd] = dir
+            return true
+        }
+        let err = Errno(rawValue: errno)
+        if err == .noSpace {
+            enterFallbackMode(dir)
+        } else if err != .noSuchFileOrDirectory && err != .notDirectory {
+            onProblem(WatchProblem(kind: .unreadable, path: dir,
+                                   message: "cannot watch \(abs): \(err); changes inside it are seen only by rescans. Check its permissions."))
+        }
+        return false
+    }
+
+    private func watchSubtree(of dir: FilePath, report: Bool) {
+        Directory.walk(root.pushing(dir), descend: { [ignore] sub in
+            guard let last = sub.lastComponent, !ignore(last) else { return false }
+            return true
+        }, unreadable: { sub, err in
+            if err == .noSuchFileOrDirectory || err == .notDirectory { return }
+            self.onProblem(WatchProblem(kind: .unreadable, path: dir.pushing(sub),
+                                        message: "cannot read \(self.root.pushing(dir.pushing(sub))): \(err); its files are not synced. Check its permissions."))
+        }, visit: { sub, kind in
+            let path = dir.pushing(sub)
+            if let last = path.lastComponent, ignore(last) { return }
+            if kind == .directory { watch(path) }
+            if report { changed(path) }
+        })
+    }
+
+    private func unwatchSubtree(of dir: FilePath) {
+        for (wd, path) in watches where path.starts(with: dir) && wd != rootWatch {
+            inotify_rm_watch(fd, wd)
+            watches[wd] = nil
+        }
+    }
+
+    /// After a queue overflow or during fallback scans: make sure every directory has a watch.
+    private func rewatchEverything() {
+        let wasDegraded = degradedFlag.load(ordering: .relaxed)
+        degradedFlag.store(false, ordering: .relaxed)
+        nextFallbackScan = nil
+        watchSubtree(of: FilePath(""), report: false)
+        if wasDegraded && !degradedFlag.load(ordering: .relaxed) {
+            onProblem(WatchProblem(kind: .recovered, path: FilePath(""),
+                                   message: "every directory under \(root) is watched again; periodic scans stopped"))
+        }
+    }
+
+    private func enterFallbackMode(_ dir: FilePath) {
+        let first = !degradedFlag.exchange(true, ordering: .relaxed)
+        if nextFallbackScan == nil { nextFallbackScan = .now + fallbackScanInterval }
+        guard first else { return }
+        onProblem(WatchProblem(kind: .watchLimit, path: dir, message:
+            "cannot watch \(root.pushing(dir)): the inotify watch limit (fs.inotify.max_user_watches) is reached. "
+            + "Changes are now found by a full scan every \(fallbackScanInterval). To fix it, raise the limit: "
+            + "sysctl fs.inotify.max_user_watches=524288 (and add it to /etc/sysctl.conf)."))
+    }
+
+    private func fallbackScan(_ now: ContinuousClock.Instant) {
+        rewatchEverything()
+        debouncer.requestRescan(at: now)
+        if degradedFlag.load(ordering: .relaxed) { nextFallbackScan = now + fallbackScanInterval }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import FileSystem
+import Glibc
+import Synchronization
+import SystemPackage
+
+/// Watches a directory tree with inotify (one watch per directory, links never followed) and yields
+/// debounced batches of changed paths. A dedicated thread reads the kernel queue, so the agent's
+/// tasks never block on it.
+public final class Watcher: Sendable {
+    public let root: FilePath
+    /// Debounced batches. Ends after `stop()`, with the last batch flushed first.
+    public let batches: AsyncStream<WatchBatch>
+    private let loop: Loop
+    private let started = Atomic<Bool>(false)
+
+    /// Installs watches on every directory under `root` now (before it returns), so that nothing
+    /// changed after `init` is missed; events queue in the kernel until `start()`.
+    /// - Parameters:
+    ///   - ignore: names (any path component) whose events are dropped, e.g. editor temporaries.
+    ///   - fallbackScanInterval: how often to rescan everything when watches run out.
+    public init(root: FilePath, quiet: Duration, maxDelay: Duration,
+                fallbackScanInterval: Duration = .seconds(10),
+                ignore: @escaping @Sendable (FilePath.Component) -> Bool = { _ in false },
+                onProblem: @escaping @Sendable (WatchProblem) -> Void = { _ in }) throws(WatcherError) {
+        self.root = root
+        let (stream, continuation) = AsyncStream.makeStream(of: WatchBatch.self, bufferingPolicy: .unbounded)
+        batches = stream
+        loop = try Loop(root: root, debouncer: Debouncer(quiet: quiet, maxDelay: maxDelay),
+                        fallbackScanInterval: fallbackScanInterval, ignore: ignore,
+                        onProblem: onProblem, output: continuation)
+    }
+
+    /// Starts reading events on the watcher's own thread.
+    public func start() {
+        guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let loop = self.loop
+        let thread = Thread { loop.run() }
+        thread.name = "syncagent-watcher"
+        thread.start()
+    }
+
+    /// Hands on the pending batch now, without waiting for the quiet period.
+    public func flush() { loop.request(.flush) }
+
+    /// Reads what the kernel still holds, hands on the last batch and ends `batches`.
+    public func stop() {
+        if started.load(ordering: .acquiring) {
+            loop.request(.stop)
+        } else {
+            loop.finishWithoutStarting()
+        }
+    }
+
+    /// Paths changed but not yet handed on.
+    public var pendingCount: Int { loop.pending.load(ordering: .relaxed) }
+
+    /// Whether watches ran out and the watcher is scanning periodically instead.
+    public var isDegraded: Bool { loop.degradedFlag.load(ordering: .relaxed) }
+}
+
