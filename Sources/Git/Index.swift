@@ -59,6 +59,25 @@ public final class Index {
 
     public var count: Int { git_index_entrycount(handle) }
 
+    /// The entries strictly under directory `path` (`path/...`), found by binary search: costs the
+    /// number of entries returned, not the size of the index.
+    public func entries(under path: FilePath) -> [IndexEntry] {
+        let prefix = path.bytes + [UInt8(ascii: "/")]
+        var position = 0
+        let found = (prefix + [0]).withUnsafeBufferPointer { buf in
+            buf.withMemoryRebound(to: CChar.self) { git_index_find_prefix(&position, handle, $0.baseAddress) }
+        }
+        guard found == 0 else { return [] }
+        var result: [IndexEntry] = []
+        while position < count, let ptr = git_index_get_byindex(handle, position) {
+            let entry = IndexEntry(ptr.pointee)
+            guard entry.path.bytes.starts(with: prefix) else { break }
+            result.append(entry)
+            position += 1
+        }
+        return result
+    }
+
     /// Every entry, in index order.
     public func entries() -> [IndexEntry] {
         (0..<count).compactMap { git_index_get_byindex(handle, $0).map { IndexEntry($0.pointee) } }

@@ -6,11 +6,12 @@ import SystemPackage
 /// The watcher's thread: owns the inotify descriptor, the watch table and the debouncer. Only
 /// `request`, `pending` and `degradedFlag` are touched from other threads.
 final class Loop: @unchecked Sendable {
-    enum Request: UInt8 { case flush = 1, stop = 2 }
+    enum Request: UInt8 { case flush = 1, stop = 2, inject = 4 }
 
     let pending = Atomic<Int>(0)
     let degradedFlag = Atomic<Bool>(false)
     private let requests = Atomic<UInt8>(0)
+    private let injected = Mutex<[FilePath]>([])
 
     private let root: FilePath
     private let fd: Int32
@@ -83,6 +84,12 @@ final class Loop: @unchecked Sendable {
         _ = write(wakeWriteFd, &one, 1)
     }
 
+    func inject(_ paths: [FilePath]) {
+        guard !paths.isEmpty else { return }
+        injected.withLock { $0.append(contentsOf: paths) }
+        request(.inject)
+    }
+
     func finishWithoutStarting() { output.finish() }
 
     // MARK: the thread
@@ -102,6 +109,7 @@ final class Loop: @unchecked Sendable {
                 var drained = [UInt8](repeating: 0, count: 64)
                 while read(wakeFd, &drained, 64) > 0 {}
                 let pendingRequests = requests.exchange(0, ordering: .acquiringAndReleasing)
+                for path in injected.withLock({ paths in defer { paths = [] }; return paths }) { changed(path) }
                 if pendingRequests & Request.stop.rawValue != 0 {
                     drainKernelQueue()
                     if let batch = debouncer.flush() { emit(batch) }

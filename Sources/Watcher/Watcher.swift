@@ -40,6 +40,12 @@ public final class Watcher: Sendable {
         thread.start()
     }
 
+    /// Adds paths to the pending batch as if they had changed (e.g. a file that changed while it was
+    /// being committed); they go out with the next batch.
+    public func report(_ paths: some Sequence<FilePath>) {
+        loop.inject(Array(paths))
+    }
+
     /// Hands on the pending batch now, without waiting for the quiet period.
     public func flush() { loop.request(.flush) }
 

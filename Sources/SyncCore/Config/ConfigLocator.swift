@@ -9,11 +9,11 @@ public enum ConfigLocator {
         explicit: String?, environment: [String: String], currentDirectory: FilePath
     ) throws -> FilePath {
         let advice = "run `syncagent init --device NAME --data DIR` to create one, or pass --config PATH"
-        if let (path, origin) = named(explicit, environment, currentDirectory) {
-            guard exists(path) else {
-                throw ConfigError(file: path, message: "no such config file (named by \(origin)); \(advice)")
+        if let named = named(explicit, environment, currentDirectory) {
+            guard exists(named.path) else {
+                throw ConfigError(file: named.path, message: "no such config file (named by \(named.origin)); \(advice)")
             }
-            return path
+            return named.path
         }
         let candidates = searched(environment, currentDirectory)
         if let found = candidates.first(where: exists) { return found }
@@ -23,7 +23,7 @@ public enum ConfigLocator {
 
     /// The config file `syncagent init` writes: the same order, without requiring that the file exists.
     public static func target(explicit: String?, environment: [String: String], currentDirectory: FilePath) -> FilePath {
-        if let (path, _) = named(explicit, environment, currentDirectory) { return path }
+        if let named = named(explicit, environment, currentDirectory) { return named.path }
         let candidates = searched(environment, currentDirectory)
         return candidates.first(where: exists) ?? candidates.last!
     }
@@ -49,12 +49,14 @@ public enum ConfigLocator {
     /// The path given by `--config` or `$SYNCAGENT_CONFIG`, and which of the two gave it.
     private static func named(
         _ explicit: String?, _ environment: [String: String], _ currentDirectory: FilePath
-    ) -> (FilePath, String)? {
-        let choices = [(explicit, "--config"), (environment["SYNCAGENT_CONFIG"], "$SYNCAGENT_CONFIG")]
-        guard let (text, origin) = choices.first(where: { !($0.0 ?? "").isEmpty }), let text else { return nil }
-        let path = resolve(text, relativeTo: currentDirectory, home: environment["HOME"])
-            ?? currentDirectory.pushing(FilePath(text)).lexicallyNormalized()
-        return (path, origin)
+    ) -> (path: FilePath, origin: String)? {
+        let choices = [("--config", explicit), ("$SYNCAGENT_CONFIG", environment["SYNCAGENT_CONFIG"])]
+        for case let (origin, text?) in choices where !text.isEmpty {
+            let path = resolve(text, relativeTo: currentDirectory, home: environment["HOME"])
+                ?? currentDirectory.pushing(FilePath(text)).lexicallyNormalized()
+            return (path, origin)
+        }
+        return nil
     }
 
     /// The places searched when no path is named, in order; never empty.

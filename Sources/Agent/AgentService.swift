@@ -1,0 +1,163 @@
+import FileSystem
+import Foundation
+import Git
+import Logging
+import ServiceLifecycle
+import Synchronization
+import SyncCore
+import SystemPackage
+import Watcher
+
+/// The long-running agent for one device: watches the data directory and commits every change.
+/// Build it with `prepare`, which refuses to start (and changes nothing) on any problem.
+public final class AgentService: Service, Sendable {
+    public let config: Config
+    private let logger: Logger
+    private let lock: AgentLock
+    private let store: StoreActor
+    private let watcher: Watcher
+    private let control: ControlServer?
+    /// Paths handed over by the watcher and not yet committed.
+    private let inFlight = Atomic<Int>(0)
+    private let problems: ProblemList
+
+    private init(config: Config, logger: Logger, lock: AgentLock, store: StoreActor, watcher: Watcher,
+                 control: ControlServer?, problems: ProblemList) {
+        self.config = config
+        self.logger = logger
+        self.lock = lock
+        self.store = store
+        self.watcher = watcher
+        self.control = control
+        self.problems = problems
+    }
+
+    /// Checks the data directory, takes the state directory's lock, clears locks a killed agent left,
+    /// opens (or creates) the store and installs the watches.
+    public static func prepare(config: Config, logger: Logger) throws -> AgentService {
+        guard let dataStat = try? FileStat.of(config.data), dataStat.kind == .directory else {
+            throw AgentError("the data directory \(config.data) does not exist or is not a directory",
+                             hint: "create it, or fix `data` in \(config.file)")
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: config.state.string, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw AgentError("cannot create the state directory \(config.state): \(error.localizedDescription)",
+                             hint: "fix `state` in \(config.file) or the directory's permissions")
+        }
+        let lock = try AgentLock.acquire(config.lockPath)
+        for stale in Store.clearStaleLocks(gitDir: config.storePath) {
+            logger.warning("removed a stale lock left by a stopped agent", metadata: ["file": "\(stale)"])
+        }
+        let store = try Store.openOrCreate(device: config.device, data: config.data, gitDir: config.storePath)
+        let problems = ProblemList()
+        let problemLogger = logger
+        let watcher = try Watcher(
+            root: config.data,
+            quiet: .milliseconds(config.watch.debounceMs),
+            maxDelay: .milliseconds(config.watch.maxDelayMs),
+            ignore: { PathRules.isIgnored($0) },
+            onProblem: { problem in
+                switch problem.kind {
+                case .recovered:
+                    problemLogger.notice("\(problem.message)")
+                    problems.clear()
+                default:
+                    problemLogger.error("\(problem.message)")
+                    problems.add(problem.message)
+                }
+            })
+        var control: ControlServer?
+        do {
+            control = try ControlServer(path: config.socketPath)
+        } catch {
+            logger.warning("no control socket: \(error); `syncagent status` will show less detail")
+        }
+        return AgentService(config: config, logger: logger, lock: lock, store: StoreActor(store),
+                            watcher: watcher, control: control, problems: problems)
+    }
+
+    public func run() async throws {
+        logger.info("watching \(config.data.display)", metadata: [
+            "device": "\(config.device)", "store": "\(config.storePath)", "pid": "\(getpid())",
+        ])
+        // What changed while the agent was stopped (the watches are already in place, so nothing
+        // that changes from now on is missed).
+        await commit(WatchBatch(rescan: true))
+        watcher.start()
+        control?.start(handler: { [self] request in await self.answer(request) }, logger: logger)
+        await withGracefulShutdownHandler {
+            for await batch in watcher.batches {
+                await commit(batch)
+            }
+        } onGracefulShutdown: { [watcher] in
+            watcher.stop()
+        }
+        control?.stop()
+        logger.info("stopped; every change seen is committed")
+    }
+
+    private func commit(_ batch: WatchBatch) async {
+        inFlight.store(batch.paths.count, ordering: .relaxed)
+        defer { inFlight.store(0, ordering: .relaxed) }
+        do {
+            let outcome = try await store.commit(paths: batch.paths, fullScan: batch.rescan)
+            for (path, kind) in outcome.skipped {
+                logger.warning("skipping \(kind) \(config.data.pushing(path).display): only regular files and symbolic links are synced")
+            }
+            if let id = outcome.commit {
+                logger.info("committed \(id.hex.prefix(12)): \(outcome.summary.message(device: config.device, limit: 0).split(separator: "\n").first ?? "")")
+            }
+            if !outcome.retry.isEmpty {
+                logger.debug("files changed while being read; committing them again", metadata: ["count": "\(outcome.retry.count)"])
+                watcher.report(outcome.retry)
+            }
+        } catch {
+            logger.error("commit failed: \(error). The changes stay pending and are retried in 2 s.")
+            try? await Task.sleep(for: .seconds(2))
+            watcher.report(batch.paths)
+            if batch.rescan { watcher.report([]) }
+        }
+    }
+
+    private func answer(_ request: ControlRequest) async -> [UInt8] {
+        switch request.command {
+        case "status":
+            let report = await status()
+            return Array((try? JSONEncoder().encode(report)) ?? Data())
+        default:
+            return Array(#"{"error":"unknown command"}"#.utf8)
+        }
+    }
+
+    /// The live status of this agent.
+    public func status() async -> StatusReport {
+        let head = try? await store.head()
+        return StatusReport(
+            device: config.device, running: true, pid: getpid(), data: config.data.string,
+            store: config.storePath.string, head: (head ?? nil)?.hex,
+            pending: watcher.pendingCount + inFlight.load(ordering: .relaxed),
+            peers: config.peers.map { StatusReport.Peer(name: $0.name, url: $0.url) },
+            conflicts: .init(open: 0), problems: problems.all)
+    }
+}
+
+/// A reason the agent cannot start, with what to do about it.
+public struct AgentError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public let hint: String
+    public init(_ message: String, hint: String) {
+        self.message = message
+        self.hint = hint
+    }
+    public var description: String { "\(message). \(hint)." }
+}
+
+/// Problems shown by `status` until they go away.
+final class ProblemList: Sendable {
+    private let list = Mutex<[String]>([])
+    func add(_ message: String) { list.withLock { if !$0.contains(message) { $0.append(message) } } }
+    func clear() { list.withLock { $0.removeAll() } }
+    var all: [String] { list.withLock { $0 } }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import Glibc
+import Logging
+import SystemPackage
+
+/// The agent's control socket (`<state>/agent.sock`, mode 0600): one JSON request line in, one JSON
+/// response line out. CLI commands talk to the running agent through it.
+final class ControlServer: Sendable {
+    typealias Handler = @Sendable (ControlRequest) async -> [UInt8]
+
+    let path: FilePath
+    private let fd: Int32
+
+    /// Binds the socket, replacing a stale one (the caller holds the agent lock, so no live agent
+    /// owns it).
+    init(path: FilePath) throws(ControlError) {
+        guard let addr = UnixSocket.address(path) else {
+            throw ControlError(message: "the control socket path \(path) is longer than \(UnixSocket.maxPathLength) bytes; choose a shorter state directory")
+        }
+        unlink(path.string)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw ControlError(message: "socket() failed: \(Errno(rawValue: errno))") }
+        let oldMask = umask(0o177)
+        let rc = UnixSocket.withSockaddr(addr) { bind(fd, $0, $1) }
+        umask(oldMask)
+        guard rc == 0, listen(fd, 16) == 0 else {
+            let err = Errno(rawValue: errno)
+            close(fd)
+            throw ControlError(message: "cannot listen on \(path): \(err)")
+        }
+        chmod(path.string, 0o600)
+        self.path = path
+        self.fd = fd
+    }
+
+    /// Accepts connections on a thread of its own until `stop()`.
+    func start(handler: @escaping Handler, logger: Logger) {
+        let fd = self.fd
+        let thread = Thread {
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 {
+                    if errno == EINTR { continue }
+                    return  // closed by stop()
+                }
+                UnixSocket.setTimeout(client, seconds: 5)
+                guard let line = UnixSocket.readLine(client),
+                      let request = try? JSONDecoder().decode(ControlRequest.self, from: Data(line)) else {
+                    close(client)
+                    continue
+                }
+                Task {
+                    let response = await handler(request)
+                    _ = UnixSocket.writeAll(client, response + [UInt8(ascii: "\n")])
+                    close(client)
+                }
+            }
+        }
+        thread.name = "syncagent-control"
+        thread.start()
+    }
+
+    func stop() {
+        shutdown(fd, Int32(SHUT_RDWR))
+        close(fd)
+        unlink(path.string)
+    }
+}
+
+/// A request on the control socket.
+public struct ControlRequest: Codable, Sendable {
+    public var command: String
+    public init(command: String) { self.command = command }
+}
+
+public struct ControlError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
+
+/// The CLI side of the control socket.
+public enum ControlClient {
+    /// Sends one request and returns the raw response line; throws when no agent answers.
+    public static func send(_ request: ControlRequest, to path: FilePath, timeoutSeconds: Int = 10) throws(ControlError) -> [UInt8] {
+        guard let addr = UnixSocket.address(path) else {
+            throw ControlError(message: "the control socket path \(path) is too long")
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw ControlError(message: "socket() failed: \(Errno(rawValue: errno))") }
+        defer { close(fd) }
+        UnixSocket.setTimeout(fd, seconds: timeoutSeconds)
+        guard UnixSocket.withSockaddr(addr, { connect(fd, $0, $1) }) == 0 else {
+            throw ControlError(message: "cannot reach the agent at \(path): \(Errno(rawValue: errno))")
+        }
+        let body = (try? JSONEncoder().encode(request)) ?? Data()
+        guard UnixSocket.writeAll(fd, Array(body) + [UInt8(ascii: "\n")]),
+              let line = UnixSocket.readLine(fd) else {
+            throw ControlError(message: "the agent at \(path) did not answer within \(timeoutSeconds) s")
+        }
+        return line
+    }
+}

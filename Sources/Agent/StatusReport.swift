@@ -1,0 +1,84 @@
+import Foundation
+
+/// `syncagent status --json`: the shape SPEC.md fixes.
+public struct StatusReport: Codable, Sendable, Equatable {
+    public struct Peer: Codable, Sendable, Equatable {
+        public var name: String
+        public var url: String
+        public var reachable: Bool?
+        public var lastSync: String?
+        public var ahead: Int?
+        public var behind: Int?
+        public var lastError: String?
+
+        public init(name: String, url: String, reachable: Bool? = nil, lastSync: String? = nil,
+                    ahead: Int? = nil, behind: Int? = nil, lastError: String? = nil) {
+            self.name = name
+            self.url = url
+            self.reachable = reachable
+            self.lastSync = lastSync
+            self.ahead = ahead
+            self.behind = behind
+            self.lastError = lastError
+        }
+    }
+
+    public struct Conflicts: Codable, Sendable, Equatable {
+        public var open: Int
+        public init(open: Int) { self.open = open }
+    }
+
+    public var device: String
+    public var running: Bool
+    public var pid: Int32?
+    public var data: String
+    public var store: String
+    public var head: String?
+    public var pending: Int?
+    public var peers: [Peer]
+    public var conflicts: Conflicts
+    /// Problems the agent wants the user to see (watch limit reached, unreadable directories, ...).
+    public var problems: [String]
+
+    public init(device: String, running: Bool, pid: Int32?, data: String, store: String, head: String?,
+                pending: Int?, peers: [Peer], conflicts: Conflicts, problems: [String]) {
+        self.device = device
+        self.running = running
+        self.pid = pid
+        self.data = data
+        self.store = store
+        self.head = head
+        self.pending = pending
+        self.peers = peers
+        self.conflicts = conflicts
+        self.problems = problems
+    }
+
+    // Encode nils as JSON null: the keys are part of the contract.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(device, forKey: .device)
+        try c.encode(running, forKey: .running)
+        try c.encode(pid, forKey: .pid)
+        try c.encode(data, forKey: .data)
+        try c.encode(store, forKey: .store)
+        try c.encode(head, forKey: .head)
+        try c.encode(pending, forKey: .pending)
+        try c.encode(peers, forKey: .peers)
+        try c.encode(conflicts, forKey: .conflicts)
+        try c.encode(problems, forKey: .problems)
+    }
+}
+
+extension StatusReport.Peer {
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)
+        try c.encode(url, forKey: .url)
+        try c.encode(reachable, forKey: .reachable)
+        try c.encode(lastSync, forKey: .lastSync)
+        try c.encode(ahead, forKey: .ahead)
+        try c.encode(behind, forKey: .behind)
+        try c.encode(lastError, forKey: .lastError)
+    }
+}

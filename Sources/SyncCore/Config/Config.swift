@@ -1,0 +1,484 @@
+import Foundation
+import SystemPackage
+import TOMLKit
+
+/// One device's configuration, read from its TOML file (SPEC.md, "Config file").
+public struct Config: Sendable, Equatable {
+    /// The absolute path of the file this came from.
+    public var file: FilePath
+    /// This device's name: letters, digits, '-' and '_'.
+    public var device: String
+    /// The watched directory; absolute and lexically normalized.
+    public var data: FilePath
+    /// Holds the store, the lock, the socket and caches; absolute, never inside `data`.
+    public var state: FilePath
+    public var watch: WatchSettings
+    public var peers: [PeerConfig]
+    /// First match wins; no match means `.manual`.
+    public var resolvers: [ResolverRule]
+
+    public init(
+        file: FilePath, device: String, data: FilePath, state: FilePath,
+        watch: WatchSettings = WatchSettings(), peers: [PeerConfig] = [], resolvers: [ResolverRule] = []
+    ) {
+        self.file = file
+        self.device = device
+        self.data = data
+        self.state = state
+        self.watch = watch
+        self.peers = peers
+        self.resolvers = resolvers
+    }
+
+    public var storePath: FilePath { state.appending("store.git") }
+    public var lockPath: FilePath { state.appending("agent.lock") }
+    public var socketPath: FilePath { state.appending("agent.sock") }
+
+    /// Reads and validates the config file; throws `ConfigError`.
+    public static func load(
+        file: FilePath, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> Config {
+        let file = absolute(file)
+        let bytes: [UInt8]
+        do {
+            bytes = try readAll(file)
+        } catch {
+            throw ConfigError(file: file, message: "cannot read the config file: \(error)")
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw ConfigError(file: file, message: "the config file is not UTF-8 text")
+        }
+        return try parse(text, file: file, environment: environment)
+    }
+
+    /// Validates `text` as the contents of `file` (which relative paths in it are taken from); throws `ConfigError`.
+    public static func parse(_ text: String, file: FilePath, environment: [String: String]) throws -> Config {
+        try ConfigParser(text: text, file: absolute(file), environment: environment).parse()
+    }
+
+    /// Letters, digits, '-' and '_': the names of devices and peers.
+    static func isValidName(_ name: String) -> Bool {
+        !name.isEmpty && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
+    }
+
+    private static func absolute(_ file: FilePath) -> FilePath {
+        FilePath(FileManager.default.currentDirectoryPath).pushing(file).lexicallyNormalized()
+    }
+
+    private static func readAll(_ file: FilePath) throws -> [UInt8] {
+        let fd = try FileDescriptor.open(file, .readOnly)
+        defer { try? fd.close() }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = try buffer.withUnsafeMutableBytes { try fd.read(into: $0) }
+            if count == 0 { return bytes }
+            bytes += buffer[..<count]
+        }
+    }
+}
+
+public struct WatchSettings: Sendable, Equatable {
+    /// Quiet period before a commit.
+    public var debounceMs: Int = 200
+    /// During non-stop changes, commit at least this often.
+    public var maxDelayMs: Int = 2000
+
+    public init(debounceMs: Int = 200, maxDelayMs: Int = 2000) {
+        self.debounceMs = debounceMs
+        self.maxDelayMs = maxDelayMs
+    }
+}
+
+public struct PeerConfig: Sendable, Equatable {
+    public var name: String
+    /// A path, file://, ssh://, git:// or http(s):// URL of the peer's store.
+    public var url: String
+    /// How often to fetch when the agent cannot see the peer's refs change.
+    public var pollSeconds: Int = 30
+
+    public init(name: String, url: String, pollSeconds: Int = 30) {
+        self.name = name
+        self.url = url
+        self.pollSeconds = pollSeconds
+    }
+}
+
+public enum ResolverStrategy: Sendable, Equatable, CustomStringConvertible {
+    case manual, newest, keep(device: String), both, union, json, command
+
+    /// Parses the config spelling: `manual`, `newest`, `keep:<device>`, `both`, `union`, `json`, `command`.
+    public init?(_ text: String) {
+        switch text {
+        case "manual": self = .manual
+        case "newest": self = .newest
+        case "both": self = .both
+        case "union": self = .union
+        case "json": self = .json
+        case "command": self = .command
+        default:
+            guard text.hasPrefix("keep:"), Config.isValidName(String(text.dropFirst(5))) else { return nil }
+            self = .keep(device: String(text.dropFirst(5)))
+        }
+    }
+
+    /// The config spelling, e.g. `keep:phone`.
+    public var description: String {
+        switch self {
+        case .manual: "manual"
+        case .newest: "newest"
+        case .keep(let device): "keep:\(device)"
+        case .both: "both"
+        case .union: "union"
+        case .json: "json"
+        case .command: "command"
+        }
+    }
+}
+
+public struct ResolverRule: Sendable, Equatable {
+    /// A glob matched against the path relative to the data directory.
+    public var path: String
+    public var strategy: ResolverStrategy
+    /// The merge program and its arguments; set exactly when `strategy` is `.command`.
+    public var command: [String]?
+
+    public init(path: String, strategy: ResolverStrategy, command: [String]? = nil) {
+        self.path = path
+        self.strategy = strategy
+        self.command = command
+    }
+}
+
+// MARK: - Parsing
+
+/// What each key accepts, worded for "must be …" and "missing required key … (…)".
+private enum Rule {
+    static let device = "a string of letters, digits, '-' and '_', e.g. device = \"phone\""
+    static let data = "a directory path (absolute, starting with ~/, or relative to this file), e.g. data = \"~/Sync\""
+    static let state =
+        "a directory path (absolute, starting with ~/, or relative to this file) outside data, e.g. state = \"~/.local/state/syncagent/phone\""
+    static let peerName = "a string of letters, digits, '-' and '_', e.g. name = \"watch\""
+    static let url =
+        "a non-empty string: a path, file://, ssh://, git:// or http(s):// URL of the peer's store.git, e.g. url = \"ssh://watch.local/srv/watch/state/store.git\""
+    static let glob =
+        "a non-empty string: a glob matched against paths relative to the data directory, e.g. path = \"*.json\""
+    static let strategy =
+        "one of manual, newest, keep:<device>, both, union, json, command (a device name is letters, digits, '-' and '_'), e.g. strategy = \"newest\""
+    static let command =
+        "a non-empty array of strings, e.g. command = [\"merge-tool\", \"{base}\", \"{ours}\", \"{theirs}\", \"{out}\"]"
+}
+
+/// A table of the document, where it sits, and the keys it may hold.
+private struct Section {
+    let table: TOMLTable
+    /// `[]` for the top level, `["watch"]`, or `["peer", "#2"]` for the third `[[peer]]`.
+    let path: [String]
+    /// `[watch]`, `[[peer]]`, …; nil for the top level.
+    let title: String?
+    let keys: [String]
+
+    var whereabouts: String { title.map { " in \($0)" } ?? "" }
+
+    /// The dotted key users see, e.g. `peer.url`.
+    func displayKey(_ key: String) -> String {
+        (path.filter { !$0.hasPrefix("#") } + [key]).joined(separator: ".")
+    }
+}
+
+/// Turns a TOML document into a `Config`, refusing anything SPEC.md does not allow.
+private struct ConfigParser {
+    let file: FilePath
+    let environment: [String: String]
+    let root: TOMLTable
+    let lines: KeyLines
+
+    /// How the tables of the top level are written, for messages.
+    private static let tableForms = ["watch": "[watch]", "peer": "[[peer]]", "resolver": "[[resolver]]"]
+
+    init(text: String, file: FilePath, environment: [String: String]) throws {
+        do {
+            root = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            throw ConfigError(file: file, line: error.source.begin.line, message: "invalid TOML: \(error.description)")
+        }
+        self.file = file
+        self.environment = environment
+        lines = KeyLines(text)
+    }
+
+    func parse() throws -> Config {
+        let top = Section(
+            table: root, path: [], title: nil, keys: ["device", "data", "state", "watch", "peer", "resolver"])
+        try checkKeys(top)
+        let device = try required("device", in: top, rule: Rule.device) { Config.isValidName($0) ? $0 : nil }
+        let data = try directory(required("data", in: top, rule: Rule.data) { $0.isEmpty ? nil : $0 }, key: "data")
+        let state = try string("state", in: top, rule: Rule.state) { $0.isEmpty ? nil : $0 }
+            .map { try directory($0, key: "state") }
+        let watch = try watchSettings(in: top)
+        let peers = try peers(in: top, device: device)
+        let resolvers = try resolvers(in: top)
+        let config = Config(
+            file: file, device: device, data: data, state: try state ?? defaultState(device: device),
+            watch: watch, peers: peers, resolvers: resolvers)
+        try checkApart(data: config.data, state: config.state)
+        return config
+    }
+
+    // MARK: Sections
+
+    private func watchSettings(in top: Section) throws -> WatchSettings {
+        var settings = WatchSettings()
+        guard let watch = try table("watch", in: top, keys: ["debounce_ms", "max_delay_ms"]) else { return settings }
+        settings.debounceMs = try int("debounce_ms", in: watch, unit: "milliseconds", 0...600_000) ?? settings.debounceMs
+        let lower = "debounce_ms (\(settings.debounceMs))"
+        if let maxDelay = try int("max_delay_ms", in: watch, unit: "milliseconds", settings.debounceMs...3_600_000,
+                                  lowerName: lower) {
+            settings.maxDelayMs = maxDelay
+        } else if settings.maxDelayMs < settings.debounceMs {
+            throw fail(watch.path + ["max_delay_ms"], key: watch.displayKey("max_delay_ms"),
+                       "must be between \(lower) and 3600000 milliseconds, but defaults to \(settings.maxDelayMs); "
+                           + "set it, e.g. max_delay_ms = \(settings.debounceMs)")
+        }
+        return settings
+    }
+
+    private func peers(in top: Section, device: String) throws -> [PeerConfig] {
+        var peers: [PeerConfig] = []
+        for peer in try tables("peer", in: top, keys: ["name", "url", "poll_seconds"]) {
+            let name = try required("name", in: peer, rule: Rule.peerName) { Config.isValidName($0) ? $0 : nil }
+            if name == device {
+                throw fail(peer.path + ["name"], key: "peer.name",
+                           "'\(name)' is this device's own name (device = \"\(device)\"); give each peer its own device name")
+            }
+            if let other = peers.firstIndex(where: { $0.name == name }) {
+                let at = lines.line(for: ["peer", "#\(other)", "name"]).map { " on line \($0)" } ?? ""
+                throw fail(peer.path + ["name"], key: "peer.name",
+                           "'\(name)' is already the name of the peer\(at); each peer needs its own name")
+            }
+            var config = PeerConfig(name: name, url: try required("url", in: peer, rule: Rule.url) { $0.isEmpty ? nil : $0 })
+            config.pollSeconds = try int("poll_seconds", in: peer, unit: "seconds", 1...86_400) ?? config.pollSeconds
+            peers.append(config)
+        }
+        return peers
+    }
+
+    private func resolvers(in top: Section) throws -> [ResolverRule] {
+        try tables("resolver", in: top, keys: ["path", "strategy", "command"]).map { resolver in
+            let path = try required("path", in: resolver, rule: Rule.glob) { $0.isEmpty ? nil : $0 }
+            let strategy = try required("strategy", in: resolver, rule: Rule.strategy, ResolverStrategy.init)
+            let command = try stringArray("command", in: resolver, rule: Rule.command)
+            if strategy == .command, command == nil {
+                throw fail(resolver.path, key: nil,
+                           "missing required key 'command' in [[resolver]] (strategy = \"command\" needs \(Rule.command))")
+            }
+            if strategy != .command, command != nil {
+                throw fail(resolver.path + ["command"], key: "resolver.command",
+                           "is only used with strategy = \"command\"; remove it or set strategy = \"command\"")
+            }
+            return ResolverRule(path: path, strategy: strategy, command: command)
+        }
+    }
+
+    // MARK: Paths
+
+    private func directory(_ text: String, key: String) throws -> FilePath {
+        guard let path = ConfigLocator.resolve(text, relativeTo: file.removingLastComponent(), home: environment["HOME"])
+        else {
+            throw fail([key], key: key, "cannot expand '~' because HOME is not set; write the full path")
+        }
+        return path
+    }
+
+    private func defaultState(device: String) throws -> FilePath {
+        guard let base = ConfigLocator.xdgDirectory("XDG_STATE_HOME", fallback: ".local/state", environment: environment)
+        else {
+            throw fail(["state"], key: "state",
+                       "has no default because neither XDG_STATE_HOME nor HOME is set; set it, e.g. state = \"/var/lib/syncagent/\(device)\"")
+        }
+        return base.appending("syncagent").appending(device).lexicallyNormalized()
+    }
+
+    private func checkApart(data: FilePath, state: FilePath) throws {
+        let overlap: String? =
+            state == data ? "is the data directory itself"
+            : state.starts(with: data) ? "is inside the data directory \(data)"
+            : data.starts(with: state) ? "contains the data directory \(data)"
+            : nil
+        if let overlap {
+            throw fail(["state"], key: "state",
+                       "\(state) \(overlap); the data directory is watched; put state outside it")
+        }
+    }
+
+    // MARK: Keys and values
+
+    private func fail(_ path: [String], key: String?, _ message: String) -> ConfigError {
+        ConfigError(file: file, line: lines.line(for: path), key: key, message: message)
+    }
+
+    /// Refuses keys `section` does not define, suggesting the nearest valid one.
+    private func checkKeys(_ section: Section) throws {
+        let unknown = section.table.keys.filter { !section.keys.contains($0) }
+        let position = { (key: String) in lines.line(for: section.path + [key]) ?? .max }
+        guard let key = unknown.min(by: { position($0) < position($1) }) else { return }
+        let value = section.table[key]!
+        let what =
+            section.title != nil ? "key '\(key)'"
+            : value.type == .table ? "table [\(key)]"
+            : value.array?.first?.type == .table ? "table [[\(key)]]"
+            : "key '\(key)'"
+        let shown = { (key: String) in Self.tableForms[key] ?? "'\(key)'" }
+        let advice = nearest(key, in: section.keys).map { "did you mean \(shown($0))?" }
+            ?? "valid keys are " + section.keys.map(shown).joined(separator: ", ")
+        throw fail(section.path + [key], key: nil, "unknown \(what)\(section.whereabouts); \(advice)")
+    }
+
+    private func table(_ key: String, in top: Section, keys: [String]) throws -> Section? {
+        guard let value = top.table[key] else { return nil }
+        guard let table = value.table else {
+            throw fail([key], key: key, "must be a table: a line [\(key)] followed by its keys")
+        }
+        let section = Section(table: table, path: [key], title: "[\(key)]", keys: keys)
+        try checkKeys(section)
+        return section
+    }
+
+    /// The `[[key]]` tables, in file order.
+    private func tables(_ key: String, in top: Section, keys: [String]) throws -> [Section] {
+        guard let value = top.table[key] else { return [] }
+        guard let array = value.array, array.allSatisfy({ $0.type == .table }) else {
+            throw fail([key], key: key, "must be written as [[\(key)]] tables, one for each \(key)")
+        }
+        return try array.enumerated().map { index, element in
+            let section = Section(table: element.table!, path: [key, "#\(index)"], title: "[[\(key)]]", keys: keys)
+            try checkKeys(section)
+            return section
+        }
+    }
+
+    /// The string at `key` made into a `T` by `convert`, which returns nil for values `rule` does not allow.
+    private func string<T>(
+        _ key: String, in section: Section, rule: String, _ convert: (String) -> T?
+    ) throws -> T? {
+        guard let value = section.table[key] else { return nil }
+        guard let converted = value.string.flatMap(convert) else { throw invalid(key, in: section, rule, value) }
+        return converted
+    }
+
+    private func required<T>(
+        _ key: String, in section: Section, rule: String, _ convert: (String) -> T?
+    ) throws -> T {
+        guard let value = try string(key, in: section, rule: rule, convert) else {
+            throw fail(section.path, key: nil, "missing required key '\(key)'\(section.whereabouts) (\(rule))")
+        }
+        return value
+    }
+
+    private func int(
+        _ key: String, in section: Section, unit: String, _ range: ClosedRange<Int>, lowerName: String? = nil
+    ) throws -> Int? {
+        guard let value = section.table[key] else { return nil }
+        guard let number = value.int, range.contains(number) else {
+            let rule = "a whole number of \(unit) between \(lowerName ?? String(range.lowerBound)) and \(range.upperBound)"
+            throw invalid(key, in: section, rule, value)
+        }
+        return number
+    }
+
+    private func stringArray(_ key: String, in section: Section, rule: String) throws -> [String]? {
+        guard let value = section.table[key] else { return nil }
+        let strings = value.array?.compactMap(\.string)
+        guard let strings, !strings.isEmpty, strings.count == value.array?.count else {
+            throw invalid(key, in: section, rule, value)
+        }
+        return strings
+    }
+
+    private func invalid(_ key: String, in section: Section, _ rule: String, _ value: TOMLValueConvertible) -> ConfigError {
+        let got = value.type == .table ? "a table" : value.tomlValue.debugDescription
+        return fail(section.path + [key], key: section.displayKey(key), "must be \(rule), got \(got)")
+    }
+
+    /// The candidate a typo of `key` most likely meant, if any is close enough.
+    private func nearest(_ key: String, in candidates: [String]) -> String? {
+        candidates
+            .map { (candidate: $0, distance: editDistance(key.lowercased(), $0)) }
+            .filter { $0.distance <= min(3, max(1, min(key.count, $0.candidate.count) / 2)) }
+            .min { $0.distance < $1.distance }?.candidate
+    }
+
+    private func editDistance(_ a: String, _ b: String) -> Int {
+        let b = Array(b)
+        var previous = Array(0...b.count)
+        for (i, x) in a.enumerated() {
+            var current = [i + 1]
+            for (j, y) in b.enumerated() {
+                current.append(min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1)))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+}
+
+/// The 1-based line of each key and table header, found by scanning the text, since TOMLKit does not
+/// report where values are. Keys are paths like `["watch", "debounce_ms"]`; the n-th `[[peer]]` is
+/// `["peer", "#n"]` (0-based), and `["peer"]` is the first of them.
+private struct KeyLines {
+    private var lines: [[String]: Int] = [:]
+
+    init(_ text: String) {
+        var section: [String] = []
+        var arrayCounts: [[String]: Int] = [:]
+        for (index, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+            let line = raw.drop { $0.isWhitespace }
+            if line.hasPrefix("[["), let name = Self.keyPath(line.dropFirst(2), until: "]") {
+                let count = arrayCounts[name, default: 0]
+                arrayCounts[name] = count + 1
+                section = name + ["#\(count)"]
+                record(name, index + 1)
+                record(section, index + 1)
+            } else if line.hasPrefix("["), let name = Self.keyPath(line.dropFirst(), until: "]") {
+                section = name
+                record(section, index + 1)
+            } else if !line.hasPrefix("#"), let key = Self.keyPath(line, until: "=") {
+                record(section + key, index + 1)
+            }
+        }
+    }
+
+    /// The line of `path`, else of the nearest enclosing key or header that is in the text.
+    func line(for path: [String]) -> Int? {
+        var path = path
+        while !path.isEmpty {
+            if let line = lines[path] { return line }
+            path.removeLast()
+        }
+        return nil
+    }
+
+    private mutating func record(_ path: [String], _ line: Int) {
+        if lines[path] == nil { lines[path] = line }
+    }
+
+    /// The dotted, possibly quoted key at the start of `text`, ending at `end`; nil when `end` never comes.
+    private static func keyPath(_ text: Substring, until end: Character) -> [String]? {
+        var parts = [""]
+        var quote: Character?
+        for character in text {
+            if let open = quote {
+                if character == open { quote = nil } else { parts[parts.count - 1].append(character) }
+            } else if character == end {
+                return parts
+            } else if character == "\"" || character == "'" {
+                quote = character
+            } else if character == "." {
+                parts.append("")
+            } else if !character.isWhitespace {
+                parts[parts.count - 1].append(character)
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,77 @@
+/// The commented config file `syncagent init` writes: every key of SPEC.md documented, the given values
+/// filled in, the others shown as commented-out defaults or examples.
+public enum ConfigTemplate {
+    public static func render(device: String, data: String, state: String?, peers: [(name: String, url: String)]) -> String {
+        let defaults = WatchSettings()
+        let defaultState = quoted("~/.local/state/syncagent/" + device)
+        let stateLine = state.map { "state = \(quoted($0))" } ?? "# state = \(defaultState)"
+        let peerTables = peers.isEmpty
+            ? peerTable(name: "watch", url: "/srv/watch/state/store.git", commented: true)
+            : peers.map { peerTable(name: $0.name, url: $0.url, commented: false) }.joined(separator: "\n")
+        return """
+            # syncagent configuration. Relative paths are relative to this file; a leading ~ is your home.
+
+            # This device's name: letters, digits, '-' and '_'.
+            device = \(quoted(device))
+
+            # The watched directory. It never holds a .git: the store lives in the state directory.
+            data = \(quoted(data))
+
+            # Holds store.git (the git dir), the lock, the socket and caches; it must be outside data.
+            # Default: $XDG_STATE_HOME/syncagent/<device>, with XDG_STATE_HOME defaulting to ~/.local/state.
+            \(stateLine)
+
+            [watch]
+            # Quiet period before a commit, in milliseconds (0 to 600000).
+            # debounce_ms = \(defaults.debounceMs)
+            # During non-stop changes, commit at least this often, in milliseconds (debounce_ms to 3600000).
+            # max_delay_ms = \(defaults.maxDelayMs)
+
+            # One [[peer]] table for each device to sync with.
+            #   name: the peer's device name
+            #   url: its store.git, as a path, file://, ssh://, git:// or http(s):// URL
+            #   poll_seconds: how often to fetch when the agent cannot see the peer's refs change (1 to 86400)
+            \(peerTables)
+            # Conflict resolvers, each a [[resolver]] table: the first whose path matches wins; no match means "manual".
+            #   path: a glob, matched against the path relative to the data directory
+            #   strategy: manual | newest | keep:<device> | both | union | json | command
+            #   command: the merge program and its arguments, only for strategy = "command"
+            # [[resolver]]
+            # path = "*.json"
+            # strategy = "json"
+            #
+            # [[resolver]]
+            # path = "*.ods"
+            # strategy = "command"
+            # command = ["merge-tool", "{base}", "{ours}", "{theirs}", "{out}"]
+
+            """
+    }
+
+    private static func peerTable(name: String, url: String, commented: Bool) -> String {
+        let prefix = commented ? "# " : ""
+        return """
+            \(prefix)[[peer]]
+            \(prefix)name = \(quoted(name))
+            \(prefix)url = \(quoted(url))
+            # poll_seconds = \(PeerConfig(name: name, url: url).pollSeconds)
+
+            """
+    }
+
+    /// `text` as a TOML basic string.
+    private static func quoted(_ text: String) -> String {
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+                let hex = String(scalar.value, radix: 16, uppercase: true)
+                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+}

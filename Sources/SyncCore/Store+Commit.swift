@@ -1,0 +1,142 @@
+import FileSystem
+import Foundation
+import Git
+import SystemPackage
+
+/// The result of committing one batch.
+public struct CommitOutcome: Sendable {
+    /// The new commit; nil when the batch changed nothing.
+    public var commit: Oid?
+    public var summary: ChangeSummary
+    /// Paths whose file changed while it was being read: commit them again in a later batch.
+    public var retry: Set<FilePath>
+    /// Special files (FIFOs, sockets, devices) seen for the first time and skipped.
+    public var skipped: [(path: FilePath, kind: FileStat.Kind)]
+}
+
+extension Store {
+    /// Commits the current on-disk state of exactly these paths (relative to the data directory).
+    /// Costs O(paths): only their index entries are updated; the tree cache covers the rest.
+    public func commit(paths: Set<FilePath>, now: Date = Date()) throws(GitError) -> CommitOutcome {
+        let index = try repo.index()
+        try index.read()
+        var changes: [(path: FilePath, before: Oid?, after: Oid?)] = []
+        var retry: Set<FilePath> = []
+        var skipped: [(path: FilePath, kind: FileStat.Kind)] = []
+        var newestMtime: Int64?
+
+        func unstage(_ path: FilePath) throws(GitError) {
+            if let old = index.entry(path) {
+                try index.remove(path)
+                changes.append((path, old.oid, nil))
+            }
+        }
+        func unstageDirectory(_ path: FilePath) throws(GitError) {
+            let under = index.entries(under: path)
+            guard !under.isEmpty else { return }
+            try index.removeDirectory(path)
+            changes.append(contentsOf: under.map { ($0.path, $0.oid, nil) })
+        }
+
+        // Parents sort before their children, so a directory replaced by a file (or the reverse)
+        // is cleared before the new entries go in.
+        for path in paths.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
+            guard !path.isEmpty, !PathRules.isIgnored(path: path) else { continue }
+            let stat = (try? FileStat.of(data.pushing(path))) ?? nil
+            guard let stat else {
+                try unstage(path)
+                try unstageDirectory(path)
+                continue
+            }
+            switch stat.kind {
+            case .directory:
+                try unstage(path)  // a file became a directory; its files come as their own paths
+            case .regular, .symlink:
+                try unstageDirectory(path)
+                // No stat shortcut here: the watcher saw a write, and two same-size writes in one
+                // clock tick leave identical stat data. Hashing is what tells.
+                let before = index.entry(path)
+                switch try index.add(path) {
+                case .added:
+                    guard let after = index.entry(path) else { continue }
+                    if before?.oid != after.oid || before?.mode != after.mode {
+                        changes.append((path, before?.oid, after.oid))
+                        newestMtime = max(newestMtime ?? stat.mtimeSeconds, stat.mtimeSeconds)
+                    }
+                    // Rewritten while we read it? Then what we hashed may be stale: read it again later.
+                    if let again = try? FileStat.of(data.pushing(path)), !Self.statMatches(after, again) {
+                        retry.insert(path)
+                    }
+                case .missing:
+                    try unstage(path)
+                case .directory:
+                    try unstage(path)
+                }
+            default:
+                try unstage(path)
+                if warnedSpecial.insert(path).inserted { skipped.append((path, stat.kind)) }
+            }
+        }
+
+        let tree = try index.writeTree()
+        let parent = try repo.headCommit()
+        let parentTree = try parent.map { id throws(GitError) in try repo.commit(id).tree }
+        // Nothing changed, or nothing to store yet: empty batches make no commit.
+        guard tree != parentTree, parent != nil || index.count > 0 else {
+            try index.write()
+            return CommitOutcome(commit: nil, summary: ChangeSummary(), retry: retry, skipped: skipped)
+        }
+        let summary = ChangeSummary(changes: changes)
+        let when = newestMtime ?? Int64(now.timeIntervalSince1970)
+        let author = Signature(name: device, email: "\(device)@syncagent", time: when)
+        let committer = Signature(name: device, email: "\(device)@syncagent", time: Int64(now.timeIntervalSince1970))
+        let id = try repo.createCommit(tree: tree, parents: parent.map { [$0] } ?? [], author: author,
+                                       committer: committer, message: summary.message(device: device),
+                                       updateRef: "HEAD")
+        try index.write()
+        return CommitOutcome(commit: id, summary: summary, retry: retry, skipped: skipped)
+    }
+
+    /// Every path that differs between the data directory and the index: a full scan, for start-up,
+    /// after a lost-events overflow, and for `status` while the agent is stopped.
+    public func changedSinceLastCommit() throws(GitError) -> Set<FilePath> {
+        let index = try repo.index()
+        try index.read()
+        // An entry written in the same clock tick as the index file cannot be trusted by its stat data.
+        let indexStat = try? FileStat.of(gitDir.appending("index"))
+        var changed: Set<FilePath> = []
+        var seen: Set<FilePath> = []
+        Directory.walk(data, descend: { dir in !PathRules.isIgnored(path: dir) }) { path, kind in
+            guard kind != .directory, !PathRules.isIgnored(path: path) else { return }
+            seen.insert(path)
+            guard let entry = index.entry(path),
+                  let stat = try? FileStat.of(data.pushing(path)),
+                  Self.statMatches(entry, stat),
+                  !Self.isRacy(entry, indexStat) else {
+                changed.insert(path)
+                return
+            }
+        }
+        for entry in index.entries() where !seen.contains(entry.path) {
+            changed.insert(entry.path)
+        }
+        return changed
+    }
+
+    static func statMatches(_ entry: IndexEntry, _ stat: FileStat) -> Bool {
+        guard stat.isStorable else { return false }
+        let mode: UInt32 = stat.kind == .symlink ? 0o120000 : (stat.isExecutable ? 0o100755 : 0o100644)
+        return entry.mode == mode
+            && entry.size == UInt32(truncatingIfNeeded: stat.size)
+            && entry.mtimeSeconds == Int32(truncatingIfNeeded: stat.mtimeSeconds)
+            && entry.mtimeNanoseconds == UInt32(truncatingIfNeeded: stat.mtimeNanoseconds)
+            && entry.inode == UInt32(truncatingIfNeeded: stat.inode)
+    }
+
+    static func isRacy(_ entry: IndexEntry, _ indexStat: FileStat?) -> Bool {
+        guard let indexStat else { return true }
+        let entrySeconds = Int64(entry.mtimeSeconds)
+        return entrySeconds > indexStat.mtimeSeconds
+            || (entrySeconds == indexStat.mtimeSeconds && Int64(entry.mtimeNanoseconds) >= indexStat.mtimeNanoseconds)
+    }
+}

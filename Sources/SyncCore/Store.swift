@@ -1,0 +1,82 @@
+import FileSystem
+import Foundation
+import Git
+import SystemPackage
+
+/// The device's git store: `<state>/store.git`, whose work tree is the data directory. It turns
+/// changed paths into commits on `main`, touching only those paths' index entries.
+/// Not thread-safe: one owner (the agent's store actor, or a CLI command holding the lock).
+public final class Store {
+    public let device: String
+    public let data: FilePath
+    public let gitDir: FilePath
+    let repo: Repository
+    /// Special files already warned about, so each is reported once.
+    var warnedSpecial: Set<FilePath> = []
+
+    private init(device: String, data: FilePath, gitDir: FilePath, repo: Repository) {
+        self.device = device
+        self.data = data
+        self.gitDir = gitDir
+        self.repo = repo
+    }
+
+    /// Opens the store, creating it (and an empty `main`) if it does not exist yet.
+    public static func openOrCreate(device: String, data: FilePath, gitDir: FilePath) throws(StoreError) -> Store {
+        do {
+            let exists = try FileStat.of(gitDir.appending("HEAD")) != nil
+            let repo = exists ? try Repository.open(gitDir: gitDir, workdir: data)
+                              : try Repository.create(gitDir: gitDir, workdir: data)
+            return Store(device: device, data: data, gitDir: gitDir, repo: repo)
+        } catch let error as GitError {
+            throw StoreError(path: gitDir, message: "cannot open the store: \(error)",
+                             hint: "check that \(gitDir) is a git directory written by syncagent, or move it away to start a new store")
+        } catch {
+            throw StoreError(path: gitDir, message: "cannot read the store: \(error)", hint: "check the permissions of \(gitDir)")
+        }
+    }
+
+    /// Opens an existing store; fails with a clear message when there is none.
+    public static func open(device: String, data: FilePath, gitDir: FilePath) throws(StoreError) -> Store {
+        guard (try? FileStat.of(gitDir.appending("HEAD"))) != nil else {
+            throw StoreError(path: gitDir, message: "no store here", hint: "run `syncagent run` (it creates the store) or `syncagent init`")
+        }
+        return try openOrCreate(device: device, data: data, gitDir: gitDir)
+    }
+
+    /// The commit `main` points at; nil before the first commit.
+    public func head() throws(GitError) -> Oid? { try repo.headCommit() }
+
+    public func commitInfo(_ id: Oid) throws(GitError) -> CommitInfo { try repo.commit(id) }
+
+    /// Files in a commit, for checks and tests.
+    public func files(at commit: Oid) throws(GitError) -> [TreeFile] {
+        try repo.treeFiles(try repo.commit(commit).tree)
+    }
+
+    public func blob(_ id: Oid) throws(GitError) -> [UInt8] { try repo.blobData(id) }
+
+    /// Removes `*.lock` files libgit2 left in the git dir when a process died mid-write. Call it only
+    /// while holding the agent lock: then no live writer can own them.
+    @discardableResult
+    public static func clearStaleLocks(gitDir: FilePath) -> [FilePath] {
+        var removed: [FilePath] = []
+        Directory.walk(gitDir, descend: { $0 != FilePath("objects") }) { rel, kind in
+            guard kind != .directory, rel.lastComponent?.extension == "lock" else { return }
+            let abs = gitDir.pushing(rel)
+            if unlink(abs.string) == 0 { removed.append(abs) }
+        }
+        return removed
+    }
+}
+
+@available(*, unavailable)
+extension Store: Sendable {}
+
+/// A store problem, naming the path and what to do.
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    public let path: FilePath
+    public let message: String
+    public let hint: String
+    public var description: String { "\(path.display): \(message). \(hint)" }
+}

@@ -1,0 +1,65 @@
+import ArgumentParser
+import Foundation
+import Git
+import SyncCore
+import SystemPackage
+
+struct InitCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "init",
+        abstract: "Write a commented config file and create the store.",
+        discussion: "Creates the data directory if it is missing. Never overwrites an existing config file."
+    )
+
+    @Option(name: .long, help: "This device's name: letters, digits, '-' and '_'.")
+    var device: String
+
+    @Option(name: .long, help: ArgumentHelp("The directory to keep in sync.", valueName: "dir"))
+    var data: String
+
+    @Option(name: .long, help: ArgumentHelp("Where the store, lock and socket live (default: $XDG_STATE_HOME/syncagent/<device>).", valueName: "dir"))
+    var state: String?
+
+    @Option(name: .long, parsing: .singleValue,
+            help: ArgumentHelp("A peer, as NAME=URL (a path, file://, ssh://, git:// or http(s):// URL). Repeatable.", valueName: "name=url"))
+    var peer: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Where to write the config file.", valueName: "file"))
+    var config: String?
+
+    func validate() throws {
+        for p in peer where !p.contains("=") {
+            throw ValidationError("--peer '\(p)' must look like NAME=URL, e.g. --peer watch=/srv/watch/state/store.git")
+        }
+    }
+
+    func run() async throws {
+        let cwd = FilePath(FileManager.default.currentDirectoryPath)
+        let env = ProcessInfo.processInfo.environment
+        let file = ConfigLocator.target(explicit: config, environment: env, currentDirectory: cwd)
+        guard !FileManager.default.fileExists(atPath: file.string) else {
+            throw UserFacingError("\(file) already exists; edit it, or remove it first to start over")
+        }
+        let absoluteData = cwd.pushing(FilePath(data)).lexicallyNormalized()
+        let absoluteState = state.map { cwd.pushing(FilePath($0)).lexicallyNormalized().string }
+        let peers = peer.map { p -> (name: String, url: String) in
+            let parts = p.split(separator: "=", maxSplits: 1)
+            return (String(parts[0]), String(parts[1]))
+        }
+        let text = ConfigTemplate.render(device: device, data: absoluteData.string, state: absoluteState, peers: peers)
+        // Validate by parsing what we are about to write: the same rules as `run`.
+        let parsed = try Config.parse(text, file: file, environment: env)
+        try FileManager.default.createDirectory(atPath: parsed.data.string, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: parsed.state.string, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        _ = try Store.openOrCreate(device: parsed.device, data: parsed.data, gitDir: parsed.storePath)
+        try FileManager.default.createDirectory(atPath: file.removingLastComponent().string, withIntermediateDirectories: true)
+        try text.write(toFile: file.string, atomically: true, encoding: .utf8)
+        print("""
+            wrote \(file)
+            store \(parsed.storePath)
+            data  \(parsed.data)
+            next: syncagent run --config \(file)
+            """)
+    }
+}

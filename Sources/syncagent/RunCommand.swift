@@ -1,0 +1,40 @@
+import Agent
+import ArgumentParser
+import Logging
+import ServiceLifecycle
+import SyncCore
+
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run the agent in the foreground (systemd-friendly).",
+        discussion: """
+            Commits what changed while it was stopped, then every change as it happens. SIGTERM or
+            SIGINT stops it after the batch in hand is committed (exit status 0). Logs go to stderr.
+            """
+    )
+
+    @OptionGroup var options: ConfigOption
+
+    @Option(name: .long, help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: Logger.Level = .info
+
+    func run() async throws {
+        let level = logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "syncagent")
+        let config = try options.load()
+        let agent = try AgentService.prepare(config: config, logger: logger)
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: agent)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+        try await group.run()
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

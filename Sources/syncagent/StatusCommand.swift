@@ -1,0 +1,29 @@
+import Agent
+import ArgumentParser
+import Foundation
+import SyncCore
+
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show whether the agent runs, the HEAD commit, pending changes and peers.",
+        discussion: "While the agent is stopped, `pending` counts what it will commit when it starts."
+    )
+
+    @OptionGroup var options: ConfigOption
+
+    @Flag(name: .long, help: "Print one JSON object.")
+    var json = false
+
+    func run() async throws {
+        let config = try options.load()
+        let report = try StatusReporter.report(for: config)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+        } else {
+            print(StatusReporter.text(report))
+        }
+    }
+}

@@ -1,0 +1,43 @@
+import ArgumentParser
+import Foundation
+import SyncCore
+
+@main
+struct SyncAgentCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "syncagent",
+        abstract: "Keeps a data directory in sync through a git store: watches it with inotify and commits every change.",
+        discussion: """
+            Start with `syncagent init --device NAME --data DIR`, then `syncagent run`.
+            The config file is found at --config, else $SYNCAGENT_CONFIG, else ./syncagent.toml,
+            else $XDG_CONFIG_HOME/syncagent/config.toml.
+            """,
+        version: "syncagent \(SyncAgentVersion.string)",
+        subcommands: [RunCommand.self, InitCommand.self, StatusCommand.self]
+    )
+}
+
+enum SyncAgentVersion {
+    static let string = "0.1.0"
+}
+
+/// `--config`, shared by every command.
+struct ConfigOption: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The config file.", valueName: "file"))
+    var config: String?
+
+    func load() throws -> Config {
+        let cwd = FilePath(FileManager.default.currentDirectoryPath)
+        let env = ProcessInfo.processInfo.environment
+        let file = try ConfigLocator.locate(explicit: config, environment: env, currentDirectory: cwd)
+        return try Config.load(file: file, environment: env)
+    }
+}
+
+/// Prints an error the user can act on and exits non-zero.
+struct UserFacingError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+import SystemPackage
