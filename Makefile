@@ -1,0 +1,36 @@
+# syncagent — see README.md. `make demo` to see it work, `make test` to check it.
+SWIFT ?= swift
+BIN := $(CURDIR)/.build/release/syncagent
+export SYNCAGENT := $(BIN)
+
+.PHONY: all deps build test unit e2e bench demo clean
+
+all: build
+
+# A fresh machine may lack libgit2's headers, pkg-config or git itself: install them (as root).
+deps:
+	@if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libgit2 || ! command -v git >/dev/null 2>&1; then \
+		echo "installing libgit2-dev, pkg-config and git"; \
+		if [ "$$(id -u)" != 0 ]; then echo "run 'sudo apt-get install -y libgit2-dev pkg-config git' first" >&2; exit 1; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libgit2-dev pkg-config git >/dev/null; \
+	fi
+
+build: deps
+	$(SWIFT) build -c release
+
+unit: deps
+	$(SWIFT) test
+
+e2e: build
+	bash e2e/run.sh
+
+test: unit e2e
+
+bench: build
+	bash bench/run.sh
+
+demo: build
+	bash Samples/demo.sh
+
+clean:
+	rm -rf .build

@@ -1,0 +1,136 @@
+import Foundation
+import Git
+import SystemPackage
+import Testing
+
+/// A temp directory with a data dir and a separate git dir, removed afterwards.
+final class TempStore {
+    let root: FilePath
+    let data: FilePath
+    let gitDir: FilePath
+
+    init() throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("gittests-\(UUID().uuidString)").path
+        root = FilePath(base)
+        data = root.appending("data")
+        gitDir = root.appending("state/store.git")
+        try FileManager.default.createDirectory(atPath: data.string, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: root.string) }
+
+    func write(_ path: String, _ text: String) throws {
+        let url = URL(fileURLWithPath: data.appending(path).string)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: url)
+    }
+}
+
+@Suite struct RepositoryTests {
+    let sig = Signature(name: "phone", email: "phone@syncagent", time: 1_700_000_000)
+
+    @Test func newStoreHasUnbornMainAndNoGitInData() throws {
+        let t = try TempStore()
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        #expect(try repo.headCommit() == nil)
+        #expect(!FileManager.default.fileExists(atPath: t.data.appending(".git").string))
+        let head = try String(contentsOfFile: t.gitDir.appending("HEAD").string, encoding: .utf8)
+        #expect(head == "ref: refs/heads/main\n")
+    }
+
+    @Test func addWriteTreeCommitAndReopen() throws {
+        let t = try TempStore()
+        try t.write("a.txt", "hello\n")
+        try t.write("dir/b.txt", "world\n")
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let index = try repo.index()
+        #expect(try index.add("a.txt") == .added)
+        #expect(try index.add("dir/b.txt") == .added)
+        #expect(try index.add("missing.txt") == .missing)
+        let tree = try index.writeTree()
+        let id = try repo.createCommit(tree: tree, parents: [], author: sig, committer: sig, message: "first\n", updateRef: "HEAD")
+        try index.write()
+
+        let reopened = try Repository.open(gitDir: t.gitDir, workdir: t.data)
+        #expect(try reopened.headCommit() == id)
+        let info = try reopened.commit(id)
+        #expect(info.author == sig)
+        #expect(info.parents.isEmpty)
+        let files = try reopened.treeFiles(info.tree)
+        #expect(files.map(\.path) == ["a.txt", "dir/b.txt"])
+        #expect(try reopened.blobData(files[0].oid) == Array("hello\n".utf8))
+        #expect(try reopened.index().entry("dir/b.txt") != nil)
+    }
+
+    @Test func indexRemovesDirectoriesAndListsPrefixes() throws {
+        let t = try TempStore()
+        try t.write("d/x", "1")
+        try t.write("d/y/z", "2")
+        try t.write("d-other", "3")
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let index = try repo.index()
+        for p in ["d/x", "d/y/z", "d-other"] { _ = try index.add(FilePath(p)) }
+        #expect(index.entries(under: "d").map(\.path) == ["d/x", "d/y/z"])
+        try index.removeDirectory("d")
+        #expect(index.entries().map(\.path) == ["d-other"])
+        try index.remove("d-other")
+        try index.remove("never-there")
+        #expect(index.count == 0)
+    }
+
+    @Test func commitWithStaleParentIsRefused() throws {
+        let t = try TempStore()
+        try t.write("a", "1")
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let index = try repo.index()
+        _ = try index.add("a")
+        let tree = try index.writeTree()
+        let first = try repo.createCommit(tree: tree, parents: [], author: sig, committer: sig, message: "1", updateRef: "HEAD")
+        _ = try repo.createCommit(tree: tree, parents: [first], author: sig, committer: sig, message: "2", updateRef: "HEAD")
+        // HEAD moved past `first`: a commit claiming `first` as its parent must not move it.
+        #expect(throws: GitError.self) {
+            try repo.createCommit(tree: tree, parents: [first], author: sig, committer: sig, message: "3", updateRef: "HEAD")
+        }
+    }
+
+    @Test func symlinkIsStoredAsLink() throws {
+        let t = try TempStore()
+        try FileManager.default.createSymbolicLink(atPath: t.data.appending("etc").string, withDestinationPath: "/etc")
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let index = try repo.index()
+        #expect(try index.add("etc") == .added)
+        let entry = try #require(index.entry("etc"))
+        #expect(entry.isLink)
+        #expect(try repo.blobData(entry.oid) == Array("/etc".utf8))
+    }
+
+    @Test func byteExactNames() throws {
+        let t = try TempStore()
+        let names: [[UInt8]] = [Array("line\nbreak".utf8), [0xff, 0xfe, 0x41], Array(repeating: UInt8(ascii: "n"), count: 250)]
+        for name in names {
+            let path = t.data.pushing(FilePath(bytes: name))
+            let created = path.withPlatformString { creat($0, 0o644) }
+            #expect(created >= 0)
+            close(created)
+        }
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let index = try repo.index()
+        for name in names { #expect(try index.add(FilePath(bytes: name)) == .added) }
+        let tree = try index.writeTree()
+        let stored = Set(try repo.treeFiles(tree).map(\.path.bytes))
+        #expect(stored == Set(names))
+    }
+
+    @Test func errorsNameTheCallAndPath() throws {
+        let t = try TempStore()
+        do {
+            _ = try Repository.open(gitDir: t.root.appending("nowhere.git"), workdir: t.data)
+            Issue.record("opening a missing store must fail")
+        } catch {
+            #expect(error.call.contains("git_repository_open_ext"))
+            #expect(error.call.contains("nowhere.git"))
+            #expect(error.code == GitError.Code.notFound)
+            #expect(!error.message.isEmpty)
+        }
+    }
+}

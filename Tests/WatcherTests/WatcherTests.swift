@@ -1,0 +1,195 @@
+import FileSystem
+import Foundation
+import Synchronization
+import SystemPackage
+import Testing
+@testable import Watcher
+
+/// A real temp directory for a real watcher.
+final class TempTree {
+    let root: FilePath
+    init() throws {
+        root = FilePath(FileManager.default.temporaryDirectory.appendingPathComponent("watchtests-\(UUID().uuidString)").path)
+        try FileManager.default.createDirectory(atPath: root.string, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(atPath: root.string) }
+
+    func path(_ rel: String) -> String { root.appending(rel).string }
+    func write(_ rel: String, _ text: String = "x") throws {
+        try FileManager.default.createDirectory(atPath: (path(rel) as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path(rel)))
+    }
+    func mkdir(_ rel: String) throws {
+        try FileManager.default.createDirectory(atPath: path(rel), withIntermediateDirectories: true)
+    }
+    func move(_ a: String, _ b: String) throws { try FileManager.default.moveItem(atPath: path(a), toPath: path(b)) }
+    func remove(_ rel: String) throws { try FileManager.default.removeItem(atPath: path(rel)) }
+}
+
+/// Gathers everything a watcher hands on, so a test can wait for what it expects.
+final class Gathered: Sendable {
+    final class State: Sendable {
+        let batch = Mutex(WatchBatch())
+        let problems = Mutex<[WatchProblem]>([])
+    }
+    private let state = State()
+    let task: Task<Void, Never>
+
+    init(_ watcher: Watcher) {
+        let state = self.state
+        task = Task {
+            for await b in watcher.batches {
+                state.batch.withLock { $0.merge(b) }
+            }
+        }
+    }
+
+    var all: WatchBatch { state.batch.withLock { $0 } }
+    func reset() { state.batch.withLock { $0 = WatchBatch() } }
+    func record(_ p: WatchProblem) { state.problems.withLock { $0.append(p) } }
+    var seenProblems: [WatchProblem] { state.problems.withLock { $0 } }
+
+    /// Waits (up to a generous 10 s) until `condition` holds; returns whether it did.
+    func wait(_ condition: (Gathered) -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if condition(self) { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return condition(self)
+    }
+}
+
+func makeWatcher(_ tree: TempTree, fallback: Duration = .seconds(10), gathered: @escaping @Sendable () -> Gathered?) throws -> Watcher {
+    try Watcher(root: tree.root, quiet: .milliseconds(20), maxDelay: .milliseconds(200), fallbackScanInterval: fallback,
+                ignore: { $0.string.hasSuffix(".swp") },
+                onProblem: { p in gathered()?.record(p) })
+}
+
+/// Tests here change system-wide inotify limits for a moment, so they never run in parallel.
+@Suite(.serialized) struct WatcherTests {
+    @Test func nestedDirectoryMadeAfterStartIsWatchedAndScanned() async throws {
+        let tree = try TempTree()
+        let w = try makeWatcher(tree) { nil }
+        let g = Gathered(w)
+        w.start()
+        // mkdir -p and writes in one go: the files exist before the watches on a/b and a/b/c do.
+        try tree.write("a/b/c/deep.txt")
+        try tree.write("a/b/mid.txt")
+        #expect(await g.wait { $0.all.paths.isSuperset(of: ["a/b/c/deep.txt", "a/b/mid.txt"]) })
+        // And the new directories are watched from now on.
+        try tree.write("a/b/c/later.txt")
+        #expect(await g.wait { $0.all.paths.contains("a/b/c/later.txt") })
+        w.stop()
+        await g.task.value
+    }
+
+    @Test func renamesAndDeletesReportBothSides() async throws {
+        let tree = try TempTree()
+        try tree.write("old.txt")
+        try tree.write("dir/inner.txt")
+        try tree.write("gone.txt")
+        let w = try makeWatcher(tree) { nil }
+        let g = Gathered(w)
+        w.start()
+        try tree.move("old.txt", "new.txt")
+        try tree.move("dir", "moved")
+        try tree.remove("gone.txt")
+        #expect(await g.wait { $0.all.paths.isSuperset(of: ["old.txt", "new.txt", "dir", "moved", "moved/inner.txt", "gone.txt"]) })
+        // The moved directory is watched at its new place, and not at its old one.
+        g.reset()
+        try tree.write("moved/fresh.txt")
+        #expect(await g.wait { $0.all.paths.contains("moved/fresh.txt") })
+        #expect(!g.all.paths.contains("dir/fresh.txt"))
+        w.stop()
+        await g.task.value
+    }
+
+    @Test func directoryReplacedByFile() async throws {
+        let tree = try TempTree()
+        try tree.write("thing/a")
+        try tree.write("thing/b")
+        let w = try makeWatcher(tree) { nil }
+        let g = Gathered(w)
+        w.start()
+        try tree.remove("thing")
+        try tree.write("thing", "now a file")
+        #expect(await g.wait { $0.all.paths.isSuperset(of: ["thing/a", "thing/b", "thing"]) })
+        // Writing the file again is still seen (the stale directory watch is gone).
+        g.reset()
+        try tree.write("thing", "again")
+        #expect(await g.wait { $0.all.paths.contains("thing") })
+        w.stop()
+        await g.task.value
+    }
+
+    @Test func ignoredNamesNeverReported() async throws {
+        let tree = try TempTree()
+        let w = try makeWatcher(tree) { nil }
+        let g = Gathered(w)
+        w.start()
+        try tree.write(".x.swp")
+        try tree.write("x")
+        #expect(await g.wait { $0.all.paths.contains("x") })
+        #expect(!g.all.paths.contains(".x.swp"))
+        w.stop()
+        await g.task.value
+    }
+
+    @Test func stopFlushesPendingBatchAndEndsStream() async throws {
+        let tree = try TempTree()
+        let w = try Watcher(root: tree.root, quiet: .seconds(30), maxDelay: .seconds(60))
+        let g = Gathered(w)
+        w.start()
+        try tree.write("last-minute")
+        #expect(await g.wait { _ in w.pendingCount == 1 })
+        w.stop()
+        await g.task.value
+        #expect(g.all.paths == ["last-minute"])
+    }
+
+    @Test func queueOverflowAsksForRescan() async throws {
+        let sysctl = "/proc/sys/fs/inotify/max_queued_events"
+        let saved = try String(contentsOfFile: sysctl, encoding: .utf8)
+        let tree = try TempTree()
+        // The queue size is fixed when the inotify instance is made: make this one tiny.
+        try "8\n".write(toFile: sysctl, atomically: false, encoding: .utf8)
+        let made = Result { try makeWatcher(tree) { nil } }
+        try saved.write(toFile: sysctl, atomically: false, encoding: .utf8)
+        let w = try made.get()
+        // Not started yet: the kernel queue fills up and overflows.
+        for i in 0..<50 { try tree.write("f\(i)") }
+        let g = Gathered(w)
+        w.start()
+        #expect(await g.wait { $0.all.rescan })
+        w.stop()
+        await g.task.value
+    }
+
+    @Test func watchLimitFallsBackToPeriodicScansAndRecovers() async throws {
+        let sysctl = "/proc/sys/fs/inotify/max_user_watches"
+        let saved = try String(contentsOfFile: sysctl, encoding: .utf8)
+        let tree = try TempTree()
+        let box = Mutex<Gathered?>(nil)
+        let w = try makeWatcher(tree, fallback: .milliseconds(200)) { box.withLock { $0 } }
+        let g = Gathered(w)
+        box.withLock { $0 = g }
+        w.start()
+        try "1\n".write(toFile: sysctl, atomically: false, encoding: .utf8)
+        try tree.mkdir("unwatchable")
+        let limited = await g.wait { $0.seenProblems.contains { $0.kind == .watchLimit } }
+        try saved.write(toFile: sysctl, atomically: false, encoding: .utf8)
+        #expect(limited)
+        let problem = g.seenProblems.first { $0.kind == .watchLimit }
+        #expect(problem?.message.contains("fs.inotify.max_user_watches") == true)
+        #expect(await g.wait { $0.all.rescan })
+        // With the limit back, the next periodic scan watches the directory and stops scanning.
+        #expect(await g.wait { $0.seenProblems.contains { $0.kind == .recovered } })
+        #expect(!w.isDegraded)
+        g.reset()
+        try tree.write("unwatchable/seen-by-inotify")
+        #expect(await g.wait { $0.all.paths.contains("unwatchable/seen-by-inotify") })
+        w.stop()
+        await g.task.value
+    }
+}

@@ -1,0 +1,317 @@
+# Shared helpers for the end-to-end tests. Each test_*.sh sources this file first.
+#
+# A test drives the built binary ($SYNCAGENT) the way a user would: `syncagent init`, `run`, `status`,
+# plain file operations in the data directory and plain `git --git-dir=<state>/store.git` to look at
+# the result. Nothing here reads the agent's internals.
+#
+# Conventions:
+#   - every test gets its own temp dir ($T); it is removed when the test passes, kept and printed
+#     when it fails (with the tail of the agent logs);
+#   - waits poll a condition every 0.1 s up to $WAIT_TIMEOUT seconds (default 15): no test asserts
+#     how long something took, only that it happens;
+#   - after `use_agent NAME` (or `start_agent NAME`): $DIR, $DATA, $STATE, $STORE, $CONFIG; while
+#     an agent runs: $AGENT_PID and $LOG (its stderr for this run).
+
+set -euo pipefail
+export LC_ALL=C
+
+: "${SYNCAGENT:?set SYNCAGENT to the syncagent binary (make e2e does)}"
+case "$SYNCAGENT" in /*) ;; *) SYNCAGENT="$PWD/$SYNCAGENT" ;; esac
+[ -x "$SYNCAGENT" ] || { echo "SYNCAGENT=$SYNCAGENT is not an executable file" >&2; exit 2; }
+command -v git >/dev/null || { echo "git is needed by the e2e tests" >&2; exit 2; }
+
+TEST_NAME=$(basename "$0" .sh)
+WAIT_TIMEOUT=${WAIT_TIMEOUT:-15}
+# Every agent a test starts runs with this log level unless the test says otherwise.
+LOG_LEVEL=${LOG_LEVEL:-info}
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/syncagent-e2e.$TEST_NAME.XXXXXX")
+T=$(cd "$T" && pwd -P)
+# Keep git away from the user's and the system's configuration.
+export HOME="$T/home" XDG_CONFIG_HOME="$T/home/.config" XDG_STATE_HOME="$T/home/.local/state"
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
+unset SYNCAGENT_CONFIG GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE
+mkdir -p "$HOME"
+
+STARTED_PIDS=()   # every `syncagent run` this test started, to stop them on exit
+AGENT_PID=""
+LOG=""
+RUN_SEQ=0
+
+log() { printf '[%s] %s\n' "$TEST_NAME" "$*" >&2; }
+
+fail() {
+    printf '[%s] FAIL: %s\n' "$TEST_NAME" "$*" >&2
+    exit 1
+}
+
+_on_exit() {
+    local rc=$?
+    set +e
+    local pid
+    for pid in "${STARTED_PIDS[@]}"; do
+        if kill -0 "$pid" 2>/dev/null; then
+            kill -TERM "$pid" 2>/dev/null
+            local i
+            for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+            kill -KILL "$pid" 2>/dev/null
+        fi
+    done
+    wait 2>/dev/null
+    if [ "$rc" = 0 ]; then
+        rm -rf "$T"
+    else
+        local f
+        for f in "$T"/*/run-*.log; do
+            [ -f "$f" ] || continue
+            printf '[%s] --- last lines of %s ---\n' "$TEST_NAME" "$f" >&2
+            tail -n 25 "$f" >&2
+        done
+        printf '[%s] kept %s\n' "$TEST_NAME" "$T" >&2
+    fi
+    exit "$rc"
+}
+trap _on_exit EXIT
+
+# ---- assertions -----------------------------------------------------------------------------------
+
+assert_eq() { # expected actual [what]
+    [ "$1" = "$2" ] || fail "${3:-value}: expected '$1', got '$2'"
+}
+
+assert_ne() { # unexpected actual [what]
+    [ "$1" != "$2" ] || fail "${3:-value}: did not expect '$1'"
+}
+
+assert_contains() { # haystack needle [what]
+    case "$1" in *"$2"*) ;; *) fail "${3:-text} does not contain '$2': $1" ;; esac
+}
+
+assert_not_contains() { # haystack needle [what]
+    case "$1" in *"$2"*) fail "${3:-text} contains '$2': $1" ;; *) ;; esac
+}
+
+assert_le() { # a b [what]: a <= b
+    [ "$1" -le "$2" ] || fail "${3:-value}: expected at most $2, got $1"
+}
+
+assert_ge() { # a b [what]: a >= b
+    [ "$1" -ge "$2" ] || fail "${3:-value}: expected at least $2, got $1"
+}
+
+# wait_until CMD...: run CMD every 0.1 s until it succeeds; fail after $WAIT_TIMEOUT seconds.
+# While an agent is expected to run, its death ends the wait at once.
+wait_until() {
+    local deadline=$(( $(date +%s) + WAIT_TIMEOUT ))
+    while :; do
+        if "$@" >/dev/null 2>&1; then return 0; fi
+        if [ -n "$AGENT_PID" ] && ! agent_alive; then
+            fail "agent (pid $AGENT_PID) died while waiting for: $*"
+        fi
+        if [ "$(date +%s)" -ge "$deadline" ]; then
+            fail "timed out after ${WAIT_TIMEOUT}s waiting for: $*"
+        fi
+        sleep 0.1
+    done
+}
+
+# ---- agents ---------------------------------------------------------------------------------------
+
+# use_agent NAME: point $DIR, $DATA, $STATE, $STORE, $CONFIG at agent NAME's files under $T.
+use_agent() {
+    AGENT_NAME=$1
+    DIR="$T/$1"
+    DATA="$DIR/data"
+    STATE="$DIR/state"
+    STORE="$STATE/store.git"
+    CONFIG="$DIR/syncagent.toml"
+}
+
+# init_agent NAME [DEBOUNCE_MS|default]: `syncagent init` for NAME; unless told "default", set a short
+# debounce ([watch] debounce_ms, default 100) so that tests do not wait for nothing.
+init_agent() {
+    use_agent "$1"
+    local debounce=${2:-100}
+    mkdir -p "$DIR"
+    "$SYNCAGENT" init --device "$1" --data "$DATA" --state "$STATE" --config "$CONFIG" >"$DIR/init.out" 2>&1 \
+        || fail "syncagent init failed: $(cat "$DIR/init.out")"
+    if [ "$debounce" != default ]; then
+        set_watch debounce_ms "$debounce"
+    fi
+}
+
+# set_watch KEY VALUE: set a key of the [watch] table in $CONFIG (as a user editing the file would).
+set_watch() {
+    local key=$1 value=$2 tmp="$CONFIG.edit"
+    grep -q '^\[watch\]' "$CONFIG" || printf '\n[watch]\n' >>"$CONFIG"
+    # drop an active setting of KEY inside [watch], then add the new one right under the header
+    awk -v key="$key" -v value="$value" '
+        /^\[/ { in_watch = ($0 == "[watch]") }
+        in_watch && $0 ~ "^[ \t]*" key "[ \t]*=" { next }
+        { print }
+        $0 == "[watch]" { print key " = " value }
+    ' "$CONFIG" >"$tmp"
+    mv "$tmp" "$CONFIG"
+}
+
+agent_alive() {
+    [ -n "$AGENT_PID" ] || return 1
+    kill -0 "$AGENT_PID" 2>/dev/null || return 1
+    # a zombie (exited, not yet reaped) is not alive
+    local state
+    state=$(awk '{print $3}' "/proc/$AGENT_PID/stat" 2>/dev/null) || return 1
+    [ "$state" != Z ]
+}
+
+# run_agent [extra run args]: start `syncagent run` for the current agent in the background,
+# stderr to $LOG, then wait until `status --json` reports it running with its pid.
+run_agent() {
+    RUN_SEQ=$((RUN_SEQ + 1))
+    LOG="$DIR/run-$RUN_SEQ.log"
+    # The agent starts with SIGINT at its default action, as from a terminal (a non-interactive
+    # shell would otherwise start background jobs with SIGINT ignored).
+    env --default-signal=INT "$SYNCAGENT" run --config "$CONFIG" --log-level "$LOG_LEVEL" "$@" \
+        >"$DIR/run-$RUN_SEQ.out" 2>"$LOG" &
+    AGENT_PID=$!
+    STARTED_PIDS+=("$AGENT_PID")
+    wait_until agent_reports_running
+}
+
+# start_agent NAME [DEBOUNCE_MS|default]: init (first time only) and run.
+start_agent() {
+    use_agent "$1"
+    [ -f "$CONFIG" ] || init_agent "$@"
+    run_agent
+}
+
+agent_reports_running() {
+    local js
+    js=$(status_json) || return 1
+    [ "$(json_get running <<<"$js")" = true ] && [ "$(json_get pid <<<"$js")" = "$AGENT_PID" ]
+}
+
+# stop_agent [SIGNAL]: send SIGTERM (or SIGNAL), wait for the agent to exit, assert it exited 0.
+stop_agent() {
+    local sig=${1:-TERM} pid=$AGENT_PID rc=0
+    [ -n "$pid" ] || fail "stop_agent: no agent running"
+    kill -"$sig" "$pid" || fail "could not send SIG$sig to the agent (pid $pid): it is gone"
+    local deadline=$(( $(date +%s) + WAIT_TIMEOUT * 2 ))
+    while agent_alive; do
+        [ "$(date +%s)" -lt "$deadline" ] || { kill -KILL "$pid"; fail "agent (pid $pid) did not exit within $((WAIT_TIMEOUT * 2))s of SIG$sig"; }
+        sleep 0.1
+    done
+    wait "$pid" || rc=$?
+    AGENT_PID=""
+    [ "$rc" = 0 ] || fail "agent exited with status $rc after SIG$sig (expected 0)"
+}
+
+# kill9_agent: kill -9 the agent and reap it.
+kill9_agent() {
+    local pid=$AGENT_PID
+    kill -KILL "$pid"
+    wait "$pid" 2>/dev/null || true
+    AGENT_PID=""
+}
+
+# ---- status ---------------------------------------------------------------------------------------
+
+status_json() { "$SYNCAGENT" status --config "$CONFIG" --json; }
+
+# json_get KEY [KEY...] < json: print the value at the key path (strings raw, null as "null",
+# true/false, numbers, arrays/objects as compact JSON).
+json_get() {
+    if command -v python3 >/dev/null; then
+        python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+for k in sys.argv[1:]:
+    v = v[int(k)] if isinstance(v, list) else v[k]
+if v is None: print("null")
+elif isinstance(v, bool): print("true" if v else "false")
+elif isinstance(v, str): print(v)
+else: print(json.dumps(v, separators=(",", ":")) if isinstance(v, (list, dict)) else v)
+' "$@"
+    elif command -v jq >/dev/null; then
+        jq -r 'getpath($ARGS.positional) | if . == null then "null" elif type == "object" or type == "array" then tojson else tostring end' --args "$@"
+    else
+        fail "json_get needs python3 or jq"
+    fi
+}
+
+status_field() { status_json | json_get "$@"; }
+
+pending_is() { [ "$(status_field pending)" = "$1" ]; }
+
+# ---- the store ------------------------------------------------------------------------------------
+
+g() { git --git-dir="$STORE" "$@"; }
+
+head_oid() { g rev-parse -q --verify refs/heads/main 2>/dev/null || true; }
+
+commit_count() {
+    if g rev-parse -q --verify refs/heads/main >/dev/null 2>&1; then g rev-list --count main; else echo 0; fi
+}
+
+# head_files: the paths in HEAD, NUL-terminated, exactly as git stores them.
+head_files() { g ls-tree -r -z --name-only HEAD; }
+
+# head_list / data_list: the same as sorted lines (only for names without newlines).
+head_list() {
+    g rev-parse -q --verify HEAD >/dev/null 2>&1 || return 0
+    g ls-tree -r --name-only HEAD | sort
+}
+data_list() { (cd "$DATA" && find . -mindepth 1 \( -type f -o -type l \) -printf '%P\n' | sort); }
+
+head_has() { g cat-file -e "HEAD:$1" 2>/dev/null; }
+head_lacks() { ! head_has "$1"; }
+
+# head_blob_is PATH FILE: HEAD:PATH holds exactly FILE's bytes.
+head_blob_is() { g cat-file blob "HEAD:$1" 2>/dev/null | cmp -s - "$2"; }
+
+# head_file_matches PATH: HEAD:PATH holds exactly the bytes of $DATA/PATH.
+head_file_matches() { head_blob_is "$1" "$DATA/$1"; }
+
+# expected_tree: the tree plain git makes of the data directory (files, links, modes, bytes).
+# Only meaningful when the data dir holds no names the agent ignores and no FIFOs.
+expected_tree() {
+    local idx="$T/expected.index"
+    rm -f "$idx"
+    GIT_INDEX_FILE="$idx" git --git-dir="$STORE" --work-tree="$DATA" -c core.excludesFile=/dev/null \
+        add -A --force . >/dev/null 2>&1 || return 1
+    GIT_INDEX_FILE="$idx" git --git-dir="$STORE" write-tree
+}
+
+# head_matches_data: HEAD's tree is exactly the data directory (same paths, modes and bytes).
+head_matches_data() {
+    local want have
+    want=$(expected_tree) || return 1
+    have=$(g rev-parse -q --verify 'HEAD^{tree}' 2>/dev/null) || return 1
+    [ "$want" = "$have" ]
+}
+
+# assert_head_matches_data: wait until HEAD is the data directory; on timeout show the difference.
+assert_head_matches_data() {
+    local deadline=$(( $(date +%s) + WAIT_TIMEOUT ))
+    until head_matches_data; do
+        if [ -n "$AGENT_PID" ] && ! agent_alive; then break; fi
+        [ "$(date +%s)" -lt "$deadline" ] || break
+        sleep 0.1
+    done
+    head_matches_data && return 0
+    log "paths only in data (<) / only in HEAD (>):"
+    diff <(data_list) <(head_list) | grep '^[<>]' | head -n 20 >&2 || true
+    local p n=0
+    while IFS= read -r p; do
+        if [ -f "$DATA/$p" ] && [ ! -L "$DATA/$p" ] && head_has "$p" && ! head_file_matches "$p"; then
+            log "bytes differ: $p"; n=$((n + 1)); [ "$n" -lt 10 ] || break
+        fi
+    done < <(data_list)
+    if [ -n "$AGENT_PID" ] && ! agent_alive; then fail "agent (pid $AGENT_PID) died; HEAD does not match the data directory"; fi
+    fail "HEAD does not match the data directory after ${WAIT_TIMEOUT}s"
+}
+
+# all_committed_paths: every path in every commit on main, one per line (sorted, unique).
+all_committed_paths() {
+    local c
+    for c in $(g rev-list main); do g ls-tree -r --name-only "$c"; done | sort -u
+}
