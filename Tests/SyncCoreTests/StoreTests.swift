@@ -1,0 +1,225 @@
+import FileSystem
+import Foundation
+import Git
+import Glibc
+import SystemPackage
+import Testing
+@testable import SyncCore
+
+final class StoreFixture {
+    let root: FilePath
+    let data: FilePath
+    let gitDir: FilePath
+    let store: Store
+
+    init() throws {
+        root = FilePath(FileManager.default.temporaryDirectory.appendingPathComponent("storetests-\(UUID().uuidString)").path)
+        data = root.appending("data")
+        gitDir = root.appending("state/store.git")
+        try FileManager.default.createDirectory(atPath: data.string, withIntermediateDirectories: true)
+        store = try Store.openOrCreate(device: "phone", data: data, gitDir: gitDir)
+    }
+    deinit { try? FileManager.default.removeItem(atPath: root.string) }
+
+    func write(_ rel: String, _ text: String, mtime: Int? = nil) throws {
+        let path = data.appending(rel).string
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        if let mtime {
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: TimeInterval(mtime))], ofItemAtPath: path)
+        }
+    }
+    func remove(_ rel: String) throws { try FileManager.default.removeItem(atPath: data.appending(rel).string) }
+
+    /// path -> content of the files in HEAD.
+    func headContents() throws -> [String: String] {
+        guard let head = try store.head() else { return [:] }
+        var out: [String: String] = [:]
+        for f in try store.files(at: head) { out[f.path.string] = String(decoding: try store.blob(f.oid), as: UTF8.self) }
+        return out
+    }
+}
+
+@Suite struct StoreTests {
+    @Test func commitsExactlyTheReportedPaths() throws {
+        let f = try StoreFixture()
+        try f.write("a.txt", "A")
+        try f.write("b.txt", "B")
+        let out = try f.store.commit(paths: ["a.txt"])
+        #expect(out.commit != nil)
+        // b.txt was not reported: the commit path does not scan.
+        #expect(try f.headContents() == ["a.txt": "A"])
+        #expect(out.summary.added == ["a.txt"])
+    }
+
+    @Test func emptyBatchesMakeNoCommit() throws {
+        let f = try StoreFixture()
+        #expect(try f.store.commit(paths: ["nothing-here"]).commit == nil)
+        #expect(try f.store.head() == nil)
+        try f.write("a", "1")
+        let first = try #require(try f.store.commit(paths: ["a"]).commit)
+        // Touching the file without changing it, or reporting it again, commits nothing.
+        try f.write("a", "1")
+        #expect(try f.store.commit(paths: ["a"]).commit == nil)
+        #expect(try f.store.head() == first)
+    }
+
+    @Test func authorIsDeviceAndTimeIsNewestMtime() throws {
+        let f = try StoreFixture()
+        try f.write("old", "1", mtime: 1_600_000_000)
+        try f.write("new", "2", mtime: 1_700_000_000)
+        let id = try #require(try f.store.commit(paths: ["old", "new"]).commit)
+        let info = try f.store.commitInfo(id)
+        #expect(info.author.name == "phone")
+        #expect(info.author.time == 1_700_000_000)
+        #expect(info.message.hasPrefix("phone: 2 added\n\n"))
+    }
+
+    @Test func messageListsRenamesDeletesAndCountsThePastLimit() throws {
+        let f = try StoreFixture()
+        try f.write("keep", "k")
+        try f.write("from", "moving content")
+        try f.write("doomed", "d")
+        _ = try f.store.commit(paths: ["keep", "from", "doomed"])
+        try FileManager.default.moveItem(atPath: f.data.appending("from").string, toPath: f.data.appending("to").string)
+        try f.remove("doomed")
+        try f.write("keep", "changed")
+        let id = try #require(try f.store.commit(paths: ["from", "to", "doomed", "keep"]).commit)
+        let message = try f.store.commitInfo(id).message
+        #expect(message.hasPrefix("phone: 1 modified, 1 deleted, 1 renamed\n"))
+        #expect(message.contains("renamed: from -> to"))
+        #expect(message.contains("deleted: doomed"))
+        #expect(message.contains("modified: keep"))
+
+        for i in 0..<30 { try f.write("many/\(i)", "\(i)") }
+        let bulk = try #require(try f.store.commit(paths: Set((0..<30).map { FilePath("many/\($0)") })).commit)
+        let bulkMessage = try f.store.commitInfo(bulk).message
+        #expect(bulkMessage.hasPrefix("phone: 30 added"))
+        #expect(bulkMessage.contains("... and 10 more"))
+    }
+
+    @Test func directoryReplacedByFileAndBack() throws {
+        let f = try StoreFixture()
+        try f.write("d/x", "1")
+        try f.write("d/y/z", "2")
+        _ = try f.store.commit(paths: ["d/x", "d/y/z"])
+        try f.remove("d")
+        try f.write("d", "file now")
+        _ = try f.store.commit(paths: ["d/x", "d/y/z", "d"])
+        #expect(try f.headContents() == ["d": "file now"])
+        try f.remove("d")
+        try f.write("d/again", "dir again")
+        _ = try f.store.commit(paths: ["d", "d/again"])
+        #expect(try f.headContents() == ["d/again": "dir again"])
+    }
+
+    @Test func deletedDirectoryReportedAloneRemovesEverythingUnderIt() throws {
+        let f = try StoreFixture()
+        try f.write("dir/a", "1")
+        try f.write("dir/sub/b", "2")
+        try f.write("other", "3")
+        _ = try f.store.commit(paths: ["dir/a", "dir/sub/b", "other"])
+        try f.remove("dir")
+        let out = try f.store.commit(paths: ["dir"])
+        #expect(try f.headContents() == ["other": "3"])
+        #expect(Set(out.summary.deleted) == ["dir/a", "dir/sub/b"])
+    }
+
+    @Test func specialFilesAreSkippedOnceAndIgnoredNamesNeverStored() throws {
+        let f = try StoreFixture()
+        #expect(mkfifo(f.data.appending("pipe").string, 0o644) == 0)
+        try f.write(".notes.txt.swp", "swap")
+        try f.write("notes.txt~", "backup")
+        try f.write("4913", "")
+        try f.write("real.txt", "real")
+        let out = try f.store.commit(paths: ["pipe", ".notes.txt.swp", "notes.txt~", "4913", "real.txt"])
+        #expect(out.skipped.map(\.path) == ["pipe"])
+        #expect(out.skipped.first?.kind == .fifo)
+        #expect(try f.headContents() == ["real.txt": "real"])
+        // Reported again: no second warning.
+        #expect(try f.store.commit(paths: ["pipe"]).skipped.isEmpty)
+    }
+
+    @Test func fullScanFindsWhatChangedWhileStopped() throws {
+        let f = try StoreFixture()
+        try f.write("same", "1")
+        try f.write("edited", "1")
+        try f.write("deleted", "1")
+        _ = try f.store.commit(paths: ["same", "edited", "deleted"])
+        let reopened = try Store.open(device: "phone", data: f.data, gitDir: f.gitDir)
+        try f.write("edited", "22")
+        try f.remove("deleted")
+        try f.write("sub/new", "n")
+        let changed = try reopened.changedSinceLastCommit()
+        #expect(changed.isSuperset(of: ["edited", "deleted", "sub/new"]))
+        _ = try reopened.commit(paths: changed)
+        #expect(try f.headContents() == ["same": "1", "edited": "22", "sub/new": "n"])
+    }
+
+    @Test func staleLocksAreCleared() throws {
+        let f = try StoreFixture()
+        let lockA = f.gitDir.appending("index.lock")
+        let lockB = f.gitDir.appending("refs/heads/main.lock")
+        #expect(FileManager.default.createFile(atPath: lockA.string, contents: Data()))
+        #expect(FileManager.default.createFile(atPath: lockB.string, contents: Data()))
+        try f.write("a", "1")
+        // libgit2 refuses to write while index.lock exists...
+        #expect(throws: GitError.self) { try f.store.commit(paths: ["a"]) }
+        let removed = Store.clearStaleLocks(gitDir: f.gitDir)
+        #expect(Set(removed) == [lockA, lockB])
+        // ...and works again once it is gone.
+        #expect(try f.store.commit(paths: ["a"]).commit != nil)
+    }
+}
+
+@Suite struct PathRulesTests {
+    @Test(arguments: [".a.txt.swp", ".a.swo", ".a.swx", "a.txt~", ".#a.txt", "4913", "a.tmp", ".git"])
+    func editorTemporariesAreIgnored(_ name: String) {
+        #expect(PathRules.isIgnored(FilePath.Component(name)!))
+    }
+
+    @Test(arguments: ["a.txt", "swp", "a.swp.txt", "4914", "tmp", "git", ".gitignore"])
+    func ordinaryNamesAreKept(_ name: String) {
+        #expect(!PathRules.isIgnored(FilePath.Component(name)!))
+    }
+
+    @Test func displayQuotesOnlyWhatNeedsIt() {
+        #expect(FilePath("notes/today.txt").display == "notes/today.txt")
+        #expect(FilePath("café").display == "café")
+        #expect(FilePath(bytes: Array("a\nb".utf8)).display == "\"a\\nb\"")
+        #expect(FilePath(bytes: [0xff, 0x41]).display == "\"\\377A\"")
+    }
+}
+
+@Suite struct AgentLockTests {
+    @Test func lockHeldByAnotherProcessNamesItsPid() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("locktest-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = FilePath(dir).appending("agent.lock")
+        #expect(AgentLock.holder(of: path) == nil)
+        // Another process takes the same POSIX lock the agent uses, then waits.
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        child.arguments = ["-c", "import fcntl,sys,time; f=open(sys.argv[1],'a+'); fcntl.lockf(f, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(30)", path.string]
+        let out = Pipe()
+        child.standardOutput = out
+        try child.run()
+        defer { kill(child.processIdentifier, SIGKILL); child.waitUntilExit() }
+        _ = out.fileHandleForReading.availableData  // "locked"
+        #expect(AgentLock.holder(of: path) == child.processIdentifier)
+        do {
+            _ = try AgentLock.acquire(path)
+            Issue.record("a second lock must be refused")
+        } catch {
+            #expect(error.holder == child.processIdentifier)
+            #expect(error.description.contains("pid \(child.processIdentifier)"))
+        }
+        kill(child.processIdentifier, SIGKILL)
+        child.waitUntilExit()
+        // The holder died: the lock is free at once, no stale file can block.
+        let lock = try AgentLock.acquire(path)
+        #expect(try String(contentsOfFile: path.string, encoding: .utf8) == "\(getpid())\n")
+        _ = lock
+    }
+}
