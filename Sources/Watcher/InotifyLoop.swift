@@ -60,15 +60,18 @@ final class Loop: @unchecked Sendable {
             _ = fcntl(end, F_SETFD, FD_CLOEXEC)
         }
         let rc = root.withPlatformString { inotify_add_watch(fd, $0, Self.dirMask) }
-        guard rc >= 0 else {
-            let err = Errno(rawValue: errno)
+        let err = Errno(rawValue: errno)
+        if rc >= 0 {
+            rootWatch = rc
+            watches[rc] = FilePath("")
+        } else if err == .noSpace {
+            enterFallbackMode(FilePath(""))
+        } else {
             close(fd)
             close(wakeFd)
             close(wakeWriteFd)
             throw WatcherError(path: root, errno: err, call: "inotify_add_watch")
         }
-        rootWatch = rc
-        watches[rc] = FilePath("")
         watchSubtree(of: FilePath(""), report: false)
     }
 
@@ -246,6 +249,9 @@ final class Loop: @unchecked Sendable {
         let wasDegraded = degradedFlag.load(ordering: .relaxed)
         degradedFlag.store(false, ordering: .relaxed)
         nextFallbackScan = nil
+        if rootWatch < 0, watch(FilePath("")), let wd = watches.first(where: { $0.value.isEmpty })?.key {
+            rootWatch = wd
+        }
         watchSubtree(of: FilePath(""), report: false)
         if wasDegraded && !degradedFlag.load(ordering: .relaxed) {
             onProblem(WatchProblem(kind: .recovered, path: FilePath(""),

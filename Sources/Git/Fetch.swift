@@ -1,0 +1,36 @@
+import CLibgit2
+import Glibc
+
+extension Repository {
+    /// Fetches `refspecs` (e.g. "+refs/heads/main:refs/remotes/watch/main") from `url`, which must be
+    /// a URL libgit2 understands (`file://`, `ssh://`, `git://`, `http(s)://`). `shouldCancel` is
+    /// asked whenever data arrives; returning true abandons the fetch with `GitError.Code.user`.
+    public func fetch(url: String, refspecs: [String], shouldCancel: @escaping () -> Bool = { false }) throws(GitError) {
+        var remote: OpaquePointer?
+        try check(git_remote_create_anonymous(&remote, handle, url), "git_remote_create_anonymous(\(url))")
+        defer { git_remote_free(remote) }
+        var opts = git_fetch_options()
+        try check(git_fetch_options_init(&opts, UInt32(GIT_FETCH_OPTIONS_VERSION)), "git_fetch_options_init")
+        opts.prune = GIT_FETCH_NO_PRUNE
+        opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE
+        opts.update_fetchhead = 0
+        final class Box { let cancel: () -> Bool; init(_ c: @escaping () -> Bool) { cancel = c } }
+        let box = Box(shouldCancel)
+        let payload = Unmanaged.passRetained(box)
+        defer { payload.release() }
+        opts.callbacks.payload = payload.toOpaque()
+        opts.callbacks.transfer_progress = { _, payload in
+            Unmanaged<Box>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
+        }
+        opts.callbacks.sideband_progress = { _, _, payload in
+            Unmanaged<Box>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
+        }
+        var cStrings = refspecs.map { strdup($0) }
+        defer { cStrings.forEach { free($0) } }
+        let rc = cStrings.withUnsafeMutableBufferPointer { buf -> Int32 in
+            var array = git_strarray(strings: buf.baseAddress, count: buf.count)
+            return git_remote_fetch(remote, &array, &opts, "syncagent fetch")
+        }
+        try check(rc, "git_remote_fetch(\(url))")
+    }
+}

@@ -1,0 +1,130 @@
+import CLibgit2
+import Glibc
+import SystemPackage
+
+/// One side of a conflicted path: the blob and its git file mode.
+public struct ConflictSide: Sendable, Equatable {
+    public let oid: Oid
+    public let mode: UInt32
+    public init(oid: Oid, mode: UInt32) {
+        self.oid = oid
+        self.mode = mode
+    }
+}
+
+/// A path libgit2 could not merge by itself; nil sides are absent (deleted or never there).
+public struct MergeConflict: Sendable, Equatable {
+    public let path: FilePath
+    public let ancestor: ConflictSide?
+    public let ours: ConflictSide?
+    public let theirs: ConflictSide?
+}
+
+/// The in-memory result of a three-way merge. Conflicts are settled one by one with `settle`, then
+/// `writeTree` stores the merged tree.
+public final class MergeResult {
+    let handle: OpaquePointer
+    private unowned let repository: Repository
+
+    init(handle: OpaquePointer, repository: Repository) {
+        self.handle = handle
+        self.repository = repository
+    }
+
+    deinit { git_index_free(handle) }
+
+    public var conflicts: [MergeConflict] {
+        var iterator: OpaquePointer?
+        guard git_index_conflict_iterator_new(&iterator, handle) == 0 else { return [] }
+        defer { git_index_conflict_iterator_free(iterator) }
+        var result: [MergeConflict] = []
+        var a: UnsafePointer<git_index_entry>?, o: UnsafePointer<git_index_entry>?, t: UnsafePointer<git_index_entry>?
+        while git_index_conflict_next(&a, &o, &t, iterator) == 0 {
+            guard let any = a ?? o ?? t else { continue }
+            func side(_ e: UnsafePointer<git_index_entry>?) -> ConflictSide? {
+                e.map { ConflictSide(oid: Oid($0.pointee.id), mode: $0.pointee.mode) }
+            }
+            result.append(MergeConflict(path: FilePath(platformString: any.pointee.path),
+                                        ancestor: side(a), ours: side(o), theirs: side(t)))
+        }
+        return result
+    }
+
+    /// Replaces a conflicted path with one version (or removes it when `side` is nil).
+    public func settle(_ path: FilePath, with side: ConflictSide?) throws(GitError) {
+        var rc = path.withPlatformString { git_index_conflict_remove(handle, $0) }
+        if rc != GitError.Code.notFound { try check(rc, "git_index_conflict_remove(\(path))") }
+        guard let side else { return }
+        rc = path.withPlatformString { cPath -> Int32 in
+            var entry = git_index_entry()
+            entry.mode = side.mode
+            entry.id = side.oid.raw
+            entry.path = cPath
+            return git_index_add(handle, &entry)
+        }
+        try check(rc, "git_index_add(\(path))")
+    }
+
+    /// Adds a file that neither side had (e.g. a conflict copy written beside the path).
+    public func add(_ path: FilePath, blob: Oid, mode: UInt32 = 0o100644) throws(GitError) {
+        try settle(path, with: ConflictSide(oid: blob, mode: mode))
+    }
+
+    /// Stores the merged tree; fails while conflicts remain.
+    public func writeTree() throws(GitError) -> Oid {
+        var out = git_oid()
+        try check(git_index_write_tree_to(&out, handle, repository.handle), "git_index_write_tree_to")
+        return Oid(out)
+    }
+}
+
+@available(*, unavailable)
+extension MergeResult: Sendable {}
+
+extension Repository {
+    /// Three-way merges two commits in memory (rename detection on). With no common ancestor the
+    /// base is empty, so independent histories merge too.
+    public func mergeCommits(ours: Oid, theirs: Oid) throws(GitError) -> MergeResult {
+        var ourCommit: OpaquePointer?, theirCommit: OpaquePointer?
+        var o = ours.raw, t = theirs.raw
+        try check(git_commit_lookup(&ourCommit, handle, &o), "git_commit_lookup(\(ours))")
+        defer { git_commit_free(ourCommit) }
+        try check(git_commit_lookup(&theirCommit, handle, &t), "git_commit_lookup(\(theirs))")
+        defer { git_commit_free(theirCommit) }
+        var opts = git_merge_options()
+        try check(git_merge_options_init(&opts, UInt32(GIT_MERGE_OPTIONS_VERSION)), "git_merge_options_init")
+        opts.flags = GIT_MERGE_FIND_RENAMES.rawValue
+        var out: OpaquePointer?
+        try check(git_merge_commits(&out, handle, ourCommit, theirCommit, &opts), "git_merge_commits(\(ours), \(theirs))")
+        return MergeResult(handle: out!, repository: self)
+    }
+
+    /// Writes a blob from bytes.
+    public func createBlob(_ bytes: [UInt8]) throws(GitError) -> Oid {
+        var out = git_oid()
+        let rc = bytes.withUnsafeBytes { git_blob_create_from_buffer(&out, handle, $0.baseAddress, $0.count) }
+        try check(rc, "git_blob_create_from_buffer")
+        return Oid(out)
+    }
+
+    /// Updates the work tree from `baseline` to `tree` without overwriting anything that differs
+    /// from `baseline` (then it fails with `GitError.Code.conflict` and writes nothing), and updates
+    /// the index with what it wrote.
+    public func checkout(tree: Oid, baseline: Oid?) throws(GitError) {
+        var target: OpaquePointer?
+        var raw = tree.raw
+        try check(git_tree_lookup(&target, handle, &raw), "git_tree_lookup(\(tree))")
+        defer { git_tree_free(target) }
+        var base: OpaquePointer?
+        if var b = baseline?.raw {
+            try check(git_tree_lookup(&base, handle, &b), "git_tree_lookup(\(baseline!))")
+        }
+        defer { if base != nil { git_tree_free(base) } }
+        var opts = git_checkout_options()
+        try check(git_checkout_options_init(&opts, UInt32(GIT_CHECKOUT_OPTIONS_VERSION)), "git_checkout_options_init")
+        opts.checkout_strategy = GIT_CHECKOUT_SAFE.rawValue
+        opts.baseline = base
+        let rc = git_checkout_tree(handle, target, &opts)
+        try check(rc, "git_checkout_tree(\(tree))")
+    }
+}

@@ -1,0 +1,50 @@
+import CLibgit2
+
+extension Repository {
+    /// Points `name` at `id` only if it still points at `expected` (nil: only if it does not exist).
+    /// Fails with `GitError.Code.modified` (or `.exists`) when someone moved it meanwhile.
+    public func updateReference(_ name: String, to id: Oid, expected: Oid?, message: String) throws(GitError) {
+        var out: OpaquePointer?
+        var target = id.raw
+        let rc: Int32
+        if var current = expected?.raw {
+            rc = git_reference_create_matching(&out, handle, name, &target, 1, &current, message)
+        } else {
+            rc = git_reference_create(&out, handle, name, &target, 0, message)
+        }
+        try check(rc, "git_reference_create(\(name))")
+        git_reference_free(out)
+    }
+
+    /// Forces `name` to `id` (tracking refs of peers).
+    public func setReference(_ name: String, to id: Oid, message: String) throws(GitError) {
+        var out: OpaquePointer?
+        var target = id.raw
+        try check(git_reference_create(&out, handle, name, &target, 1, message), "git_reference_create(\(name))")
+        git_reference_free(out)
+    }
+
+    /// The best common ancestor of two commits, or nil when their histories never met.
+    public func mergeBase(_ a: Oid, _ b: Oid) throws(GitError) -> Oid? {
+        var out = git_oid()
+        var x = a.raw, y = b.raw
+        let rc = git_merge_base(&out, handle, &x, &y)
+        if rc == GitError.Code.notFound { return nil }
+        try check(rc, "git_merge_base(\(a), \(b))")
+        return Oid(out)
+    }
+
+    /// Whether `commit` has `ancestor` in its history (false when they are equal).
+    public func isDescendant(_ commit: Oid, of ancestor: Oid) throws(GitError) -> Bool {
+        var x = commit.raw, y = ancestor.raw
+        return try check(git_graph_descendant_of(handle, &x, &y), "git_graph_descendant_of") == 1
+    }
+
+    /// How many commits `local` has that `upstream` lacks, and the reverse.
+    public func aheadBehind(local: Oid, upstream: Oid) throws(GitError) -> (ahead: Int, behind: Int) {
+        var ahead = 0, behind = 0
+        var x = local.raw, y = upstream.raw
+        try check(git_graph_ahead_behind(&ahead, &behind, handle, &x, &y), "git_graph_ahead_behind")
+        return (ahead, behind)
+    }
+}
