@@ -99,20 +99,25 @@ assert_ge() { # a b [what]: a >= b
     [ "$1" -ge "$2" ] || fail "${3:-value}: expected at least $2, got $1"
 }
 
-# wait_until CMD...: run CMD every 0.1 s until it succeeds; fail after $WAIT_TIMEOUT seconds.
-# While an agent is expected to run, its death ends the wait at once.
-wait_until() {
+# poll_until CMD...: run CMD every 0.1 s until it succeeds (status 0); status 1 after $WAIT_TIMEOUT
+# seconds, or at once when the agent that should be running has died.
+poll_until() {
     local deadline=$(( $(date +%s) + WAIT_TIMEOUT ))
     while :; do
         if "$@" >/dev/null 2>&1; then return 0; fi
-        if [ -n "$AGENT_PID" ] && ! agent_alive; then
-            fail "agent (pid $AGENT_PID) died while waiting for: $*"
-        fi
-        if [ "$(date +%s)" -ge "$deadline" ]; then
-            fail "timed out after ${WAIT_TIMEOUT}s waiting for: $*"
-        fi
+        if [ -n "$AGENT_PID" ] && ! agent_alive; then return 1; fi
+        if [ "$(date +%s)" -ge "$deadline" ]; then return 1; fi
         sleep 0.1
     done
+}
+
+# wait_until CMD...: poll_until, failing the test on a timeout.
+wait_until() {
+    poll_until "$@" && return 0
+    if [ -n "$AGENT_PID" ] && ! agent_alive; then
+        fail "agent (pid $AGENT_PID) died while waiting for: $*"
+    fi
+    fail "timed out after ${WAIT_TIMEOUT}s waiting for: $*"
 }
 
 # ---- agents ---------------------------------------------------------------------------------------
@@ -291,13 +296,7 @@ head_matches_data() {
 
 # assert_head_matches_data: wait until HEAD is the data directory; on timeout show the difference.
 assert_head_matches_data() {
-    local deadline=$(( $(date +%s) + WAIT_TIMEOUT ))
-    until head_matches_data; do
-        if [ -n "$AGENT_PID" ] && ! agent_alive; then break; fi
-        [ "$(date +%s)" -lt "$deadline" ] || break
-        sleep 0.1
-    done
-    head_matches_data && return 0
+    poll_until head_matches_data && return 0
     log "paths only in data (<) / only in HEAD (>):"
     diff <(data_list) <(head_list) | grep '^[<>]' | head -n 20 >&2 || true
     local p n=0

@@ -38,6 +38,19 @@ public final class Index {
         return .added
     }
 
+    /// Stages a blob already in the object database at `path`, with no stat data (so any later scan
+    /// re-reads the file).
+    public func add(_ path: FilePath, blob: Oid, mode: UInt32) throws(GitError) {
+        let rc = path.withPlatformString { cPath -> Int32 in
+            var entry = git_index_entry()
+            entry.mode = mode
+            entry.id = blob.raw
+            entry.path = cPath
+            return git_index_add(handle, &entry)
+        }
+        try check(rc, "git_index_add(\(path))")
+    }
+
     /// Unstages one path (no error if it was not staged).
     public func remove(_ path: FilePath) throws(GitError) {
         guard entry(path) != nil else { return }

@@ -56,7 +56,20 @@ extension Store {
                 // No stat shortcut here: the watcher saw a write, and two same-size writes in one
                 // clock tick leave identical stat data. Hashing is what tells.
                 let before = index.entry(path)
-                switch try index.add(path) {
+                let outcome: Index.AddOutcome
+                do {
+                    outcome = try index.add(path)
+                } catch {
+                    // libgit2 refuses a file whose size changes while it reads it (appends). Commit
+                    // the bytes there are now and read it again in a later batch.
+                    guard let snapshot = snapshot(path, stat: stat) else { throw error }
+                    try index.add(path, blob: snapshot, mode: Self.gitMode(stat))
+                    changes.append((path, before?.oid, snapshot))
+                    newestMtime = max(newestMtime ?? stat.mtimeSeconds, stat.mtimeSeconds)
+                    retry.insert(path)
+                    continue
+                }
+                switch outcome {
                 case .added:
                     guard let after = index.entry(path) else { continue }
                     if before?.oid != after.oid || before?.mode != after.mode {
@@ -123,10 +136,20 @@ extension Store {
         return changed
     }
 
+    /// Reads a regular file that keeps changing into a blob, as it is at this moment.
+    private func snapshot(_ path: FilePath, stat: FileStat) -> Oid? {
+        guard stat.kind == .regular,
+              let bytes = FileManager.default.contents(atPath: data.pushing(path).string) else { return nil }
+        return try? repo.createBlob(Array(bytes))
+    }
+
+    static func gitMode(_ stat: FileStat) -> UInt32 {
+        stat.kind == .symlink ? 0o120000 : (stat.isExecutable ? 0o100755 : 0o100644)
+    }
+
     static func statMatches(_ entry: IndexEntry, _ stat: FileStat) -> Bool {
         guard stat.isStorable else { return false }
-        let mode: UInt32 = stat.kind == .symlink ? 0o120000 : (stat.isExecutable ? 0o100755 : 0o100644)
-        return entry.mode == mode
+        return entry.mode == gitMode(stat)
             && entry.size == UInt32(truncatingIfNeeded: stat.size)
             && entry.mtimeSeconds == Int32(truncatingIfNeeded: stat.mtimeSeconds)
             && entry.mtimeNanoseconds == UInt32(truncatingIfNeeded: stat.mtimeNanoseconds)

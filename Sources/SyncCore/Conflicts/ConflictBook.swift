@@ -1,0 +1,53 @@
+import Foundation
+import Git
+import SystemPackage
+
+/// The conflict records of a store. They live in the store, never in the data directory: a commit
+/// on `refs/syncagent/conflicts` whose tree holds one `<id>.json` per record. Peers fetch that ref
+/// like `main`, so records travel with the sync.
+struct ConflictBook {
+    static let ref = "refs/syncagent/conflicts"
+    static func peerRef(_ peer: String) -> String { "refs/remotes/\(peer)/conflicts" }
+
+    /// The records on a ref (empty when the ref does not exist yet).
+    static func load(_ repo: Repository, ref: String = ConflictBook.ref) throws(GitError) -> [String: ConflictRecord] {
+        guard let tip = try repo.resolveReference(ref) else { return [:] }
+        var records: [String: ConflictRecord] = [:]
+        for file in try repo.treeFiles(try repo.commit(tip).tree) {
+            guard let record = try? JSONDecoder().decode(ConflictRecord.self, from: Data(try repo.blobData(file.oid))) else { continue }
+            records[record.id] = record
+        }
+        return records
+    }
+
+    /// Writes `records` as the new state of the book if it differs from what is there. When the
+    /// result equals a peer's book exactly, that peer's commit is adopted, so idle devices converge
+    /// on one commit instead of writing new ones back and forth.
+    @discardableResult
+    static func save(_ repo: Repository, _ records: [String: ConflictRecord], device: String,
+                     message: String, adopt candidates: [Oid] = []) throws(GitError) -> Bool {
+        var entries: [(name: String, blob: Oid)] = []
+        for id in records.keys.sorted() {
+            entries.append((name: "\(id).json", blob: try repo.createBlob(records[id]!.encoded())))
+        }
+        let tree = try repo.writeFlatTree(entries)
+        let current = try repo.resolveReference(ref)
+        if let current, try repo.commit(current).tree == tree { return false }
+        for candidate in candidates.sorted(by: >) where try repo.commit(candidate).tree == tree {
+            try repo.updateReference(ref, to: candidate, expected: current, message: "syncagent: adopt conflict records")
+            return true
+        }
+        let now = Int64(Date().timeIntervalSince1970)
+        let sig = Signature(name: device, email: "\(device)@syncagent", time: now)
+        let parents = ([current] + candidates.map { Optional($0) }).compactMap { $0 }
+        let commit = try repo.createCommit(tree: tree, parents: Array(Set(parents)).sorted(), author: sig,
+                                           committer: sig, message: message, updateRef: nil)
+        try repo.updateReference(ref, to: commit, expected: current, message: message)
+        return true
+    }
+
+    /// Every record of both books, each id settled by `ConflictRecord.settle`.
+    static func union(_ a: [String: ConflictRecord], _ b: [String: ConflictRecord]) -> [String: ConflictRecord] {
+        a.merging(b) { ConflictRecord.settle($0, $1) }
+    }
+}

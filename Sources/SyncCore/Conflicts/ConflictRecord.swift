@@ -1,0 +1,129 @@
+import Foundation
+import Git
+import SystemPackage
+
+/// A path two devices changed differently since their common version: SPEC.md's conflict record.
+public struct ConflictRecord: Codable, Sendable, Equatable {
+    public enum Kind: String, Codable, Sendable {
+        case bothModified = "both-modified"
+        case bothAdded = "both-added"
+        case modifiedDeleted = "modified-deleted"
+        case typeChanged = "type-changed"
+    }
+
+    public enum Status: String, Codable, Sendable {
+        case open, resolved
+    }
+
+    public struct Base: Codable, Sendable, Equatable {
+        public var blob: String
+    }
+
+    public struct Version: Codable, Sendable, Equatable {
+        public var device: String
+        public var commit: String
+        /// nil when this device deleted the path.
+        public var blob: String?
+        /// The git file mode of the version (regular, executable or link); not in SPEC's required keys.
+        public var mode: UInt32?
+        public var time: String
+    }
+
+    public struct Resolution: Codable, Sendable, Equatable {
+        public var strategy: String
+        public var by: String
+        public var at: String
+    }
+
+    public var id: String
+    /// The path as UTF-8 text (lossy for names that are not valid UTF-8; `pathBytes` is exact).
+    public var path: String
+    /// The exact bytes of the path, hex-encoded.
+    public var pathBytes: String
+    public var kind: Kind
+    public var status: Status
+    public var detectedAt: String
+    public var detectedBy: String
+    public var base: Base?
+    public var versions: [Version]
+    public var current: String?
+    public var resolution: Resolution?
+
+    public var filePath: FilePath { FilePath(bytes: Self.bytes(fromHex: pathBytes)) }
+
+    /// The id is derived from the conflict itself (path, base, and every device's version, sorted by
+    /// device), so two devices that detect the same conflict independently agree on it.
+    public static func id(path: FilePath, base: Oid?, versions: [(device: String, blob: Oid?)]) -> String {
+        var text = "path " + hex(path.bytes) + "\nbase " + (base?.hex ?? "-") + "\n"
+        for v in versions.sorted(by: { $0.device < $1.device }) {
+            text += "version \(v.device) \(v.blob?.hex ?? "-")\n"
+        }
+        return "c-" + String(Oid.hashing(Array(text.utf8)).hex.prefix(12))
+    }
+
+    /// Which version every device holds while the record is open: a modification beats a deletion;
+    /// otherwise the later author time; on a tie, the device whose name sorts last.
+    public static func winner(_ versions: [(device: String, blob: Oid?, time: Int64)]) -> String? {
+        versions.max { a, b in
+            if (a.blob == nil) != (b.blob == nil) { return a.blob == nil }
+            if a.time != b.time { return a.time < b.time }
+            return a.device < b.device
+        }?.device
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { String(format: "%02x", $0) }.joined()
+    }
+
+    static func bytes(fromHex hex: String) -> [UInt8] {
+        var out: [UInt8] = []
+        var it = hex.makeIterator()
+        while let a = it.next(), let b = it.next(), let v = UInt8(String([a, b]), radix: 16) { out.append(v) }
+        return out
+    }
+
+    /// Deterministic JSON: the same record gives the same bytes on every device.
+    public func encoded() -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        return Array((try? encoder.encode(self)) ?? Data()) + [UInt8(ascii: "\n")]
+    }
+
+    // Nulls are part of the contract: encode them.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(path, forKey: .path)
+        try c.encode(pathBytes, forKey: .pathBytes)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(status, forKey: .status)
+        try c.encode(detectedAt, forKey: .detectedAt)
+        try c.encode(detectedBy, forKey: .detectedBy)
+        try c.encode(base, forKey: .base)
+        try c.encode(versions, forKey: .versions)
+        try c.encode(current, forKey: .current)
+        try c.encode(resolution, forKey: .resolution)
+    }
+
+    /// Two copies of one record (from two devices) settle to one: a resolution wins over "open";
+    /// two resolutions settle by the later time, then the device name that sorts last.
+    public static func settle(_ a: ConflictRecord, _ b: ConflictRecord) -> ConflictRecord {
+        switch (a.resolution, b.resolution) {
+        case (nil, nil): return a.detectedBy <= b.detectedBy ? a : b
+        case (_?, nil): return a
+        case (nil, _?): return b
+        case let (ra?, rb?):
+            if ra.at != rb.at { return ra.at > rb.at ? a : b }
+            return ra.by >= rb.by ? a : b
+        }
+    }
+}
+
+enum ISOTime {
+    static func string(_ seconds: Int64) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime]
+        return f.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
+    }
+    static func now() -> String { string(Int64(Date().timeIntervalSince1970)) }
+}

@@ -1,0 +1,198 @@
+import Foundation
+import Git
+import SystemPackage
+import Testing
+@testable import SyncCore
+
+/// Two devices' stores side by side, synced by real fetches over file:// URLs.
+final class TwoDevices {
+    let root: FilePath
+    let phone: Device
+    let watch: Device
+
+    final class Device {
+        let name: String
+        let data: FilePath
+        let gitDir: FilePath
+        let store: Store
+        init(_ name: String, root: FilePath) throws {
+            self.name = name
+            data = root.appending("\(name)/data")
+            gitDir = root.appending("\(name)/state/store.git")
+            try FileManager.default.createDirectory(atPath: data.string, withIntermediateDirectories: true)
+            store = try Store.openOrCreate(device: name, data: data, gitDir: gitDir)
+        }
+        func write(_ rel: String, _ text: String, mtime: Int? = nil) throws {
+            let path = data.appending(rel).string
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            if let mtime {
+                try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: TimeInterval(mtime))], ofItemAtPath: path)
+            }
+        }
+        func read(_ rel: String) -> String? {
+            try? String(contentsOfFile: data.appending(rel).string, encoding: .utf8)
+        }
+        func commit(_ paths: FilePath...) throws { _ = try store.commit(paths: Set(paths)) }
+        func pull(from other: Device) throws -> SyncOutcome {
+            try Store.fetch(gitDir: gitDir, data: data, peer: other.name, url: "file://\(other.gitDir)")
+            return try store.integrate(peer: other.name)
+        }
+    }
+
+    init() throws {
+        root = FilePath(FileManager.default.temporaryDirectory.appendingPathComponent("synctests-\(UUID().uuidString)").path)
+        phone = try Device("phone", root: root)
+        watch = try Device("watch", root: root)
+    }
+    deinit { try? FileManager.default.removeItem(atPath: root.string) }
+}
+
+@Suite struct SyncTests {
+    @Test func fastForwardIntoAnEmptyStoreThenBack() throws {
+        let t = try TwoDevices()
+        try t.phone.write("a.txt", "from phone")
+        try t.phone.commit("a.txt")
+        #expect(try t.watch.pull(from: t.phone).action == .fastForward)
+        #expect(t.watch.read("a.txt") == "from phone")
+        #expect(try t.watch.store.head() == t.phone.store.head())
+        try t.watch.write("a.txt", "edited on watch")
+        try t.watch.commit("a.txt")
+        #expect(try t.phone.pull(from: t.watch).action == .fastForward)
+        #expect(t.phone.read("a.txt") == "edited on watch")
+    }
+
+    @Test func independentStoresMergeAndConverge() throws {
+        let t = try TwoDevices()
+        try t.phone.write("p.txt", "p")
+        try t.phone.commit("p.txt")
+        try t.watch.write("w.txt", "w")
+        try t.watch.commit("w.txt")
+        #expect(try t.phone.pull(from: t.watch).action == .merged)
+        #expect(try t.watch.pull(from: t.phone).action == .fastForward)
+        #expect(t.watch.read("p.txt") == "p")
+        #expect(t.phone.read("w.txt") == "w")
+        #expect(try t.phone.store.head() == t.watch.store.head())
+        // Idle: nothing more to do on either side.
+        #expect(try t.phone.pull(from: t.watch).action == .upToDate)
+        #expect(try t.watch.pull(from: t.phone).action == .upToDate)
+    }
+
+    @Test func crossedMergesWithEqualTreesAdoptOneCommit() throws {
+        let t = try TwoDevices()
+        try t.phone.write("p", "1")
+        try t.phone.commit("p")
+        try t.watch.write("w", "2")
+        try t.watch.commit("w")
+        try Store.fetch(gitDir: t.phone.gitDir, data: t.phone.data, peer: "watch", url: "file://\(t.watch.gitDir)")
+        try Store.fetch(gitDir: t.watch.gitDir, data: t.watch.data, peer: "phone", url: "file://\(t.phone.gitDir)")
+        // Both merge at once: two different merge commits with the same tree.
+        #expect(try t.phone.store.integrate(peer: "watch").action == .merged)
+        #expect(try t.watch.store.integrate(peer: "phone").action == .merged)
+        _ = try t.phone.pull(from: t.watch)
+        _ = try t.watch.pull(from: t.phone)
+        #expect(try t.phone.store.head() == t.watch.store.head())
+    }
+
+    @Test func sameFileChangedOnBothIsOneRecordWithTheSameIdAndNewerBytes() throws {
+        let t = try TwoDevices()
+        try t.phone.write("notes.txt", "base\n")
+        try t.phone.commit("notes.txt")
+        _ = try t.watch.pull(from: t.phone)
+        try t.phone.write("notes.txt", "phone's version\n", mtime: 1_800_000_000)
+        try t.phone.commit("notes.txt")
+        try t.watch.write("notes.txt", "watch's newer version\n", mtime: 1_800_000_100)
+        try t.watch.commit("notes.txt")
+
+        let fromWatch = try t.phone.pull(from: t.watch)
+        #expect(fromWatch.action == .merged)
+        let record = try #require(fromWatch.newConflicts.first)
+        #expect(record.kind == .bothModified)
+        #expect(record.current == "watch")
+        #expect(t.phone.read("notes.txt") == "watch's newer version\n")
+        #expect(!t.phone.read("notes.txt")!.contains("<<<<"))
+
+        let fromPhone = try t.watch.pull(from: t.phone)
+        #expect(t.watch.read("notes.txt") == "watch's newer version\n")
+        let watchRecords = try t.watch.store.conflicts()
+        #expect(watchRecords.map(\.id) == [record.id])
+        #expect(fromPhone.newConflicts.allSatisfy { $0.id == record.id })
+        // Every version stays retrievable.
+        let phoneBlob = try #require(record.versions.first { $0.device == "phone" }?.blob)
+        #expect(try t.watch.store.blob(#require(Oid(hex: phoneBlob))) == Array("phone's version\n".utf8))
+    }
+
+    @Test func modificationBeatsDeletion() throws {
+        let t = try TwoDevices()
+        try t.phone.write("f", "v1")
+        try t.phone.commit("f")
+        _ = try t.watch.pull(from: t.phone)
+        try FileManager.default.removeItem(atPath: t.phone.data.appending("f").string)
+        try t.phone.commit("f")
+        try t.watch.write("f", "v2", mtime: 1_000)  // older than the deletion, still wins
+        try t.watch.commit("f")
+        let out = try t.phone.pull(from: t.watch)
+        #expect(out.newConflicts.map(\.kind) == [.modifiedDeleted])
+        #expect(t.phone.read("f") == "v2")
+    }
+
+    @Test func winnerRule() {
+        let a = Oid.hashing([1]), b = Oid.hashing([2])
+        #expect(ConflictRecord.winner([("phone", a, 10), ("watch", b, 5)]) == "phone")
+        #expect(ConflictRecord.winner([("phone", a, 5), ("watch", b, 5)]) == "watch")
+        #expect(ConflictRecord.winner([("phone", nil, 50), ("watch", b, 5)]) == "watch")
+    }
+
+    @Test func recordIdIsTheSameFromEitherSide() {
+        let a = Oid.hashing([1]), b = Oid.hashing([2]), base = Oid.hashing([0])
+        let fromPhone = ConflictRecord.id(path: "x", base: base, versions: [("phone", a), ("watch", b)])
+        let fromWatch = ConflictRecord.id(path: "x", base: base, versions: [("watch", b), ("phone", a)])
+        #expect(fromPhone == fromWatch)
+        #expect(fromPhone.hasPrefix("c-") && fromPhone.count == 14)
+        #expect(fromPhone != ConflictRecord.id(path: "y", base: base, versions: [("phone", a), ("watch", b)]))
+    }
+
+    /// Runs git on a store and returns its trimmed stdout.
+    func git(_ gitDir: FilePath, _ args: [String], input: String = "") throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+        p.arguments = ["--git-dir=\(gitDir)"] + args
+        p.environment = ["GIT_AUTHOR_NAME": "watch", "GIT_AUTHOR_EMAIL": "w@x", "GIT_COMMITTER_NAME": "watch",
+                         "GIT_COMMITTER_EMAIL": "w@x", "HOME": "/nonexistent", "PATH": "/usr/bin:/bin"]
+        let inPipe = Pipe(), outPipe = Pipe()
+        p.standardInput = inPipe
+        p.standardOutput = outPipe
+        try p.run()
+        inPipe.fileHandleForWriting.write(Data(input.utf8))
+        try inPipe.fileHandleForWriting.close()
+        let out = outPipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: out, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test(arguments: ["..", ".git", ".GIT"])
+    func hostileTreesAreRefused(_ evilName: String) throws {
+        let t = try TwoDevices()
+        try t.watch.write("fine.txt", "fine")
+        try t.watch.commit("fine.txt")
+        // A crafted history: a directory entry named `..` (or `.git`) holding a file. Checked out
+        // naively it would write outside the data directory.
+        let blob = try git(t.watch.gitDir, ["hash-object", "-w", "--stdin"], input: "owned\n")
+        let inner = try git(t.watch.gitDir, ["mktree"], input: "100644 blob \(blob)\tescape\n")
+        let root = try git(t.watch.gitDir, ["mktree"], input: "040000 tree \(inner)\t\(evilName)\n100644 blob \(blob)\tfine.txt\n")
+        let head = try git(t.watch.gitDir, ["rev-parse", "HEAD"])
+        let commit = try git(t.watch.gitDir, ["commit-tree", root, "-p", head, "-m", "evil"])
+        _ = try git(t.watch.gitDir, ["update-ref", "refs/heads/main", commit])
+
+        do {
+            _ = try t.phone.pull(from: t.watch)
+            Issue.record("a history with a '\(evilName)' entry must be refused")
+        } catch let refusal as SyncRefusal {
+            #expect(refusal.peer == "watch")
+            #expect(refusal.description.contains(evilName))
+        }
+        #expect(!FileManager.default.fileExists(atPath: t.phone.data.appending("escape").string))
+        #expect(!FileManager.default.fileExists(atPath: t.root.appending("phone/escape").string))
+        #expect(try t.phone.store.head() == nil)
+    }
+}
