@@ -18,8 +18,9 @@ public final class AgentService: Service, Sendable {
     private let watcher: Watcher
     private let control: ControlServer?
     /// Paths handed over by the watcher and not yet committed.
-    private let inFlight = Atomic<Int>(0)
+    private let inFlight = InFlight()
     private let problems: ProblemList
+    private let peers: [PeerSyncer]
 
     private init(config: Config, logger: Logger, lock: AgentLock, store: StoreActor, watcher: Watcher,
                  control: ControlServer?, problems: ProblemList) {
@@ -30,6 +31,28 @@ public final class AgentService: Service, Sendable {
         self.watcher = watcher
         self.control = control
         self.problems = problems
+        let logger = self.logger
+        var syncers: [PeerSyncer] = []
+        for peer in config.peers {
+            let link = PeerLink(peer, configFile: config.file)
+            syncers.append(PeerSyncer(link: link, config: config, store: store,
+                                      logger: logger,
+                                      flushLocal: { [watcher, inFlight] in
+                                          await Self.waitForLocalCommits(watcher: watcher, inFlight: inFlight)
+                                      }))
+        }
+        peers = syncers
+    }
+
+    /// Commits what the watcher holds now, and waits (briefly) until it is committed.
+    private static func waitForLocalCommits(watcher: Watcher, inFlight: InFlight) async {
+        watcher.flush()
+        let deadline = ContinuousClock.now + .seconds(2)
+        try? await Task.sleep(for: .milliseconds(5))
+        while ContinuousClock.now < deadline,
+              watcher.pendingCount > 0 || inFlight.count > 0 {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
     }
 
     /// Checks the data directory, takes the state directory's lock, clears locks a killed agent left,
@@ -88,8 +111,15 @@ public final class AgentService: Service, Sendable {
         watcher.start()
         control?.start(handler: { [self] request in await self.answer(request) }, logger: logger)
         await withGracefulShutdownHandler {
-            for await batch in watcher.batches {
-                await commit(batch)
+            await withTaskGroup(of: Void.self) { group in
+                for peer in peers {
+                    group.addTask { await peer.run() }
+                }
+                for await batch in watcher.batches {
+                    await commit(batch)
+                }
+                group.cancelAll()
+                for peer in peers { peer.doorbell.ring() }
             }
         } onGracefulShutdown: { [watcher] in
             watcher.stop()
@@ -99,8 +129,8 @@ public final class AgentService: Service, Sendable {
     }
 
     private func commit(_ batch: WatchBatch) async {
-        inFlight.store(batch.paths.count, ordering: .relaxed)
-        defer { inFlight.store(0, ordering: .relaxed) }
+        inFlight.set(batch.paths.count)
+        defer { inFlight.set(0) }
         do {
             let outcome = try await store.commit(paths: batch.paths, fullScan: batch.rescan)
             for (path, kind) in outcome.skipped {
@@ -126,6 +156,15 @@ public final class AgentService: Service, Sendable {
         case "status":
             let report = await status()
             return Array((try? JSONEncoder().encode(report)) ?? Data())
+        case "sync":
+            var results: [SyncResult] = []
+            for peer in peers where request.peer == nil || request.peer == peer.link.name {
+                results.append(SyncResult(peer: peer.link.name, error: await peer.syncNow()))
+            }
+            if let wanted = request.peer, results.isEmpty {
+                results.append(SyncResult(peer: wanted, error: "no peer named '\(wanted)' in \(config.file)"))
+            }
+            return Array((try? JSONEncoder().encode(results)) ?? Data())
         default:
             return Array(#"{"error":"unknown command"}"#.utf8)
         }
@@ -134,13 +173,28 @@ public final class AgentService: Service, Sendable {
     /// The live status of this agent.
     public func status() async -> StatusReport {
         let head = try? await store.head()
+        var peerReports: [StatusReport.Peer] = []
+        for peer in peers {
+            let s = peer.snapshot
+            let counts = try? await store.aheadBehind(peer: peer.link.name)
+            peerReports.append(StatusReport.Peer(
+                name: peer.link.name, url: peer.link.configuredURL, reachable: s.reachable ?? false,
+                lastSync: s.lastSync.map { ISO8601DateFormatter().string(from: $0) },
+                ahead: (counts ?? nil)?.ahead ?? 0, behind: (counts ?? nil)?.behind ?? 0, lastError: s.lastError))
+        }
+        let open = (try? await store.conflicts(all: false).count) ?? 0
         return StatusReport(
             device: config.device, running: true, pid: getpid(), data: config.data.string,
             store: config.storePath.string, head: (head ?? nil)?.hex,
-            pending: watcher.pendingCount + inFlight.load(ordering: .relaxed),
-            peers: config.peers.map { StatusReport.Peer(name: $0.name, url: $0.url) },
-            conflicts: .init(open: 0), problems: problems.all)
+            pending: watcher.pendingCount + inFlight.count,
+            peers: peerReports, conflicts: .init(open: open), problems: problems.all)
     }
+}
+
+/// One peer's result of `syncagent sync`.
+public struct SyncResult: Codable, Sendable {
+    public var peer: String
+    public var error: String?
 }
 
 /// A reason the agent cannot start, with what to do about it.
@@ -160,4 +214,11 @@ final class ProblemList: Sendable {
     func add(_ message: String) { list.withLock { if !$0.contains(message) { $0.append(message) } } }
     func clear() { list.withLock { $0.removeAll() } }
     var all: [String] { list.withLock { $0 } }
+}
+
+/// How many paths the agent is committing right now.
+final class InFlight: Sendable {
+    private let value = Atomic<Int>(0)
+    func set(_ n: Int) { value.store(n, ordering: .relaxed) }
+    var count: Int { value.load(ordering: .relaxed) }
 }

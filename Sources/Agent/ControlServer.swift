@@ -70,7 +70,11 @@ final class ControlServer: Sendable {
 /// A request on the control socket.
 public struct ControlRequest: Codable, Sendable {
     public var command: String
-    public init(command: String) { self.command = command }
+    public var peer: String?
+    public init(command: String, peer: String? = nil) {
+        self.command = command
+        self.peer = peer
+    }
 }
 
 public struct ControlError: Error, Sendable, CustomStringConvertible {

@@ -5,6 +5,7 @@ import SystemPackage
 /// Confines the store (and every libgit2 object behind it) to one actor.
 actor StoreActor {
     private let store: Store
+    var storeRef: Store { store }
 
     init(_ store: Store) { self.store = store }
 
@@ -15,4 +16,10 @@ actor StoreActor {
     }
 
     func head() throws(GitError) -> Oid? { try store.head() }
+}
+
+extension StoreActor {
+    func integrate(peer: String) throws -> SyncOutcome { try storeRef.integrate(peer: peer) }
+    func conflicts(all: Bool) throws -> [ConflictRecord] { try storeRef.conflicts(includeResolved: all) }
+    func aheadBehind(peer: String) throws -> (ahead: Int, behind: Int)? { try storeRef.aheadBehind(peer: peer) }
 }

@@ -1,0 +1,103 @@
+import Foundation
+import Git
+import Glibc
+import Synchronization
+import SyncCore
+import SystemPackage
+
+/// Runs a libgit2 fetch on a thread of its own, so a peer that never answers cannot block the
+/// agent: after `timeout` the fetch is abandoned (and cancelled as soon as libgit2 calls back).
+enum FetchRunner {
+    struct Abandoned: Error, CustomStringConvertible {
+        let url: String
+        let timeout: Duration
+        var description: String {
+            "no answer from \(url) within \(timeout); the fetch was abandoned and will be retried. Check that the peer's host is up and reachable."
+        }
+    }
+
+    final class Attempt: Sendable {
+        let cancelled = Atomic<Bool>(false)
+        let finished = Atomic<Bool>(false)
+        private let continuation = Mutex<CheckedContinuation<Void, any Error>?>(nil)
+
+        func install(_ c: CheckedContinuation<Void, any Error>) { continuation.withLock { $0 = c } }
+
+        func resume(_ result: Result<Void, any Error>) {
+            let c = continuation.withLock { c in defer { c = nil }; return c }
+            c?.resume(with: result)
+        }
+    }
+
+    /// Fetches; throws `GitError` from libgit2, or `Abandoned`. `attempt` lets the caller see whether a
+    /// previous fetch's thread is still stuck.
+    static func fetch(gitDir: FilePath, data: FilePath, peer: String, url: String, timeout: Duration,
+                      attempt: Attempt) async throws {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+            attempt.install(c)
+            let thread = Thread {
+                let result = Result<Void, any Error> {
+                    try Store.fetch(gitDir: gitDir, data: data, peer: peer, url: url,
+                                    shouldCancel: { attempt.cancelled.load(ordering: .relaxed) })
+                }
+                attempt.finished.store(true, ordering: .releasing)
+                attempt.resume(result)
+            }
+            thread.name = "syncagent-fetch-\(peer)"
+            thread.start()
+            Task {
+                try? await Task.sleep(for: timeout)
+                guard !attempt.finished.load(ordering: .acquiring) else { return }
+                attempt.cancelled.store(true, ordering: .relaxed)
+                attempt.resume(.failure(Abandoned(url: url, timeout: timeout)))
+            }
+        }
+    }
+
+    /// For network URLs: a TCP connect with our own timeout, because libgit2 1.5 has none.
+    static func probe(url: String, timeout: Duration) throws {
+        guard let (host, port) = hostAndPort(url) else { return }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var result: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &result) == 0, let first = result else {
+            throw ProbeError(message: "cannot resolve host '\(host)' of \(url); check the peer's url")
+        }
+        defer { freeaddrinfo(result) }
+        let fd = socket(first.pointee.ai_family, first.pointee.ai_socktype | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        if connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) != 0 && errno != EINPROGRESS {
+            throw ProbeError(message: "cannot connect to \(host):\(port) (\(url)): \(String(cString: strerror(errno)))")
+        }
+        var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        let ms = Int32(timeout.components.seconds * 1000)
+        guard poll(&pfd, 1, ms) == 1 else {
+            throw ProbeError(message: "no answer from \(host):\(port) (\(url)) within \(timeout): the host is down or a firewall drops the packets")
+        }
+        var err: Int32 = 0
+        var len = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len)
+        if err != 0 {
+            throw ProbeError(message: "cannot connect to \(host):\(port) (\(url)): \(String(cString: strerror(err)))")
+        }
+    }
+
+    struct ProbeError: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
+    }
+
+    static func hostAndPort(_ url: String) -> (String, Int)? {
+        let defaults = ["git": 9418, "ssh": 22, "http": 80, "https": 443]
+        guard let comps = URLComponents(string: url), let scheme = comps.scheme, let port = comps.port ?? defaults[scheme],
+              let host = comps.host, !host.isEmpty else {
+            if PeerLink.isScpLike(url), !url.contains("://") {
+                let hostPart = url.split(separator: ":").first.map(String.init) ?? ""
+                return (hostPart.split(separator: "@").last.map(String.init) ?? hostPart, 22)
+            }
+            return nil
+        }
+        return (host, port)
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import SyncCore
+import SystemPackage
+
+/// Where a peer's store is, as libgit2 wants it, and whether the agent can watch its refs directly.
+struct PeerLink: Sendable {
+    let name: String
+    /// What the user wrote in the config.
+    let configuredURL: String
+    /// A URL libgit2 understands: plain paths become `file://` URLs.
+    let fetchURL: String
+    /// The peer's git dir when it is on this machine (a path or file:// URL).
+    let localGitDir: FilePath?
+    let pollSeconds: Int
+
+    init(_ peer: PeerConfig, configFile: FilePath) {
+        name = peer.name
+        configuredURL = peer.url
+        pollSeconds = peer.pollSeconds
+        let url = peer.url
+        if url.hasPrefix("file://") {
+            let path = FilePath(String(url.dropFirst("file://".count)))
+            localGitDir = path
+            fetchURL = url
+        } else if url.contains("://") || Self.isScpLike(url) {
+            localGitDir = nil
+            fetchURL = url
+        } else {
+            let base = configFile.removingLastComponent()
+            let path = (url.hasPrefix("/") ? FilePath(url) : base.pushing(FilePath(url))).lexicallyNormalized()
+            localGitDir = path
+            fetchURL = "file://" + path.string
+        }
+    }
+
+    /// `host:path` (scp-like ssh) has a ':' before any '/'.
+    static func isScpLike(_ url: String) -> Bool {
+        guard let colon = url.firstIndex(of: ":") else { return false }
+        guard let slash = url.firstIndex(of: "/") else { return true }
+        return colon < slash
+    }
+}

@@ -1,0 +1,34 @@
+import Agent
+import ArgumentParser
+import SyncCore
+
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Commit local changes and sync with the peers now.",
+        discussion: "Goes through the running agent, or takes the store lock itself when none runs. Exits non-zero naming every peer that failed."
+    )
+
+    @OptionGroup var options: ConfigOption
+
+    @Option(name: .long, help: "Only this peer.")
+    var peer: String?
+
+    func run() async throws {
+        let config = try options.load()
+        let results = try OneShot.sync(config: config, peer: peer)
+        var failed: [String] = []
+        for result in results {
+            if let error = result.error {
+                failed.append(result.peer)
+                print("\(result.peer): FAILED: \(error)")
+            } else {
+                print("\(result.peer): ok")
+            }
+        }
+        if results.isEmpty { print("no peers configured in \(config.file)") }
+        if !failed.isEmpty {
+            throw UserFacingError("sync failed for peer\(failed.count == 1 ? "" : "s") \(failed.joined(separator: ", "))")
+        }
+    }
+}
