@@ -156,6 +156,16 @@ public final class AgentService: Service, Sendable {
         case "status":
             let report = await status()
             return Array((try? JSONEncoder().encode(report)) ?? Data())
+        case "resolve":
+            await Self.waitForLocalCommits(watcher: watcher, inFlight: inFlight)
+            let results = await store.resolve(targets: request.targets ?? [],
+                                              choice: request.choice ?? .init(keep: nil, withFile: nil, delete: false))
+            for r in results {
+                if let error = r.error { logger.warning("resolve \(r.target): \(error)") }
+                else { logger.info("resolved \(r.id ?? r.target) (\(r.path ?? ""))") }
+            }
+            for peer in peers { peer.doorbell.ring() }
+            return Array((try? JSONEncoder().encode(results)) ?? Data())
         case "sync":
             var results: [SyncResult] = []
             for peer in peers where request.peer == nil || request.peer == peer.link.name {

@@ -71,9 +71,26 @@ final class ControlServer: Sendable {
 public struct ControlRequest: Codable, Sendable {
     public var command: String
     public var peer: String?
-    public init(command: String, peer: String? = nil) {
+    /// For "resolve": record ids or paths, and the choice.
+    public var targets: [String]?
+    public var choice: ResolveChoiceArgument?
+    public init(command: String, peer: String? = nil, targets: [String]? = nil, choice: ResolveChoiceArgument? = nil) {
         self.command = command
         self.peer = peer
+        self.targets = targets
+        self.choice = choice
+    }
+}
+
+/// A resolution as the CLI states it: `keep` (a device, "newest" or "both"), `withFile`, or `delete`.
+public struct ResolveChoiceArgument: Codable, Sendable {
+    public var keep: String?
+    public var withFile: String?
+    public var delete: Bool
+    public init(keep: String?, withFile: String?, delete: Bool) {
+        self.keep = keep
+        self.withFile = withFile
+        self.delete = delete
     }
 }
 

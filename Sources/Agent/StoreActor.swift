@@ -23,3 +23,9 @@ extension StoreActor {
     func conflicts(all: Bool) throws -> [ConflictRecord] { try storeRef.conflicts(includeResolved: all) }
     func aheadBehind(peer: String) throws -> (ahead: Int, behind: Int)? { try storeRef.aheadBehind(peer: peer) }
 }
+
+extension StoreActor {
+    func resolve(targets: [String], choice: ResolveChoiceArgument) -> [ResolveResult] {
+        storeRef.resolve(targets: targets, choice: choice)
+    }
+}

@@ -13,7 +13,7 @@ struct SyncAgentCommand: AsyncParsableCommand {
             else $XDG_CONFIG_HOME/syncagent/config.toml.
             """,
         version: "syncagent \(SyncAgentVersion.string)",
-        subcommands: [RunCommand.self, InitCommand.self, StatusCommand.self, SyncCommand.self]
+        subcommands: [RunCommand.self, InitCommand.self, StatusCommand.self, SyncCommand.self, ConflictsCommand.self, ShowCommand.self, ResolveCommand.self]
     )
 }
 
