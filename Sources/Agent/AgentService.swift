@@ -57,7 +57,9 @@ public final class AgentService: Service, Sendable {
 
     /// Checks the data directory, takes the state directory's lock, clears locks a killed agent left,
     /// opens (or creates) the store and installs the watches.
-    public static func prepare(config: Config, logger: Logger) throws -> AgentService {
+    /// - Parameter resolvers: conflict resolvers of a program that embeds the agent, asked before
+    ///   the configured `[[resolver]]` strategies.
+    public static func prepare(config: Config, logger: Logger, resolvers: [any ConflictResolver] = []) throws -> AgentService {
         guard let dataStat = try? FileStat.of(config.data), dataStat.kind == .directory else {
             throw AgentError("the data directory \(config.data) does not exist or is not a directory",
                              hint: "create it, or fix `data` in \(config.file)")
@@ -74,6 +76,8 @@ public final class AgentService: Service, Sendable {
             logger.warning("removed a stale lock left by a stopped agent", metadata: ["file": "\(stale)"])
         }
         let store = try Store.openOrCreate(device: config.device, data: config.data, gitDir: config.storePath)
+        store.rules = config.resolvers
+        store.resolvers = resolvers
         let problems = ProblemList()
         let problemLogger = logger
         let watcher = try Watcher(

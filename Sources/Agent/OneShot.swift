@@ -17,6 +17,7 @@ public enum OneShot {
         defer { _ = lock }
         Store.clearStaleLocks(gitDir: config.storePath)
         let store = try Store.openOrCreate(device: config.device, data: config.data, gitDir: config.storePath)
+        store.rules = config.resolvers
         _ = try store.commit(paths: try store.changedSinceLastCommit())
         let chosen = config.peers.filter { peer == nil || $0.name == peer }
         if let peer, chosen.isEmpty {

@@ -96,7 +96,11 @@ final class PeerSyncer: Sendable {
                 case .adoptedEqualTree: logger.debug("adopted \(link.name)'s equal commit")
                 case .merged: logger.info("merged \(link.name): \(outcome.head?.hex.prefix(12) ?? "-")")
                 }
-                for record in outcome.newConflicts {
+                for note in outcome.notes { logger.warning("\(note)") }
+                for record in outcome.newConflicts where record.status == .resolved {
+                    logger.info("conflict \(record.id) at \(record.path) resolved automatically by \(record.resolution?.strategy ?? "?")")
+                }
+                for record in outcome.newConflicts where record.status == .open {
                     logger.warning("conflict \(record.id): \(record.kind.rawValue) \(record.path); holding \(record.current ?? "-")'s version. See `syncagent conflicts`.")
                 }
                 state.withLock {

@@ -12,6 +12,8 @@ public struct SyncOutcome: Sendable {
     public var head: Oid?
     /// Conflicts this merge found (each recorded, with the winner's bytes in the data directory).
     public var newConflicts: [ConflictRecord] = []
+    /// Why automatic strategies declined, for the log.
+    public var notes: [String] = []
 }
 
 /// A peer's history the agent refuses to apply, naming the paths and why.
@@ -78,10 +80,31 @@ extension Store {
         let base = try repo.mergeBase(ours, theirs)
         let ourInfo = try repo.commit(ours), theirInfo = try repo.commit(theirs)
         var records: [ConflictRecord] = []
+        var notes: [String] = []
         for conflict in merge.conflicts {
-            let record = makeRecord(conflict, base: base, ours: ourInfo, theirs: theirInfo, peer: peer)
+            var record = makeRecord(conflict, base: base, ours: ourInfo, theirs: theirInfo, peer: peer)
+            let sides = [device: conflict.ours, theirInfo.author.name: conflict.theirs]
             let winner = record.current == device ? conflict.ours : conflict.theirs
-            try merge.settle(conflict.path, with: winner)
+            if let (decision, strategy) = try autoResolve(record, conflict, notes: &notes) {
+                switch decision {
+                case .keep(let who): try merge.settle(conflict.path, with: sides[who] ?? winner)
+                case .delete: try merge.settle(conflict.path, with: nil)
+                case .bytes(let bytes):
+                    let mode = (winner?.mode ?? 0o100644) == 0o120000 ? 0o100644 : (winner?.mode ?? 0o100644)
+                    try merge.settle(conflict.path, with: ConflictSide(oid: try repo.createBlob(bytes), mode: mode))
+                }
+                record.markResolved(strategy: strategy, by: device)
+            } else if StrategyResolver(rules: rules, commandTimeout: .seconds(30)).rule(for: record.path)?.strategy == .both {
+                try merge.settle(conflict.path, with: winner)
+                for v in record.versions where v.device != record.current {
+                    guard let side = sides[v.device] ?? nil else { continue }
+                    let copy = Self.conflictCopyPath(conflict.path, device: v.device, time: Self.seconds(v.time))
+                    try merge.add(copy, blob: side.oid, mode: side.mode)
+                }
+                record.markResolved(strategy: "both", by: device)
+            } else {
+                try merge.settle(conflict.path, with: winner)
+            }
             records.append(record)
         }
         let tree = try merge.writeTree()
@@ -98,7 +121,7 @@ extension Store {
                                            message: message + "\n", updateRef: nil)
         try repo.checkout(tree: tree, baseline: ourTree)
         try repo.updateReference("refs/heads/main", to: commit, expected: ours, message: "syncagent: merge \(peer)")
-        return SyncOutcome(action: .merged, head: commit, newConflicts: records)
+        return SyncOutcome(action: .merged, head: commit, newConflicts: records, notes: notes)
     }
 
     private func makeRecord(_ c: MergeConflict, base: Oid?, ours: CommitInfo, theirs: CommitInfo, peer: String) -> ConflictRecord {
@@ -128,6 +151,25 @@ extension Store {
                       time: ISOTime.string($0.commit.author.time))
             },
             current: current, resolution: nil)
+    }
+
+    /// Registered resolvers first, then the configured strategy: a decision and the strategy's name.
+    private func autoResolve(_ record: ConflictRecord, _ conflict: MergeConflict,
+                             notes: inout [String]) throws -> (ResolverDecision, String)? {
+        let strategies = StrategyResolver(rules: rules, commandTimeout: .seconds(30))
+        guard !resolvers.isEmpty || strategies.rule(for: record.path) != nil else { return nil }
+        let base = try conflict.ancestor.map { a throws in try blob(a.oid) }
+        var versions: [String: [UInt8]?] = [:]
+        for v in record.versions {
+            versions[v.device] = try v.blob.flatMap(Oid.init(hex:)).map { id throws in try blob(id) }
+        }
+        for resolver in resolvers {
+            if let decision = resolver.resolve(record, base: base, versions: versions) { return (decision, resolver.name) }
+        }
+        let (decision, note) = strategies.decide(record, base: base, versions: versions)
+        if let note { notes.append("\(record.id) \(record.path): \(note)") }
+        guard let decision, let rule = strategies.rule(for: record.path) else { return nil }
+        return (decision, rule.strategy.description)
     }
 
     private func mergeConflictBooks(peer: String, new: [ConflictRecord]) throws {

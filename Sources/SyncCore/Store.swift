@@ -13,6 +13,10 @@ public final class Store {
     let repo: Repository
     /// Special files already warned about, so each is reported once.
     var warnedSpecial: Set<FilePath> = []
+    /// Resolvers of a program that embeds the agent; asked before `rules`.
+    public var resolvers: [any ConflictResolver] = []
+    /// The config's `[[resolver]]` rules.
+    public var rules: [ResolverRule] = []
 
     private init(device: String, data: FilePath, gitDir: FilePath, repo: Repository) {
         self.device = device

@@ -105,6 +105,11 @@ public struct ConflictRecord: Codable, Sendable, Equatable {
         try c.encode(resolution, forKey: .resolution)
     }
 
+    mutating func markResolved(strategy: String, by device: String, at seconds: Int64 = Int64(Date().timeIntervalSince1970)) {
+        status = .resolved
+        resolution = Resolution(strategy: strategy, by: device, at: ISOTime.string(seconds))
+    }
+
     /// Two copies of one record (from two devices) settle to one: a resolution wins over "open";
     /// two resolutions settle by the later time, then the device name that sorts last.
     public static func settle(_ a: ConflictRecord, _ b: ConflictRecord) -> ConflictRecord {
