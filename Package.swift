@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "syncagent", targets: ["syncagent"]),
+        .executable(name: "settings-agent", targets: ["settings-agent"]),
         .library(name: "Agent", targets: ["Agent"]),
     ],
     dependencies: [
@@ -72,6 +73,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
+        ),
+        // Samples: a program embedding the agent with its own ConflictResolver.
+        .executableTarget(
+            name: "settings-agent",
+            dependencies: [
+                "Agent", "SyncCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            path: "Samples/SettingsAgent"
         ),
         .testTarget(name: "GitTests", dependencies: ["Git", .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "WatcherTests", dependencies: ["Watcher", "FileSystem", .product(name: "SystemPackage", package: "swift-system")]),

@@ -1,40 +1,63 @@
 #!/usr/bin/env bash
-# `make demo`: one device, end to end, in a temporary directory.
+# `make demo`: a phone and a watch agent in a temporary directory, syncing, conflicting, settling.
 set -euo pipefail
 BIN=${SYNCAGENT:-$(cd "$(dirname "$0")/.." && pwd)/.build/release/syncagent}
 DIR=$(mktemp -d /tmp/syncagent-demo.XXXXXX)
-trap 'kill $AGENT 2>/dev/null || true; rm -rf "$DIR"' EXIT
+PHONE_PID= WATCH_PID=
+cleanup() { kill $PHONE_PID $WATCH_PID 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$DIR"; }
+trap cleanup EXIT
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+run() { printf '$ %s\n' "$*"; "$@"; }
 cd "$DIR"
+start() {  # start NAME: run the agent in the background until its status answers
+    env --default-signal=INT "$BIN" run --config "$1.toml" 2>> "$1.log" &
+    eval "${1^^}_PID=$!"
+    until "$BIN" status --config "$1.toml" --json 2>/dev/null | grep -q '"running":true'; do sleep 0.1; done
+}
+settle() { sleep 1.5; }
 
-say "syncagent init --device phone --data phone/data --state phone/state --config phone.toml"
-"$BIN" init --device phone --data phone/data --state phone/state --config phone.toml
-sed -i 's/^# debounce_ms = 200/debounce_ms = 100/' phone.toml
+say "two devices, each with its own data directory and store, each the other's peer"
+run "$BIN" init --device phone --data phone/data --state phone/state --config phone.toml --peer watch=watch/state/store.git
+run "$BIN" init --device watch --data watch/data --state watch/state --config watch.toml --peer phone=phone/state/store.git
+sed -i 's/^# debounce_ms = 200/debounce_ms = 100/' phone.toml watch.toml
+start phone; start watch
 
-say "syncagent run (in the background, logs in $DIR/agent.log)"
-"$BIN" run --config phone.toml 2> agent.log & AGENT=$!
-until "$BIN" status --config phone.toml --json 2>/dev/null | grep -q '"running":true'; do sleep 0.1; done
-
-say "the app writes some data"
+say "the phone app writes; the watch has it within a second"
 mkdir -p phone/data/notes
 echo "buy milk" > phone/data/notes/today.txt
-echo '{"theme": "dark"}' > phone/data/settings.json
-ln -s notes/today.txt phone/data/latest
-sleep 0.5
-"$BIN" status --config phone.toml
+echo '{"steps": 4000}' > phone/data/health.json
+settle
+run ls -R watch/data
+run cat watch/data/notes/today.txt
 
-say "an editor saves over a file (temporary + rename), then a file is renamed and one deleted"
-echo "buy milk and eggs" > phone/data/notes/.today.txt.tmp && mv phone/data/notes/.today.txt.tmp phone/data/notes/today.txt
-mv phone/data/settings.json phone/data/prefs.json
-sleep 0.5
+say "the watch app writes back"
+echo "walked 5000 steps" > watch/data/notes/activity.txt
+settle
+run ls phone/data/notes
 
-say "git --git-dir=phone/state/store.git log --stat   (plain git reads the store)"
-git --git-dir=phone/state/store.git log --stat --format='%h %an %ad%n    %s' --date=iso | cat
+say "the watch goes offline; both devices change notes/today.txt"
+kill -TERM $WATCH_PID; wait $WATCH_PID || true
+echo "buy milk and bread (phone)" > phone/data/notes/today.txt
+settle
+echo "buy oat milk (watch, later)" > watch/data/notes/today.txt
+say "the watch comes back: one conflict record, same id on both; both hold the newer version, no markers"
+start watch
+settle
+run "$BIN" status --config phone.toml
+run "$BIN" conflicts --config phone.toml
+run "$BIN" conflicts --config watch.toml --json
+ID=$("$BIN" conflicts --config phone.toml --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+run cat phone/data/notes/today.txt
+run "$BIN" show "$ID" --version phone --config watch.toml
 
-say "stop with SIGTERM: the batch in hand is committed, exit status 0"
-echo "written just before stopping" > phone/data/last.txt
-kill -TERM $AGENT; wait $AGENT && echo "agent exited 0"
-git --git-dir=phone/state/store.git show --stat --format='%s' HEAD | cat
+say "settle it on the watch (it did not detect it): keep both versions"
+run "$BIN" resolve "$ID" --keep both --config watch.toml
+settle
+run "$BIN" conflicts --all --config phone.toml
+run ls phone/data/notes
 
-say "agent log"
-cat agent.log
+say "both devices are identical, and both stores point at the same commit"
+run diff -r phone/data watch/data && echo "data directories identical"
+run git --git-dir=phone/state/store.git rev-parse main
+run git --git-dir=watch/state/store.git rev-parse main
+run git --git-dir=phone/state/store.git log --oneline --graph main | head -20
