@@ -229,3 +229,35 @@ extension FilePath {
         }
     }
 }
+
+extension Repository {
+    /// The blob at `path` in a commit's tree, or nil when the path is absent.
+    public func blobID(at path: FilePath, in commit: Oid) throws(GitError) -> Oid? {
+        let tree = try self.commit(commit).tree
+        var treeObj: OpaquePointer?
+        var raw = tree.raw
+        try check(git_tree_lookup(&treeObj, handle, &raw), "git_tree_lookup(\(tree))")
+        defer { git_tree_free(treeObj) }
+        var entry: OpaquePointer?
+        let rc = path.withPlatformString { git_tree_entry_bypath(&entry, treeObj, $0) }
+        if rc == GitError.Code.notFound { return nil }
+        try check(rc, "git_tree_entry_bypath(\(path))")
+        defer { git_tree_entry_free(entry) }
+        return Oid(git_tree_entry_id(entry))
+    }
+
+    /// The newest commit, following first parents from `tip`, that changed `path`; `tip` when the
+    /// walk reaches `limit` (or the root) first. At most `maxSteps` commits are read.
+    public func lastChange(of path: FilePath, from tip: Oid, limit: Oid?, maxSteps: Int = 1000) throws(GitError) -> CommitInfo {
+        var current = try commit(tip)
+        var blob = try blobID(at: path, in: tip)
+        for _ in 0..<maxSteps {
+            guard current.id != limit, let parent = current.parents.first else { return current }
+            let parentBlob = try blobID(at: path, in: parent)
+            if parentBlob != blob { return current }
+            current = try commit(parent)
+            blob = parentBlob
+        }
+        return current
+    }
+}

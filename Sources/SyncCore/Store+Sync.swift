@@ -136,8 +136,11 @@ extension Store {
             kind = .bothModified
         }
         let theirDevice = theirs.author.name
+        // Each version's time is that of the commit that made it, not of later unrelated commits.
+        let ourChange = (try? repo.lastChange(of: c.path, from: ours.id, limit: base)) ?? ours
+        let theirChange = (try? repo.lastChange(of: c.path, from: theirs.id, limit: base)) ?? theirs
         let sides: [(device: String, commit: CommitInfo, side: ConflictSide?)] = [
-            (device, ours, c.ours), (theirDevice, theirs, c.theirs),
+            (device, ourChange, c.ours), (theirDevice, theirChange, c.theirs),
         ]
         let id = ConflictRecord.id(path: c.path, base: c.ancestor?.oid,
                                    versions: sides.map { ($0.device, $0.side?.oid) })
