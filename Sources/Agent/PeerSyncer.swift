@@ -109,7 +109,10 @@ final class PeerSyncer: Sendable {
                     $0.rounds += 1
                 }
                 return true
-            } catch let error as GitError where error.code == GitError.Code.conflict || error.code == GitError.Code.modified {
+            } catch is UnseenChanges {
+                logger.debug("local changes arrived during the merge with \(link.name); committing them first")
+                try? await Task.sleep(for: .milliseconds(Int64(config.watch.debounceMs) + 50))
+            } catch let error as GitError where error.code == GitError.Code.modified {
                 // A file changed on disk (or HEAD moved) after the merge was computed: commit it, retry.
                 logger.debug("local changes arrived during the merge with \(link.name); committing them first")
                 try? await Task.sleep(for: .milliseconds(Int64(config.watch.debounceMs) + 50))

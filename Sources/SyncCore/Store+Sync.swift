@@ -40,8 +40,8 @@ extension Store {
     }
 
     /// Merges the fetched `main` of `peer` into ours and updates the data directory. Local changes
-    /// must be committed first; a file changed on disk since then makes the checkout fail with
-    /// `GitError.Code.conflict` and nothing is written (commit it and try again).
+    /// must be committed first; a file changed on disk since then makes it throw `UnseenChanges`
+    /// and nothing is written (commit it and try again).
     public func integrate(peer: String) throws -> SyncOutcome {
         let outcome = try integrateMain(peer: peer)
         try mergeConflictBooks(peer: peer, new: outcome.newConflicts)
@@ -59,13 +59,13 @@ extension Store {
         let theirTree = try repo.commit(theirs).tree
         try checkSafe(tree: theirTree, peer: peer)
         guard let ours else {
-            try repo.checkout(tree: theirTree, baseline: nil)
+            try applyTree(theirTree, from: nil)
             try repo.updateReference("refs/heads/main", to: theirs, expected: nil, message: "syncagent: from \(peer)")
             return SyncOutcome(action: .fastForward, head: theirs)
         }
         let ourTree = try repo.commit(ours).tree
         if try repo.isDescendant(theirs, of: ours) {
-            try repo.checkout(tree: theirTree, baseline: ourTree)
+            try applyTree(theirTree, from: ourTree)
             try repo.updateReference("refs/heads/main", to: theirs, expected: ours, message: "syncagent: fast-forward to \(peer)")
             return SyncOutcome(action: .fastForward, head: theirs)
         }
@@ -119,7 +119,7 @@ extension Store {
         }
         let commit = try repo.createCommit(tree: tree, parents: [ours, theirs], author: sig, committer: sig,
                                            message: message + "\n", updateRef: nil)
-        try repo.checkout(tree: tree, baseline: ourTree)
+        try applyTree(tree, from: ourTree)
         try repo.updateReference("refs/heads/main", to: commit, expected: ours, message: "syncagent: merge \(peer)")
         return SyncOutcome(action: .merged, head: commit, newConflicts: records, notes: notes)
     }

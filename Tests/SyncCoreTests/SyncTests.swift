@@ -136,6 +136,29 @@ final class TwoDevices {
         #expect(t.phone.read("f") == "v2")
     }
 
+    @Test func uncommittedLocalEditIsNeverOverwritten() throws {
+        let t = try TwoDevices()
+        try t.phone.write("f.txt", "v1")
+        try t.phone.write("other.txt", "o1")
+        try t.phone.commit("f.txt", "other.txt")
+        _ = try t.watch.pull(from: t.phone)
+        try t.watch.write("f.txt", "watch v2")
+        try t.watch.write("other.txt", "watch o2")
+        try t.watch.commit("f.txt", "other.txt")
+        // The phone's user edits f.txt; the agent has not committed it yet.
+        try t.phone.write("f.txt", "phone's unsaved work")
+        let head = try t.phone.store.head()
+        #expect(throws: UnseenChanges.self) { try t.phone.pull(from: t.watch) }
+        #expect(t.phone.read("f.txt") == "phone's unsaved work")
+        #expect(t.phone.read("other.txt") == "o1")  // nothing at all was written
+        #expect(try t.phone.store.head() == head)
+        // Once committed, the merge goes through as a conflict; both versions are kept.
+        try t.phone.commit("f.txt")
+        let out = try t.phone.pull(from: t.watch)
+        #expect(out.newConflicts.map(\.path) == ["f.txt"])
+        #expect(t.phone.read("other.txt") == "watch o2")
+    }
+
     @Test func winnerRule() {
         let a = Oid.hashing([1]), b = Oid.hashing([2])
         #expect(ConflictRecord.winner([("phone", a, 10), ("watch", b, 5)]) == "phone")

@@ -1,0 +1,41 @@
+import CLibgit2
+import SystemPackage
+
+/// One path that differs between two trees (no rename detection: a move is a delete and an add).
+public struct TreeChange: Sendable, Equatable {
+    public let path: FilePath
+    /// Before: nil when the path was absent.
+    public let old: ConflictSide?
+    /// After: nil when the path is removed.
+    public let new: ConflictSide?
+}
+
+extension Repository {
+    /// The blobs and links that differ between two trees (`nil` is the empty tree). Costs the size
+    /// of the difference: unchanged subtrees are skipped by id.
+    public func diffTrees(_ old: Oid?, _ new: Oid) throws(GitError) -> [TreeChange] {
+        var oldTree: OpaquePointer?, newTree: OpaquePointer?
+        if var raw = old?.raw {
+            try check(git_tree_lookup(&oldTree, handle, &raw), "git_tree_lookup(\(old!))")
+        }
+        defer { if oldTree != nil { git_tree_free(oldTree) } }
+        var newRaw = new.raw
+        try check(git_tree_lookup(&newTree, handle, &newRaw), "git_tree_lookup(\(new))")
+        defer { git_tree_free(newTree) }
+        var opts = git_diff_options()
+        try check(git_diff_options_init(&opts, UInt32(GIT_DIFF_OPTIONS_VERSION)), "git_diff_options_init")
+        var diff: OpaquePointer?
+        try check(git_diff_tree_to_tree(&diff, handle, oldTree, newTree, &opts), "git_diff_tree_to_tree")
+        defer { git_diff_free(diff) }
+        var changes: [TreeChange] = []
+        for i in 0..<git_diff_num_deltas(diff) {
+            guard let delta = git_diff_get_delta(diff, i)?.pointee else { continue }
+            func side(_ f: git_diff_file) -> ConflictSide? {
+                f.flags & GIT_DIFF_FLAG_EXISTS.rawValue == 0 ? nil : ConflictSide(oid: Oid(f.id), mode: UInt32(f.mode))
+            }
+            let path = delta.new_file.path ?? delta.old_file.path!
+            changes.append(TreeChange(path: FilePath(platformString: path), old: side(delta.old_file), new: side(delta.new_file)))
+        }
+        return changes
+    }
+}
