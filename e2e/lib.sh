@@ -314,3 +314,197 @@ all_committed_paths() {
     local c
     for c in $(g rev-list main); do g ls-tree -r --name-only "$c"; done | sort -u
 }
+
+# ---- several devices (issue 3: sync between peers) -------------------------------------------------
+#
+# A test with two devices keeps each one's files under $T/<name>/ as above. `switch_to NAME` makes
+# NAME the current agent ($DIR, $DATA, $STATE, $STORE, $CONFIG, and $AGENT_PID/$LOG when it runs), so
+# every single-agent helper above works on it; `on NAME CMD...` runs CMD for NAME in a subshell and
+# leaves the current agent alone.
+
+declare -A DEVICE_PID=() DEVICE_LOG=()
+
+store_of() { printf '%s/%s/state/store.git\n' "$T" "$1"; }
+data_of() { printf '%s/%s/data\n' "$T" "$1"; }
+
+# init_device NAME [DEBOUNCE_MS|default] [PEER=URL]...: `syncagent init` with a --peer for each
+# PEER=URL, then a short debounce as init_agent does.
+init_device() {
+    local name=$1 debounce=${2:-100}
+    shift; [ "$#" = 0 ] || shift
+    use_agent "$name"
+    mkdir -p "$DIR"
+    local args=() p
+    for p in "$@"; do args+=(--peer "$p"); done
+    "$SYNCAGENT" init --device "$name" --data "$DATA" --state "$STATE" --config "$CONFIG" "${args[@]}" \
+        >"$DIR/init.out" 2>&1 || fail "syncagent init ($name) failed: $(cat "$DIR/init.out")"
+    [ "$debounce" = default ] || set_watch debounce_ms "$debounce"
+}
+
+# init_pair [DEBOUNCE_MS]: phone and watch, each the other's peer by the path of its store.git.
+init_pair() {
+    init_device watch "${1:-100}" "phone=$(store_of phone)"
+    init_device phone "${1:-100}" "watch=$(store_of watch)"
+}
+
+# add_peer NAME URL: append a [[peer]] table to the current agent's config.
+add_peer() {
+    printf '\n[[peer]]\nname = "%s"\nurl = "%s"\n' "$1" "$2" >>"$CONFIG"
+}
+
+# set_peer PEER KEY VALUE: set KEY in the current config's [[peer]] table whose name is PEER (the
+# table's name line must come before its other keys, as init and add_peer write it).
+set_peer() {
+    local peer=$1 key=$2 value=$3 tmp="$CONFIG.edit"
+    awk -v peer="$peer" -v key="$key" -v value="$value" '
+        /^\[/ { in_peer = ($0 == "[[peer]]"); mine = 0 }
+        in_peer && $0 ~ "^[ \t]*name[ \t]*=" {
+            n = $0; sub(/^[^=]*=[ \t]*"/, "", n); sub(/".*$/, "", n)
+            if (n == peer) { mine = 1; print; print key " = " value; next }
+        }
+        mine && $0 ~ "^[ \t]*" key "[ \t]*=" { next }
+        { print }
+    ' "$CONFIG" >"$tmp"
+    mv "$tmp" "$CONFIG"
+    grep -q "^$key = $value\$" "$CONFIG" || fail "set_peer: no [[peer]] named $peer in $CONFIG"
+}
+
+# switch_to NAME: make NAME the current agent (its pid and log too, when it runs).
+switch_to() {
+    use_agent "$1"
+    AGENT_PID=${DEVICE_PID[$1]:-}
+    LOG=${DEVICE_LOG[$1]:-}
+}
+
+# start_device NAME: run NAME's agent (init_device first) and leave it the current agent.
+start_device() {
+    switch_to "$1"
+    [ -z "$AGENT_PID" ] || fail "start_device $1: its agent already runs (pid $AGENT_PID)"
+    run_agent
+    DEVICE_PID[$1]=$AGENT_PID
+    DEVICE_LOG[$1]=$LOG
+}
+
+# stop_device NAME [SIGNAL]: stop_agent for NAME (asserts exit status 0).
+stop_device() {
+    switch_to "$1"
+    stop_agent "${2:-TERM}"
+    DEVICE_PID[$1]=""
+}
+
+# kill9_device NAME: kill -9 NAME's agent.
+kill9_device() {
+    switch_to "$1"
+    kill9_agent
+    DEVICE_PID[$1]=""
+}
+
+# on NAME CMD...: run CMD with NAME as the current agent, in a subshell.
+on() { ( switch_to "$1"; shift; "$@" ); }
+
+# track_pid PID: a helper process (server, writer) the test started; stopped on exit like the agents.
+track_pid() { STARTED_PIDS+=("$1"); }
+
+main_of() { git --git-dir="$(store_of "$1")" rev-parse -q --verify refs/heads/main 2>/dev/null || true; }
+
+# mains_equal [A B]: both stores' main exist and point at the same commit (default phone, watch).
+mains_equal() {
+    local a b
+    a=$(main_of "${1:-phone}") b=$(main_of "${2:-watch}")
+    [ -n "$a" ] && [ "$a" = "$b" ]
+}
+
+# data_dirs_diff A B: print how the two data directories differ in files and links (paths, types,
+# modes, link targets, bytes; directories left empty do not count, as git does not store them).
+data_dirs_diff() {
+    python3 - "$(data_of "$1")" "$(data_of "$2")" "$1" "$2" <<'PY'
+import os, stat, sys
+def snap(root):
+    out = {}
+    for d, dirs, files in os.walk(root.encode()):
+        for n in files + [x for x in dirs if os.path.islink(os.path.join(d, x))]:
+            p = os.path.join(d, n); st = os.lstat(p); rel = os.path.relpath(p, root.encode())
+            if stat.S_ISLNK(st.st_mode): out[rel] = ("link", os.readlink(p))
+            elif stat.S_ISREG(st.st_mode): out[rel] = ("file", bool(st.st_mode & 0o100), open(p, "rb").read())
+            else: out[rel] = ("other",)
+    return out
+a, b = snap(sys.argv[1]), snap(sys.argv[2])
+n = 0
+for k in sorted(set(a) | set(b)):
+    if a.get(k) != b.get(k):
+        what = "only on " + sys.argv[3] if k not in b else "only on " + sys.argv[4] if k not in a else "differs"
+        print("%s: %s" % (k.decode(errors="replace"), what)); n += 1
+        if n >= 20: break
+PY
+}
+
+# data_dirs_equal [A B]: data_dirs_diff finds nothing.
+data_dirs_equal() { local d; d=$(data_dirs_diff "${1:-phone}" "${2:-watch}") && [ -z "$d" ]; }
+
+# converged [A B]: equal mains, nothing pending on either, each HEAD is its data directory, and the
+# data directories are equal.
+converged() {
+    local a=${1:-phone} b=${2:-watch}
+    mains_equal "$a" "$b" && on "$a" pending_is 0 && on "$b" pending_is 0 \
+        && on "$a" head_matches_data && on "$b" head_matches_data && data_dirs_equal "$a" "$b"
+}
+
+# wait_converged [A B]: wait until converged, showing what differs on a timeout.
+wait_converged() {
+    local a=${1:-phone} b=${2:-watch}
+    poll_until converged "$a" "$b" && return 0
+    log "$a main $(main_of "$a"), $b main $(main_of "$b")"
+    data_dirs_diff "$a" "$b" >&2 || true
+    local d
+    for d in "$a" "$b"; do
+        on "$d" head_matches_data || log "$d: HEAD is not its data directory"
+        on "$d" pending_is 0 || log "$d: $(on "$d" status_field pending) changes pending"
+    done
+    fail "$a and $b did not converge within ${WAIT_TIMEOUT}s"
+}
+
+# same_file NAME PATH FILE: NAME's data directory holds FILE's bytes at PATH (a regular file).
+same_file() { local f; f="$(data_of "$1")/$2"; [ -f "$f" ] && [ ! -L "$f" ] && cmp -s "$f" "$3"; }
+
+# absent NAME PATH: nothing at PATH in NAME's data directory.
+absent() { local f; f="$(data_of "$1")/$2"; [ ! -e "$f" ] && [ ! -L "$f" ]; }
+
+# put NAME PATH MTIME < bytes: write stdin at PATH in NAME's data directory atomically (a rename),
+# with the modification time MTIME (seconds since the epoch), so that the commit's author time is known.
+put() {
+    local f tmp="$T/put.$$.$RANDOM"
+    f="$(data_of "$1")/$2"
+    cat >"$tmp"
+    touch -d "@$3" "$tmp"
+    mkdir -p "$(dirname "$f")"
+    mv -f "$tmp" "$f"
+}
+
+# conflicts_json NAME [--all]: `syncagent conflicts --json` on NAME.
+conflicts_json() { "$SYNCAGENT" conflicts --config "$T/$1/syncagent.toml" --json "${@:2}"; }
+
+# conflict_field NAME ID|PATH KEY...: a field of NAME's record (open or resolved) with that id or path.
+conflict_field() {
+    local name=$1 which=$2; shift 2
+    conflicts_json "$name" --all | python3 -c '
+import json, sys
+which, keys = sys.argv[1], sys.argv[2:]
+rs = [r for r in json.load(sys.stdin) if r["id"] == which or r["path"] == which]
+if len(rs) != 1: sys.exit("%d records match %s" % (len(rs), which))
+v = rs[0]
+for k in keys:
+    if isinstance(v, list): v = v[int(k)]
+    elif k in v: v = v[k]
+    else: print("<no key %s>" % k); sys.exit(0)
+print("null" if v is None else ("true" if v is True else "false" if v is False else v if isinstance(v, str) else json.dumps(v, sort_keys=True)))
+' "$which" "$@"
+}
+
+# record_status_is NAME ID STATUS
+record_status_is() { [ "$(conflict_field "$1" "$2" status 2>/dev/null)" = "$3" ]; }
+
+# peer_field NAME KEY: a field of the first peer in NAME's `status --json`.
+peer_field() { on "$1" status_field peers 0 "$2"; }
+
+# free_port: a TCP port on 127.0.0.1 that nothing listens on right now.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

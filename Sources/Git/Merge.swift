@@ -106,25 +106,4 @@ extension Repository {
         try check(rc, "git_blob_create_from_buffer")
         return Oid(out)
     }
-
-    /// Updates the work tree from `baseline` to `tree` without overwriting anything that differs
-    /// from `baseline` (then it fails with `GitError.Code.conflict` and writes nothing), and updates
-    /// the index with what it wrote.
-    public func checkout(tree: Oid, baseline: Oid?) throws(GitError) {
-        var target: OpaquePointer?
-        var raw = tree.raw
-        try check(git_tree_lookup(&target, handle, &raw), "git_tree_lookup(\(tree))")
-        defer { git_tree_free(target) }
-        var base: OpaquePointer?
-        if var b = baseline?.raw {
-            try check(git_tree_lookup(&base, handle, &b), "git_tree_lookup(\(baseline!))")
-        }
-        defer { if base != nil { git_tree_free(base) } }
-        var opts = git_checkout_options()
-        try check(git_checkout_options_init(&opts, UInt32(GIT_CHECKOUT_OPTIONS_VERSION)), "git_checkout_options_init")
-        opts.checkout_strategy = GIT_CHECKOUT_SAFE.rawValue
-        opts.baseline = base
-        let rc = git_checkout_tree(handle, target, &opts)
-        try check(rc, "git_checkout_tree(\(tree))")
-    }
 }
