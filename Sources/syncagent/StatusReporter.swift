@@ -48,7 +48,14 @@ enum StatusReporter {
             "pending:  " + (r.pending.map { "\($0) change\($0 == 1 ? "" : "s")" + (r.running ? "" : " (committed when the agent starts)") } ?? "unknown"),
         ]
         for peer in r.peers {
-            lines.append("peer:     \(peer.name) \(peer.url)")
+            var line = "peer:     \(peer.name) \(peer.url)"
+            switch peer.reachable {
+            case true?: line += " — reachable, last sync \(peer.lastSync ?? "never"), ahead \(peer.ahead ?? 0), behind \(peer.behind ?? 0)"
+            case false?: line += " — NOT reachable"
+            case nil: break
+            }
+            lines.append(line)
+            if let error = peer.lastError { lines.append("          last error: \(error)") }
         }
         lines.append("conflicts: \(r.conflicts.open) open")
         for problem in r.problems { lines.append("problem:  \(problem)") }
