@@ -67,3 +67,19 @@ public enum Directory {
         }
     }
 }
+
+/// Durability without an fsync per file.
+public enum Durability {
+    /// Flushes everything written to the file system that holds `path` (`syncfs(2)`): one call makes
+    /// a whole batch of new git objects durable before a ref points at them.
+    public static func flushFileSystem(containing path: FilePath) {
+        let fd = path.withPlatformString { open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        _ = linuxSyncfs(fd)
+    }
+}
+
+/// `syncfs(2)`: glibc declares it only under _GNU_SOURCE, which Swift's Glibc module does not set.
+@_silgen_name("syncfs")
+private func linuxSyncfs(_ fd: Int32) -> Int32

@@ -105,7 +105,8 @@ extension Store {
         let committer = Signature(name: device, email: "\(device)@syncagent", time: Int64(now.timeIntervalSince1970))
         let id = try repo.createCommit(tree: tree, parents: parent.map { [$0] } ?? [], author: author,
                                        committer: committer, message: summary.message(device: device),
-                                       updateRef: "HEAD")
+                                       updateRef: nil)
+        try moveRef("refs/heads/main", to: id, expected: parent, message: "syncagent: commit")
         try index.write()
         return CommitOutcome(commit: id, summary: summary, retry: retry, skipped: skipped)
     }

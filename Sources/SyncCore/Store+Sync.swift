@@ -60,20 +60,20 @@ extension Store {
         try checkSafe(tree: theirTree, peer: peer)
         guard let ours else {
             try applyTree(theirTree, from: nil)
-            try repo.updateReference("refs/heads/main", to: theirs, expected: nil, message: "syncagent: from \(peer)")
+            try moveRef("refs/heads/main", to: theirs, expected: nil, message: "syncagent: from \(peer)")
             return SyncOutcome(action: .fastForward, head: theirs)
         }
         let ourTree = try repo.commit(ours).tree
         if try repo.isDescendant(theirs, of: ours) {
             try applyTree(theirTree, from: ourTree)
-            try repo.updateReference("refs/heads/main", to: theirs, expected: ours, message: "syncagent: fast-forward to \(peer)")
+            try moveRef("refs/heads/main", to: theirs, expected: ours, message: "syncagent: fast-forward to \(peer)")
             return SyncOutcome(action: .fastForward, head: theirs)
         }
         if ourTree == theirTree {
             // Same content, different commits (e.g. both merged each other): both devices adopt the
             // larger id, so they converge without new commits.
             guard theirs > ours else { return SyncOutcome(action: .upToDate, head: ours) }
-            try repo.updateReference("refs/heads/main", to: theirs, expected: ours, message: "syncagent: adopt \(peer)'s equal commit")
+            try moveRef("refs/heads/main", to: theirs, expected: ours, message: "syncagent: adopt \(peer)'s equal commit")
             return SyncOutcome(action: .adoptedEqualTree, head: theirs)
         }
         let merge = try repo.mergeCommits(ours: ours, theirs: theirs)
@@ -120,7 +120,7 @@ extension Store {
         let commit = try repo.createCommit(tree: tree, parents: [ours, theirs], author: sig, committer: sig,
                                            message: message + "\n", updateRef: nil)
         try applyTree(tree, from: ourTree)
-        try repo.updateReference("refs/heads/main", to: commit, expected: ours, message: "syncagent: merge \(peer)")
+        try moveRef("refs/heads/main", to: commit, expected: ours, message: "syncagent: merge \(peer)")
         return SyncOutcome(action: .merged, head: commit, newConflicts: records, notes: notes)
     }
 

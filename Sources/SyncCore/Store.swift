@@ -60,6 +60,14 @@ public final class Store {
 
     public func blob(_ id: Oid) throws(GitError) -> [UInt8] { try repo.blobData(id) }
 
+    /// Moves a ref only after every object written so far is on disk, so a crash can never leave a
+    /// ref pointing at a missing object. A crash before the move loses nothing either: the data
+    /// directory still holds the files, and the next start commits them again.
+    func moveRef(_ name: String, to id: Oid, expected: Oid?, message: String) throws(GitError) {
+        Durability.flushFileSystem(containing: gitDir)
+        try repo.updateReference(name, to: id, expected: expected, message: message)
+    }
+
     /// Removes `*.lock` files libgit2 left in the git dir when a process died mid-write. Call it only
     /// while holding the agent lock: then no live writer can own them.
     @discardableResult
@@ -67,6 +75,10 @@ public final class Store {
         var removed: [FilePath] = []
         Directory.walk(gitDir, descend: { $0 != FilePath("objects") }) { rel, kind in
             guard kind != .directory, rel.lastComponent?.extension == "lock" else { return }
+            // Only the locks libgit2 takes for the agent: never a git CLI's own (gc.log.lock, ...).
+            let libgit2Lock = rel.starts(with: "refs")
+                || ["index.lock", "HEAD.lock", "config.lock", "packed-refs.lock"].contains(rel.string)
+            guard libgit2Lock else { return }
             let abs = gitDir.pushing(rel)
             if unlink(abs.string) == 0 { removed.append(abs) }
         }

@@ -1,3 +1,4 @@
+import FileSystem
 import Foundation
 import Git
 import SystemPackage
@@ -34,6 +35,7 @@ struct ConflictBook {
         let current = try repo.resolveReference(ref)
         if let current, try repo.commit(current).tree == tree { return false }
         for candidate in candidates.sorted(by: >) where try repo.commit(candidate).tree == tree {
+            Durability.flushFileSystem(containing: repo.gitDir)
             try repo.updateReference(ref, to: candidate, expected: current, message: "syncagent: adopt conflict records")
             return true
         }
@@ -42,6 +44,7 @@ struct ConflictBook {
         let parents = ([current] + candidates.map { Optional($0) }).compactMap { $0 }
         let commit = try repo.createCommit(tree: tree, parents: Array(Set(parents)).sorted(), author: sig,
                                            committer: sig, message: message, updateRef: nil)
+        Durability.flushFileSystem(containing: repo.gitDir)
         try repo.updateReference(ref, to: commit, expected: current, message: message)
         return true
     }
