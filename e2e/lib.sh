@@ -459,6 +459,7 @@ wait_converged() {
     for d in "$a" "$b"; do
         on "$d" head_matches_data || log "$d: HEAD is not its data directory"
         on "$d" pending_is 0 || log "$d: $(on "$d" status_field pending) changes pending"
+        log "$d: peers $(on "$d" status_field peers 2>/dev/null)"
     done
     fail "$a and $b did not converge within ${WAIT_TIMEOUT}s"
 }
@@ -508,3 +509,17 @@ peer_field() { on "$1" status_field peers 0 "$2"; }
 
 # free_port: a TCP port on 127.0.0.1 that nothing listens on right now.
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# peer_get NAME PEER KEY: a field of peer PEER in NAME's `status --json`.
+peer_get() {
+    on "$1" status_json | python3 -c '
+import json, sys
+ps = [p for p in json.load(sys.stdin)["peers"] if p["name"] == sys.argv[1]]
+if len(ps) != 1: sys.exit("no peer %s in status" % sys.argv[1])
+v = ps[0][sys.argv[2]]
+print("null" if v is None else ("true" if v is True else "false" if v is False else v))
+' "$2" "$3"
+}
+
+# peer_is NAME PEER KEY VALUE: peer_get prints VALUE.
+peer_is() { [ "$(peer_get "$1" "$2" "$3" 2>/dev/null)" = "$4" ]; }

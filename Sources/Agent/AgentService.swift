@@ -109,12 +109,14 @@ public final class AgentService: Service, Sendable {
         logger.info("watching \(config.data.display)", metadata: [
             "device": "\(config.device)", "store": "\(config.storePath)", "pid": "\(getpid())",
         ])
-        // What changed while the agent was stopped (the watches are already in place, so nothing
-        // that changes from now on is missed).
-        await commit(WatchBatch(rescan: true))
-        watcher.start()
         control?.start(handler: { [self] request in await self.answer(request) }, logger: logger)
+        let stopping = Flag()
         await withGracefulShutdownHandler {
+            // What changed while the agent was stopped (the watches are already in place, so nothing
+            // that changes from now on is missed), in chunks so that a stop request is heard between
+            // them; what is left is committed at the next start.
+            await commitStartupChanges(stopping: stopping)
+            watcher.start()
             await withTaskGroup(of: Void.self) { group in
                 for peer in peers {
                     group.addTask { await peer.run() }
@@ -126,10 +128,30 @@ public final class AgentService: Service, Sendable {
                 for peer in peers { peer.doorbell.ring() }
             }
         } onGracefulShutdown: { [watcher] in
+            stopping.set()
             watcher.stop()
         }
         control?.stop()
         logger.info("stopped; every change seen is committed")
+    }
+
+    private func commitStartupChanges(stopping: Flag, chunk: Int = 5000) async {
+        let changed: [FilePath]
+        do {
+            changed = Array(try await store.changedSinceLastCommit())
+        } catch {
+            logger.error("cannot scan \(config.data.display) for changes made while stopped: \(error)")
+            return
+        }
+        var start = 0
+        while start < changed.count, !stopping.isSet {
+            let end = min(start + chunk, changed.count)
+            await commit(WatchBatch(paths: Set(changed[start..<end])))
+            start = end
+        }
+        if start < changed.count {
+            logger.notice("stopping: \(changed.count - start) changes made while stopped are left for the next start")
+        }
     }
 
     private func commit(_ batch: WatchBatch) async {
@@ -235,4 +257,11 @@ final class InFlight: Sendable {
     private let value = Atomic<Int>(0)
     func set(_ n: Int) { value.store(n, ordering: .relaxed) }
     var count: Int { value.load(ordering: .relaxed) }
+}
+
+/// Set once, read from anywhere.
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .releasing) }
+    var isSet: Bool { value.load(ordering: .acquiring) }
 }

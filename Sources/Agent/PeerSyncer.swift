@@ -42,16 +42,19 @@ final class PeerSyncer: Sendable {
     func run() async {
         var backoff: Duration = .seconds(1)
         var refWatcher: Watcher?
-        var previous = FetchRunner.Attempt()
-        previous.finished.store(true, ordering: .relaxed)
+        // Abandoned fetches whose thread is still blocked in libgit2 (it has no I/O timeout); a few
+        // may pile up against a peer that accepts and never answers, then we wait for one to end.
+        var stuck: [FetchRunner.Attempt] = []
         while !Task.isCancelled {
             if refWatcher == nil { refWatcher = watchRefs() }
             var ok = false
-            if !previous.finished.load(ordering: .acquiring) {
-                record(error: "the previous fetch from \(link.fetchURL) is still stuck; waiting for it to give up")
+            stuck.removeAll { $0.finished.load(ordering: .acquiring) }
+            if stuck.count >= 3 {
+                record(error: "\(stuck.count) fetches from \(link.fetchURL) are still stuck; waiting for one to give up")
             } else {
-                previous = FetchRunner.Attempt()
-                ok = await syncOnce(attempt: previous)
+                let attempt = FetchRunner.Attempt()
+                ok = await syncOnce(attempt: attempt)
+                if !attempt.finished.load(ordering: .acquiring) { stuck.append(attempt) }
             }
             backoff = ok ? .seconds(1) : min(backoff * 2, maxBackoff)
             let wait = ok ? Duration.seconds(link.pollSeconds) : min(backoff, .seconds(link.pollSeconds))
@@ -146,8 +149,11 @@ final class PeerSyncer: Sendable {
     /// For a peer on this machine: an inotify watch on its refs, so its commits are seen at once.
     private func watchRefs() -> Watcher? {
         guard let gitDir = link.localGitDir else { return nil }
-        guard let watcher = try? Watcher(root: gitDir.appending("refs/heads"), quiet: .milliseconds(10),
-                                         maxDelay: .milliseconds(50)) else { return nil }
+        // Its own refs only (main and the conflict records): never refs/remotes, which changes when
+        // it fetches from us, or two idle agents would wake each other for ever.
+        guard let watcher = try? Watcher(root: gitDir.appending("refs"), quiet: .milliseconds(10),
+                                         maxDelay: .milliseconds(50),
+                                         ignore: { $0.string == "remotes" || $0.string == "tags" }) else { return nil }
         let bell = doorbell
         watcher.start()
         Task {

@@ -16,6 +16,8 @@ actor StoreActor {
     }
 
     func head() throws(GitError) -> Oid? { try store.head() }
+
+    func changedSinceLastCommit() throws(GitError) -> Set<FilePath> { try store.changedSinceLastCommit() }
 }
 
 extension StoreActor {

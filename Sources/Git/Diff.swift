@@ -28,13 +28,21 @@ extension Repository {
         try check(git_diff_tree_to_tree(&diff, handle, oldTree, newTree, &opts), "git_diff_tree_to_tree")
         defer { git_diff_free(diff) }
         var changes: [TreeChange] = []
+        var byPath: [FilePath: Int] = [:]
         for i in 0..<git_diff_num_deltas(diff) {
             guard let delta = git_diff_get_delta(diff, i)?.pointee else { continue }
             func side(_ f: git_diff_file) -> ConflictSide? {
                 f.flags & GIT_DIFF_FLAG_EXISTS.rawValue == 0 ? nil : ConflictSide(oid: Oid(f.id), mode: UInt32(f.mode))
             }
-            let path = delta.new_file.path ?? delta.old_file.path!
-            changes.append(TreeChange(path: FilePath(platformString: path), old: side(delta.old_file), new: side(delta.new_file)))
+            let path = FilePath(platformString: delta.new_file.path ?? delta.old_file.path!)
+            let change = TreeChange(path: path, old: side(delta.old_file), new: side(delta.new_file))
+            // A type change (file <-> link) comes as a deletion and an addition of one path: join them.
+            if let i = byPath[path] {
+                changes[i] = TreeChange(path: path, old: changes[i].old ?? change.old, new: changes[i].new ?? change.new)
+            } else {
+                byPath[path] = changes.count
+                changes.append(change)
+            }
         }
         return changes
     }

@@ -74,22 +74,7 @@ public final class Index {
 
     /// The entries strictly under directory `path` (`path/...`), found by binary search: costs the
     /// number of entries returned, not the size of the index.
-    public func entries(under path: FilePath) -> [IndexEntry] {
-        let prefix = path.bytes + [UInt8(ascii: "/")]
-        var position = 0
-        let found = (prefix + [0]).withUnsafeBufferPointer { buf in
-            buf.withMemoryRebound(to: CChar.self) { git_index_find_prefix(&position, handle, $0.baseAddress) }
-        }
-        guard found == 0 else { return [] }
-        var result: [IndexEntry] = []
-        while position < count, let ptr = git_index_get_byindex(handle, position) {
-            let entry = IndexEntry(ptr.pointee)
-            guard entry.path.bytes.starts(with: prefix) else { break }
-            result.append(entry)
-            position += 1
-        }
-        return result
-    }
+    public func entries(under path: FilePath) -> [IndexEntry] { indexEntries(handle, under: path) }
 
     /// Every entry, in index order.
     public func entries() -> [IndexEntry] {
@@ -145,4 +130,23 @@ public struct IndexEntry: Sendable, Equatable {
         ctimeNanoseconds = e.ctime.nanoseconds
         inode = e.ino
     }
+}
+
+/// Stage-0 entries under `path/` of any libgit2 index, found by binary search.
+func indexEntries(_ handle: OpaquePointer, under path: FilePath) -> [IndexEntry] {
+    let prefix = path.bytes + [UInt8(ascii: "/")]
+    var position = 0
+    let found = (prefix + [0]).withUnsafeBufferPointer { buf in
+        buf.withMemoryRebound(to: CChar.self) { git_index_find_prefix(&position, handle, $0.baseAddress) }
+    }
+    guard found == 0 else { return [] }
+    var result: [IndexEntry] = []
+    let count = git_index_entrycount(handle)
+    while position < count, let ptr = git_index_get_byindex(handle, position) {
+        let entry = IndexEntry(ptr.pointee)
+        guard entry.path.bytes.starts(with: prefix) else { break }
+        result.append(entry)
+        position += 1
+    }
+    return result
 }

@@ -50,6 +50,9 @@ public final class MergeResult {
         return result
     }
 
+    /// Entries under directory `path/` in the merged result.
+    public func entries(under path: FilePath) -> [IndexEntry] { indexEntries(handle, under: path) }
+
     /// Replaces a conflicted path with one version (or removes it when `side` is nil).
     public func settle(_ path: FilePath, with side: ConflictSide?) throws(GitError) {
         var rc = path.withPlatformString { git_index_conflict_remove(handle, $0) }

@@ -85,6 +85,20 @@ extension Store {
             var record = makeRecord(conflict, base: base, ours: ourInfo, theirs: theirInfo, peer: peer)
             let sides = [device: conflict.ours, theirInfo.author.name: conflict.theirs]
             let winner = record.current == device ? conflict.ours : conflict.theirs
+            if !merge.entries(under: conflict.path).isEmpty {
+                // A file on one side, a directory on the other: the directory's files stay where
+                // they are and the file version is kept beside it, so nothing is lost.
+                record.kind = .typeChanged
+                try merge.settle(conflict.path, with: nil)
+                for v in record.versions {
+                    guard let side = sides[v.device] ?? nil else { continue }
+                    let copy = Self.conflictCopyPath(conflict.path, device: v.device, time: Self.seconds(v.time))
+                    try merge.add(copy, blob: side.oid, mode: side.mode)
+                    record.current = record.versions.first { $0.device != v.device }?.device
+                }
+                records.append(record)
+                continue
+            }
             if let (decision, strategy) = try autoResolve(record, conflict, notes: &notes) {
                 switch decision {
                 case .keep(let who): try merge.settle(conflict.path, with: sides[who] ?? winner)

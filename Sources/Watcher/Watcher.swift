@@ -51,10 +51,10 @@ public final class Watcher: Sendable {
 
     /// Reads what the kernel still holds, hands on the last batch and ends `batches`.
     public func stop() {
-        if started.load(ordering: .acquiring) {
+        if started.exchange(true, ordering: .acquiringAndReleasing) {
             loop.request(.stop)
         } else {
-            loop.finishWithoutStarting()
+            loop.finishWithoutStarting()  // and `start()` does nothing from now on
         }
     }
 

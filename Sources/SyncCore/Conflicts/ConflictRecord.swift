@@ -27,6 +27,15 @@ public struct ConflictRecord: Codable, Sendable, Equatable {
         /// The git file mode of the version (regular, executable or link); not in SPEC's required keys.
         public var mode: UInt32?
         public var time: String
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(device, forKey: .device)
+            try c.encode(commit, forKey: .commit)
+            try c.encode(blob, forKey: .blob)  // null for a deletion, as SPEC.md shows
+            try c.encode(mode, forKey: .mode)
+            try c.encode(time, forKey: .time)
+        }
     }
 
     public struct Resolution: Codable, Sendable, Equatable {
