@@ -17,7 +17,8 @@ public struct CommitOutcome: Sendable {
 extension Store {
     /// Commits the current on-disk state of exactly these paths (relative to the data directory).
     /// Costs O(paths): only their index entries are updated; the tree cache covers the rest.
-    public func commit(paths: Set<FilePath>, now: Date = Date()) throws(GitError) -> CommitOutcome {
+    /// - Parameter reason: put first in the message (e.g. which conflict a resolution settles).
+    public func commit(paths: Set<FilePath>, now: Date = Date(), reason: String? = nil) throws(GitError) -> CommitOutcome {
         let index = try repo.index()
         try index.read()
         var changes: [(path: FilePath, before: Oid?, after: Oid?)] = []
@@ -104,7 +105,8 @@ extension Store {
         let author = Signature(name: device, email: "\(device)@syncagent", time: when)
         let committer = Signature(name: device, email: "\(device)@syncagent", time: Int64(now.timeIntervalSince1970))
         let id = try repo.createCommit(tree: tree, parents: parent.map { [$0] } ?? [], author: author,
-                                       committer: committer, message: summary.message(device: device),
+                                       committer: committer,
+                                       message: (reason.map { "\(device): \($0)\n\n" } ?? "") + summary.message(device: device),
                                        updateRef: nil)
         try moveRef("refs/heads/main", to: id, expected: parent, message: "syncagent: commit")
         try index.write()

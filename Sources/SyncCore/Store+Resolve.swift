@@ -108,7 +108,7 @@ extension Store {
         case .delete:
             try removeFromData(path)
         }
-        _ = try commit(paths: touched, now: now)
+        _ = try commit(paths: touched, now: now, reason: "resolve \(record.id) (\(record.path)) with \(choice.strategyName)")
         var resolved = record
         resolved.status = .resolved
         resolved.resolution = .init(strategy: choice.strategyName, by: device,
