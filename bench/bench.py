@@ -1,12 +1,28 @@
 #!/usr/bin/env python3
 """syncagent benchmark: the agent against `git add -A && git commit` on the same data, same run.
 
-Three measurements, each printed with the ratio agent/git (below 1 means the agent is faster):
+Five measurements, each printed with the ratio agent/git (below 1 means the agent is faster):
   1. change -> commit latency, p50 and p99 over 50 single-file modifications (agent debounce 20 ms);
   2. a 10,000-file bulk commit (files made while the agent is stopped; timed from `syncagent run`);
-  3. one change in a 100,000-file tree (p50 over 10 modifications), plus the initial 100k commit.
+  3. phone -> watch propagation latency, p50 and p99 over 50 single-file modifications in a
+     1,000-file tree: two agents, each the other's peer by the path of its store.git (so each
+     watches the other's refs with inotify), timed from the write on the phone until the watch's
+     file holds the new bytes;
+  4. a sync of 10,000 modified files, p50 of 3 rounds: the watch agent is stopped, every file is
+     modified on the phone and committed there, then timed from `syncagent run` of the watch until
+     the watch's data directory holds the new versions (sync(2) first; agent and git alternate
+     which goes first);
+  5. one change in a 100,000-file tree (p50 over 10 modifications), plus the initial 100k commit.
 
 "Committed" means refs/heads/main changed: the loose ref file is polled about every millisecond.
+"Arrived" (3, 4) means the watch's file holds the new bytes, polled about every millisecond: one file
+in 3; in 4 a sample of 1 file in 100 plus the last one, read in path order (the order a checkout
+writes them), then every file is read at once and, if one is still old, the time is taken when all
+are new. The watch agent must end on the phone's commit, and all four repositories (the two
+stores, the two git repos) on the same tree.
+The git baseline of 3 and 4 is a phone repository and a `git clone` of it as the watch: modify in
+the phone repo, `git add -A && git commit`, then `git pull` in the watch repo (3 times all three
+steps; 4 times only the pull, as the agent's side starts once the phone has committed).
 The git baseline runs in a plain repository holding an identical copy of the data, with a
 deterministic environment (no global/system config, fixed identity, gc.auto=0 so no background
 repacking skews the other side) and git's default durability: loose objects are not fsynced,
@@ -14,7 +30,8 @@ which matters for the bulk rows if the agent syncs each object. Samples of the t
 interleaved.
 
 Timings are reported, never asserted. The script exits non-zero if the agent loses data (its HEAD
-tree differs from the data directory), fails to commit in time, or does not exit 0 on SIGTERM.
+tree differs from the data directory, or a device does not end with every file's last version),
+fails to commit or to propagate in time, or does not exit 0 on SIGTERM.
 
 Environment: SYNCAGENT (the binary; required), BENCH_KEEP=1 keeps the temp dir (removed otherwise),
 BENCH_SCALE (default 1.0) scales the file counts down for a quick smoke run.
@@ -39,9 +56,15 @@ LATENCY_CHANGES = 50
 BULK_FILES = max(100, int(10_000 * SCALE))
 BIG_FILES = max(100, int(100_000 * SCALE))
 BIG_CHANGES = 10
+PROPAGATION_FILES = 1_000
+PROPAGATION_CHANGES = 50
+SYNC_FILES = max(100, int(10_000 * SCALE))
+SYNC_SAMPLE_EVERY = 100
+SYNC_ROUNDS = 3
 FILES_PER_DIR = 100
 POLL_S = 0.001
 COMMIT_TIMEOUT_S = 300.0
+PROPAGATE_TIMEOUT_S = 30.0
 
 GIT_ENV = dict(os.environ)
 GIT_ENV.update({
@@ -78,10 +101,10 @@ def git(args, git_dir=None, work_tree=None, cwd=None, input_bytes=None):
     return p.stdout
 
 
-def read_ref(git_dir):
-    """The oid refs/heads/main points at, or None (unborn). Loose ref first, then packed-refs."""
+def read_ref(git_dir, ref="refs/heads/main"):
+    """The oid `ref` points at, or None (unborn). Loose ref first, then packed-refs."""
     try:
-        with open(os.path.join(git_dir, "refs", "heads", "main"), "rb") as f:
+        with open(os.path.join(git_dir, *ref.split("/")), "rb") as f:
             v = f.read().strip()
             if v:
                 return v.decode()
@@ -91,7 +114,7 @@ def read_ref(git_dir):
         with open(os.path.join(git_dir, "packed-refs"), "rb") as f:
             for line in f:
                 parts = line.split()
-                if len(parts) == 2 and parts[1] == b"refs/heads/main":
+                if len(parts) == 2 and parts[1] == ref.encode():
                     return parts[0].decode()
     except FileNotFoundError:
         pass
@@ -178,7 +201,8 @@ def verify_store(git_dir, data, what):
 
 
 class Agent:
-    def __init__(self, syncagent, base, name):
+    def __init__(self, syncagent, base, name, device="bench", peers=()):
+        """`peers`: (name, url) pairs, each given to `syncagent init` as --peer NAME=URL."""
         self.bin = syncagent
         self.base = base
         self.data = os.path.join(base, "data")
@@ -189,8 +213,9 @@ class Agent:
         self.proc = None
         self.name = name
         self.stats = {}
-        p = subprocess.run([syncagent, "init", "--device", "bench", "--data", self.data, "--state", self.state,
-                            "--config", self.config], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        peer_args = [a for peer, url in peers for a in ("--peer", f"{peer}={url}")]
+        p = subprocess.run([syncagent, "init", "--device", device, "--data", self.data, "--state", self.state,
+                            "--config", self.config] + peer_args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         if p.returncode != 0:
             raise BenchError(f"syncagent init failed ({p.returncode}): {p.stdout.decode(errors='replace')}")
         with open(self.config) as f:
@@ -293,16 +318,24 @@ class Agent:
 
 
 class GitRepo:
-    def __init__(self, base):
-        self.work = os.path.join(base, "repo")
-        os.makedirs(self.work)
-        git(["init", "-q", "-b", "main", self.work])
+    def __init__(self, base, name="repo", clone_of=None):
+        """A new repository at base/name, or (clone_of: another GitRepo) a `git clone` of that one."""
+        self.work = os.path.join(base, name)
+        if clone_of is None:
+            os.makedirs(self.work)
+            git(["init", "-q", "-b", "main", self.work])
+        else:
+            git(["clone", "-q", clone_of.work, self.work])
         git(["config", "gc.auto", "0"], cwd=self.work)
         self.git_dir = os.path.join(self.work, ".git")
 
     def commit(self):
         git(["add", "-A"], cwd=self.work)
         git(["commit", "-q", "-m", "x"], cwd=self.work)
+
+    def pull(self):
+        """`git pull` from the repository this one was cloned from."""
+        git(["pull", "-q"], cwd=self.work)
 
 
 def cleanup(path):
@@ -321,7 +354,7 @@ def pct(xs, p):
 
 
 def bench_latency(syncagent, tmp, rows, notes, agents):
-    log(f"1/3 change->commit latency: {LATENCY_FILES} files, {LATENCY_CHANGES} changes, debounce {DEBOUNCE_MS} ms")
+    log(f"1/5 change->commit latency: {LATENCY_FILES} files, {LATENCY_CHANGES} changes, debounce {DEBOUNCE_MS} ms")
     base = os.path.join(tmp, "latency")
     os.makedirs(base)
     agent = Agent(syncagent, base, "latency")
@@ -368,7 +401,7 @@ def bench_latency(syncagent, tmp, rows, notes, agents):
 
 
 def bench_bulk(syncagent, tmp, rows, notes, agents):
-    log(f"2/3 bulk commit of {BULK_FILES} files made while the agent is stopped")
+    log(f"2/5 bulk commit of {BULK_FILES} files made while the agent is stopped")
     base = os.path.join(tmp, "bulk")
     os.makedirs(base)
     agent = Agent(syncagent, base, "bulk")
@@ -405,7 +438,7 @@ def bench_bulk(syncagent, tmp, rows, notes, agents):
 
 
 def bench_big_tree(syncagent, tmp, rows, notes, agents):
-    log(f"3/3 single change in a {BIG_FILES}-file tree ({BIG_CHANGES} changes); writing the files")
+    log(f"5/5 single change in a {BIG_FILES}-file tree ({BIG_CHANGES} changes); writing the files")
     base = os.path.join(tmp, "big")
     os.makedirs(base)
     agent = Agent(syncagent, base, "big")
@@ -465,6 +498,277 @@ def bench_big_tree(syncagent, tmp, rows, notes, agents):
                  f"peak RSS {agent.stats.get('peak_rss_mb') or float('nan'):.0f} MB")
 
 
+def make_pair(syncagent, base, phase, agents):
+    """A phone and a watch agent in base/phone and base/watch, each the other's peer by the absolute
+    path of its store.git (so each watches the other's refs). Both are initialised before either runs."""
+    dirs = {d: os.path.join(base, d) for d in ("phone", "watch")}
+    for d in dirs.values():
+        os.makedirs(d)
+    store = {d: os.path.join(dirs[d], "state", "store.git") for d in dirs}
+    phone = Agent(syncagent, dirs["phone"], f"{phase}/phone", device="phone", peers=[("watch", store["watch"])])
+    watch = Agent(syncagent, dirs["watch"], f"{phase}/watch", device="watch", peers=[("phone", store["phone"])])
+    agents += [phone, watch]
+    return phone, watch
+
+
+def check_running(agents):
+    for a in agents:
+        if a.proc is not None and a.proc.poll() is not None:
+            raise BenchError(a.unexpected_exit())
+
+
+def holds(path, want):
+    try:
+        with open(path, "rb") as f:
+            return f.read() == want
+    except FileNotFoundError:
+        return False
+
+
+def wait_bytes(path, want, agents=(), timeout=PROPAGATE_TIMEOUT_S):
+    """Polls until the file at `path` holds `want`; returns perf_counter at detection."""
+    deadline = time.perf_counter() + timeout
+    while True:
+        ok = holds(path, want)
+        now = time.perf_counter()
+        if ok:
+            return now
+        if now > deadline:
+            raise BenchError(f"{path} did not get its new bytes within {timeout:.0f} s")
+        check_running(agents)
+        time.sleep(POLL_S)
+
+
+def wait_versions(root, indices, version, agents=(), timeout=COMMIT_TIMEOUT_S):
+    """Polls until every file in `indices` holds `version`, reading them in that order, each until it
+    is new (nothing else writes them, so a new file stays new); returns perf_counter at detection."""
+    deadline = time.perf_counter() + timeout
+    pos = 0
+    while True:
+        while pos < len(indices) and holds(os.path.join(root, rel_path(indices[pos])),
+                                           file_content(indices[pos], version)):
+            pos += 1
+        now = time.perf_counter()
+        if pos == len(indices):
+            return now
+        if now > deadline:
+            raise BenchError(f"{root}: {len(indices) - pos} of {len(indices)} files still without version "
+                             f"{version} after {timeout:.0f} s (first: {rel_path(indices[pos])})")
+        check_running(agents)
+        time.sleep(POLL_S)
+
+
+def stale_files(root, n, version):
+    return [i for i in range(n) if not holds(os.path.join(root, rel_path(i)), file_content(i, version))]
+
+
+def head_tree(git_dir):
+    return git(["rev-parse", "HEAD^{tree}"], git_dir=git_dir).decode().strip()
+
+
+def wait_settled(phone, watch, timeout=PROPAGATE_TIMEOUT_S):
+    """Until the watch's main is the phone's and the phone has fetched it back (its tracking ref of
+    the watch points there too): nothing of the last change is left in flight. Files only."""
+    deadline = time.perf_counter() + timeout
+    while True:
+        head = read_ref(phone.store)
+        if head and read_ref(watch.store) == head and read_ref(phone.store, "refs/remotes/watch/main") == head:
+            return head
+        if time.perf_counter() > deadline:
+            raise BenchError(f"{phone.name}/{watch.name}: not settled within {timeout:.0f} s: phone main {head}, "
+                             f"watch main {read_ref(watch.store)}, phone's copy of the watch's main "
+                             f"{read_ref(phone.store, 'refs/remotes/watch/main')}")
+        check_running((phone, watch))
+        time.sleep(POLL_S)
+
+
+def wait_converged(phone, watch, timeout=PROPAGATE_TIMEOUT_S):
+    """Both idle (status: nothing pending) on the same commit."""
+    deadline = time.monotonic() + timeout
+    while True:
+        head = wait_settled(phone, watch, timeout=max(1.0, deadline - time.monotonic()))
+        phone.wait_idle(timeout=max(1.0, deadline - time.monotonic()))
+        watch.wait_idle(timeout=max(1.0, deadline - time.monotonic()))
+        if read_ref(phone.store) == head and read_ref(watch.store) == head:
+            return head
+        if time.monotonic() > deadline:
+            raise BenchError(f"{phone.name}/{watch.name}: did not converge within {timeout:.0f} s")
+
+
+def check_same_trees(what, *git_dirs):
+    """Every repository's HEAD has the same tree (the agents' stores and the git baseline's repos
+    hold identical files, so this is every file's last version on every side)."""
+    trees = {d: head_tree(d) for d in git_dirs}
+    if len(set(trees.values())) != 1:
+        raise BenchError(f"{what}: DATA LOSS: HEAD trees differ: "
+                         + ", ".join(f"{d}: {t[:12]}" for d, t in trees.items()))
+
+
+def authored(git_dir, device):
+    """Commits on main authored by `device` (an agent that only pulls makes none)."""
+    return int(git(["rev-list", "--count", f"--author=<{device}@syncagent>", "HEAD"], git_dir=git_dir).strip())
+
+
+def open_conflicts(agent):
+    return (agent.status().get("conflicts") or {}).get("open")
+
+
+def bench_propagation(syncagent, tmp, rows, notes, agents):
+    log(f"3/5 phone->watch propagation: {PROPAGATION_FILES} files, {PROPAGATION_CHANGES} changes, "
+        f"debounce {DEBOUNCE_MS} ms")
+    base = os.path.join(tmp, "propagation")
+    os.makedirs(base)
+    phone, watch = make_pair(syncagent, base, "propagation", agents)
+    gphone = GitRepo(base, "git-phone")
+    make_tree(phone.data, PROPAGATION_FILES)
+    make_tree(gphone.work, PROPAGATION_FILES)
+    gphone.commit()
+    gwatch = GitRepo(base, "git-watch", clone_of=gphone)
+    phone.start()
+    wait_ref_change(phone.store, None, agent=phone)
+    watch.start()
+    wait_converged(phone, watch)
+    check_same_trees("propagation (start)", phone.store, watch.store, gphone.git_dir)
+    time.sleep(0.2)
+    a_lat, g_lat = [], []
+    for k in range(PROPAGATION_CHANGES):
+        i = (k * 37) % PROPAGATION_FILES
+        want = file_content(i, k + 1)
+        t0 = time.perf_counter()
+        modify(phone.data, i, k + 1)
+        t1 = wait_bytes(os.path.join(watch.data, rel_path(i)), want, agents=(phone, watch))
+        a_lat.append(t1 - t0)
+        wait_settled(phone, watch)
+
+        t0 = time.perf_counter()
+        modify(gphone.work, i, k + 1)
+        gphone.commit()
+        gwatch.pull()
+        t1 = wait_bytes(os.path.join(gwatch.work, rel_path(i)), want)
+        g_lat.append(t1 - t0)
+        time.sleep(0.03)
+    wait_converged(phone, watch)
+    conflicts = (open_conflicts(phone), open_conflicts(watch))
+    n_commits, by_watch = watch.commits(), authored(watch.store, "watch")
+    phone.stop()
+    watch.stop()
+    for a in (phone, watch):
+        verify_store(a.store, a.data, a.name)
+    verify_store(gwatch.git_dir, gwatch.work, "propagation (git baseline)")
+    check_same_trees("propagation", phone.store, watch.store, gphone.git_dir, gwatch.git_dir)
+    cleanup(base)
+    label = f"(debounce {DEBOUNCE_MS}ms)"
+    rows.append((f"phone->watch p50 {label}", pct(a_lat, 50), pct(g_lat, 50)))
+    rows.append((f"phone->watch p99 {label}", pct(a_lat, 99), pct(g_lat, 99)))
+    notes.append(f"phone->watch: {PROPAGATION_CHANGES} changes in a {PROPAGATION_FILES}-file tree; agent min/max "
+                 f"{min(a_lat)*1e3:.1f}/{max(a_lat)*1e3:.1f} ms, git min/max "
+                 f"{min(g_lat)*1e3:.1f}/{max(g_lat)*1e3:.1f} ms; main has {n_commits} commits on both, "
+                 f"{by_watch} by the watch; open conflicts {conflicts[0]}/{conflicts[1]}")
+    notes.append(f"phone->watch agents: cpu phone {phone.stats.get('cpu_s', float('nan')):.2f} s, "
+                 f"watch {watch.stats.get('cpu_s', float('nan')):.2f} s; peak RSS phone "
+                 f"{phone.stats.get('peak_rss_mb') or float('nan'):.0f} MB, watch "
+                 f"{watch.stats.get('peak_rss_mb') or float('nan'):.0f} MB")
+
+
+def bench_sync(syncagent, tmp, rows, notes, agents):
+    log(f"4/5 sync of {SYNC_FILES} modified files phone->watch, {SYNC_ROUNDS} rounds "
+        f"(watch stopped while the phone commits them)")
+    base = os.path.join(tmp, "sync")
+    os.makedirs(base)
+    phone, watch = make_pair(syncagent, base, "sync", agents)
+    gphone = GitRepo(base, "git-phone")
+    make_tree(phone.data, SYNC_FILES)
+    make_tree(gphone.work, SYNC_FILES)
+    gphone.commit()
+    gwatch = GitRepo(base, "git-watch", clone_of=gphone)
+
+    phone.start()
+    old, count = None, 0
+    while count < SYNC_FILES:
+        _, old = wait_ref_change(phone.store, old, agent=phone)
+        count = tree_count(phone.store)
+    phone.wait_idle()
+    t0 = time.perf_counter()
+    watch.start()
+    t1, _ = wait_ref_change(watch.store, None, agent=watch)
+    a_first = t1 - t0
+    wait_converged(phone, watch, timeout=COMMIT_TIMEOUT_S)
+    check_same_trees("sync (first sync)", phone.store, watch.store, gphone.git_dir, gwatch.git_dir)
+    log(f"    converged on {SYNC_FILES} files (first sync {a_first:.2f} s)")
+
+    sample = list(range(0, SYNC_FILES, SYNC_SAMPLE_EVERY))
+    if sample[-1] != SYNC_FILES - 1:
+        sample.append(SYNC_FILES - 1)
+    a_times, g_times, late, phone_commits = [], [], [], []
+    for version in range(1, SYNC_ROUNDS + 1):
+        watch.stop()
+        for i in range(SYNC_FILES):
+            modify(gphone.work, i, version)
+        gphone.commit()
+        want = head_tree(gphone.git_dir)
+        before = phone.commits()
+        old = read_ref(phone.store)
+        for i in range(SYNC_FILES):
+            modify(phone.data, i, version)
+        deadline = time.perf_counter() + COMMIT_TIMEOUT_S
+        while head_tree(phone.store) != want:
+            _, old = wait_ref_change(phone.store, old, timeout=max(1.0, deadline - time.perf_counter()), agent=phone)
+        phone.wait_idle()
+        phone_commits.append(phone.commits() - before)
+
+        def agent_side():
+            os.sync()
+            t0 = time.perf_counter()
+            watch.start()
+            t1 = wait_versions(watch.data, sample, version, agents=(phone, watch))
+            stale = stale_files(watch.data, SYNC_FILES, version)
+            if stale:
+                t1 = wait_versions(watch.data, stale, version, agents=(phone, watch))
+            a_times.append(t1 - t0)
+            late.append(len(stale))
+            wait_converged(phone, watch, timeout=COMMIT_TIMEOUT_S)
+
+        def git_side():
+            os.sync()
+            t0 = time.perf_counter()
+            gwatch.pull()
+            t1 = wait_versions(gwatch.work, sample, version)
+            if stale_files(gwatch.work, SYNC_FILES, version):
+                raise BenchError(f"sync (git baseline): files without version {version} after git pull")
+            g_times.append(t1 - t0)
+
+        for side in ((agent_side, git_side) if version % 2 else (git_side, agent_side)):
+            side()
+        log(f"    round {version}: agent {a_times[-1]:.2f} s, git {g_times[-1]:.2f} s")
+        check_same_trees(f"sync (round {version})", phone.store, watch.store, gphone.git_dir, gwatch.git_dir)
+    conflicts = (open_conflicts(phone), open_conflicts(watch))
+    n_commits, by_watch = watch.commits(), authored(watch.store, "watch")
+
+    phone.stop()
+    watch.stop()
+    for a in (phone, watch):
+        n = verify_store(a.store, a.data, a.name)
+        if n != SYNC_FILES:
+            raise BenchError(f"{a.name}: expected {SYNC_FILES} files, data dir holds {n}")
+    verify_store(gwatch.git_dir, gwatch.work, "sync (git baseline)")
+    check_same_trees("sync", phone.store, watch.store, gphone.git_dir, gwatch.git_dir)
+    if read_ref(phone.store) != read_ref(watch.store):
+        raise BenchError("sync: phone and watch stopped on different commits")
+    cleanup(base)
+    k = f"{SYNC_FILES // 1000}k"
+    rows.append((f"sync {k} modified files p50 (from start)", pct(a_times, 50), pct(g_times, 50)))
+    notes.append(f"sync {k}: {SYNC_ROUNDS} rounds, agent "
+                 + "/".join(f"{t:.2f}" for t in a_times) + " s, git " + "/".join(f"{t:.2f}" for t in g_times)
+                 + f" s (sync(2) before each); the phone committed each round's {SYNC_FILES} modifications in "
+                 + "/".join(map(str, phone_commits)) + f" commit(s); files still old when the sample of "
+                 f"{len(sample)} was new: " + "/".join(map(str, late))
+                 + f"; main has {n_commits} commits, {by_watch} by the watch; open conflicts "
+                 f"{conflicts[0]}/{conflicts[1]}; first sync of the {k} tree to an empty watch "
+                 f"(from start to its main moving) {a_first:.2f} s")
+    notes.append(f"sync {k} watch agent (last run): cpu {watch.stats.get('cpu_s', float('nan')):.2f} s, "
+                 f"peak RSS {watch.stats.get('peak_rss_mb') or float('nan'):.0f} MB")
+
+
 def fmt_time(s):
     return f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.2f} s"
 
@@ -486,6 +790,8 @@ def main():
     try:
         bench_latency(syncagent, tmp, rows, notes, agents)
         bench_bulk(syncagent, tmp, rows, notes, agents)
+        bench_propagation(syncagent, tmp, rows, notes, agents)
+        bench_sync(syncagent, tmp, rows, notes, agents)
         bench_big_tree(syncagent, tmp, rows, notes, agents)
     except BenchError as e:
         failed = str(e)
@@ -507,6 +813,8 @@ def main():
     print()
     print("git CLI = modify, then `git add -A && git commit -q -m x` in a plain repo with the same files;")
     print("times end when refs/heads/main moves (polled every ~1 ms). p99 of 50 samples is the largest.")
+    print("phone->watch and sync rows: git CLI = that commit in a phone repo (untimed for sync), then `git pull -q`")
+    print("in a clone of it (the watch); times end when the watch's files hold the new bytes (polled every ~1 ms).")
     print("git runs with gc.auto=0 and its default core.fsync (loose objects are not fsynced).")
     for n in notes:
         print(f"  note: {n}")
