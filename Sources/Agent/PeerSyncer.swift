@@ -50,7 +50,8 @@ final class PeerSyncer: Sendable {
             var ok = false
             stuck.removeAll { $0.finished.load(ordering: .acquiring) }
             if stuck.count >= 3 {
-                record(error: "\(stuck.count) fetches from \(link.fetchURL) are still stuck; waiting for one to give up")
+                record(error: "\(stuck.count) fetches from \(link.fetchURL) are still stuck; waiting for one to give up",
+                       unreachable: true)
             } else {
                 let attempt = FetchRunner.Attempt()
                 ok = await syncOnce(attempt: attempt)
@@ -85,7 +86,7 @@ final class PeerSyncer: Sendable {
             try await FetchRunner.fetch(gitDir: config.storePath, data: config.data, peer: link.name,
                                         url: link.fetchURL, timeout: fetchTimeout, attempt: attempt)
         } catch {
-            record(error: describe(fetchError: error))
+            record(error: describe(fetchError: error), unreachable: true)
             return false
         }
         state.withLock { $0.reachable = true }
@@ -120,19 +121,21 @@ final class PeerSyncer: Sendable {
                 logger.debug("local changes arrived during the merge with \(link.name); committing them first")
                 try? await Task.sleep(for: .milliseconds(Int64(config.watch.debounceMs) + 50))
             } catch {
-                record(error: "cannot merge \(link.name): \(error)")
+                record(error: "cannot merge \(link.name): \(error)", unreachable: false)
                 return false
             }
         }
-        record(error: "local files kept changing while merging \(link.name); will retry")
+        record(error: "local files kept changing while merging \(link.name); will retry", unreachable: false)
         return false
     }
 
-    private func record(error: String) {
+    /// Notes a failed round; `unreachable` says whether the peer itself could not be reached (a merge
+    /// problem happens after a successful fetch, so the peer stays reachable).
+    private func record(error: String, unreachable: Bool) {
         let first = state.withLock { s -> Bool in
             let changed = s.lastError != error
             s.lastError = error
-            if error.hasPrefix("cannot merge") == false { s.reachable = false }
+            if unreachable { s.reachable = false }
             s.rounds += 1
             return changed
         }

@@ -4,7 +4,7 @@ import Glibc
 extension Repository {
     /// Fetches `refspecs` (e.g. "+refs/heads/main:refs/remotes/watch/main") from `url`, which must be
     /// a URL libgit2 understands (`file://`, `ssh://`, `git://`, `http(s)://`). `shouldCancel` is
-    /// asked whenever data arrives; returning true abandons the fetch with `GitError.Code.user`.
+    /// asked whenever data arrives; returning true abandons the fetch (it throws).
     public func fetch(url: String, refspecs: [String], shouldCancel: @escaping () -> Bool = { false }) throws(GitError) {
         var remote: OpaquePointer?
         try check(git_remote_create_anonymous(&remote, handle, url), "git_remote_create_anonymous(\(url))")

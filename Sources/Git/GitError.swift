@@ -13,13 +13,10 @@ public struct GitError: Error, Sendable, CustomStringConvertible, Equatable {
 
     public enum Code {
         public static let notFound = Int32(GIT_ENOTFOUND.rawValue)
-        public static let exists = Int32(GIT_EEXISTS.rawValue)
-        public static let locked = Int32(GIT_ELOCKED.rawValue)
         public static let modified = Int32(GIT_EMODIFIED.rawValue)
         public static let conflict = Int32(GIT_ECONFLICT.rawValue)
         public static let directory = Int32(GIT_EDIRECTORY.rawValue)
         public static let unbornBranch = Int32(GIT_EUNBORNBRANCH.rawValue)
-        public static let user = Int32(GIT_EUSER.rawValue)
     }
 
     public init(code: Int32, errorClass: Int32, message: String, call: String) {

@@ -88,15 +88,6 @@ public final class Index {
         return Oid(out)
     }
 
-    /// Replaces the whole index with a tree's contents (stat data cleared).
-    public func readTree(_ tree: Oid) throws(GitError) {
-        var obj: OpaquePointer?
-        var raw = tree.raw
-        try check(git_tree_lookup(&obj, repository.handle, &raw), "git_tree_lookup(\(tree))")
-        defer { git_tree_free(obj) }
-        try check(git_index_read_tree(handle, obj), "git_index_read_tree(\(tree))")
-    }
-
     /// Saves the index file atomically (through `index.lock`).
     public func write() throws(GitError) {
         try check(git_index_write(handle), "git_index_write")

@@ -27,13 +27,6 @@ public enum Libgit2 {
         try once.get()
     }
 
-    /// libgit2's version, e.g. "1.5.1".
-    public static var version: String {
-        var major: Int32 = 0, minor: Int32 = 0, rev: Int32 = 0
-        git_libgit2_version(&major, &minor, &rev)
-        return "\(major).\(minor).\(rev)"
-    }
-
     private static func emptyConfigDirectory() -> String {
         let dir = NSTemporaryDirectory() + "syncagent-empty-gitconfig-\(getuid())"
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

@@ -23,7 +23,6 @@ public struct Oid: Hashable, Sendable, CustomStringConvertible, Comparable {
     }
 
     public var description: String { hex }
-    public var isZero: Bool { var copy = raw; return git_oid_is_zero(&copy) == 1 }
 
     public static func == (a: Oid, b: Oid) -> Bool {
         var x = a.raw, y = b.raw

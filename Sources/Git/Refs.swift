@@ -2,7 +2,7 @@ import CLibgit2
 
 extension Repository {
     /// Points `name` at `id` only if it still points at `expected` (nil: only if it does not exist).
-    /// Fails with `GitError.Code.modified` (or `.exists`) when someone moved it meanwhile.
+    /// Fails with `GitError.Code.modified` (or libgit2's "exists" code) when someone moved it meanwhile.
     public func updateReference(_ name: String, to id: Oid, expected: Oid?, message: String) throws(GitError) {
         var out: OpaquePointer?
         var target = id.raw
@@ -13,14 +13,6 @@ extension Repository {
             rc = git_reference_create(&out, handle, name, &target, 0, message)
         }
         try check(rc, "git_reference_create(\(name))")
-        git_reference_free(out)
-    }
-
-    /// Forces `name` to `id` (tracking refs of peers).
-    public func setReference(_ name: String, to id: Oid, message: String) throws(GitError) {
-        var out: OpaquePointer?
-        var target = id.raw
-        try check(git_reference_create(&out, handle, name, &target, 1, message), "git_reference_create(\(name))")
         git_reference_free(out)
     }
 
