@@ -173,7 +173,7 @@ public final class AgentService: Service, Sendable {
             logger.error("commit failed: \(error). The changes stay pending and are retried in 2 s.")
             try? await Task.sleep(for: .seconds(2))
             watcher.report(batch.paths)
-            if batch.rescan { watcher.report([]) }
+            if batch.rescan { watcher.requestRescan() }
         }
     }
 

@@ -6,7 +6,7 @@ import SystemPackage
 /// The watcher's thread: owns the inotify descriptor, the watch table and the debouncer. Only
 /// `request`, `pending` and `degradedFlag` are touched from other threads.
 final class Loop: @unchecked Sendable {
-    enum Request: UInt8 { case flush = 1, stop = 2, inject = 4 }
+    enum Request: UInt8 { case flush = 1, stop = 2, inject = 4, rescan = 8 }
 
     let pending = Atomic<Int>(0)
     let degradedFlag = Atomic<Bool>(false)
@@ -113,6 +113,7 @@ final class Loop: @unchecked Sendable {
                 while read(wakeFd, &drained, 64) > 0 {}
                 let pendingRequests = requests.exchange(0, ordering: .acquiringAndReleasing)
                 for path in injected.withLock({ paths in defer { paths = [] }; return paths }) { changed(path) }
+                if pendingRequests & Request.rescan.rawValue != 0 { debouncer.requestRescan(at: .now) }
                 if pendingRequests & Request.stop.rawValue != 0 {
                     drainKernelQueue()
                     if let batch = debouncer.flush() { emit(batch) }

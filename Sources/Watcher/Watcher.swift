@@ -46,6 +46,9 @@ public final class Watcher: Sendable {
         loop.inject(Array(paths))
     }
 
+    /// Asks for a full rescan with the next batch (e.g. after a failed one).
+    public func requestRescan() { loop.request(.rescan) }
+
     /// Hands on the pending batch now, without waiting for the quiet period.
     public func flush() { loop.request(.flush) }
 

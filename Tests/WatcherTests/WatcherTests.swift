@@ -148,6 +148,17 @@ func makeWatcher(_ tree: TempTree, fallback: Duration = .seconds(10), gathered: 
         #expect(g.all.paths == ["last-minute"])
     }
 
+    @Test func requestedRescanGoesOutWithTheNextBatch() async throws {
+        let tree = try TempTree()
+        let w = try makeWatcher(tree) { nil }
+        let g = Gathered(w)
+        w.start()
+        w.requestRescan()
+        #expect(await g.wait { $0.all.rescan })
+        w.stop()
+        await g.task.value
+    }
+
     @Test func queueOverflowAsksForRescan() async throws {
         let sysctl = "/proc/sys/fs/inotify/max_queued_events"
         let saved = try String(contentsOfFile: sysctl, encoding: .utf8)
