@@ -47,7 +47,7 @@ struct SettingsAgent {
         let logger = Logger(label: "settings-agent")
         do {
             let config = try Config.load(file: FilePath(args[i + 1]))
-            let agent = try AgentService.prepare(config: config, logger: logger, resolvers: [SettingsResolver()])
+            let agent = try await AgentService.prepare(config: config, logger: logger, resolvers: [SettingsResolver()])
             let group = ServiceGroup(configuration: .init(services: [.init(service: agent)],
                                                           gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()

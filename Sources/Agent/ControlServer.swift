@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Logging
+import SyncCore
 import SystemPackage
 
 /// The agent's control socket (`<state>/agent.sock`, mode 0600): one JSON request line in, one JSON
@@ -67,19 +68,22 @@ final class ControlServer: Sendable {
     }
 }
 
-/// A request on the control socket.
-public struct ControlRequest: Codable, Sendable {
-    public var command: String
-    public var peer: String?
-    /// For "resolve": record ids or paths, and the choice.
-    public var targets: [String]?
-    public var choice: ResolveChoiceArgument?
-    public init(command: String, peer: String? = nil, targets: [String]? = nil, choice: ResolveChoiceArgument? = nil) {
-        self.command = command
-        self.peer = peer
-        self.targets = targets
-        self.choice = choice
-    }
+/// A request on the control socket: one JSON line, answered by one JSON line.
+public enum ControlRequest: Codable, Sendable {
+    /// Answer: `StatusReport`.
+    case status
+    /// Answer: `[SyncResult]`.
+    case sync(peer: String?)
+    /// Answer: `[ResolveResult]`.
+    case resolve(targets: [RecordTarget], all: Bool, choice: ResolveChoiceArgument)
+    /// Answer: `MessageResult`.
+    case sendDeletes
+}
+
+/// A one-line answer.
+public struct MessageResult: Codable, Sendable {
+    public var message: String
+    public var error: String?
 }
 
 /// A resolution as the CLI states it: `keep` (a device, "newest" or "both"), `withFile`, or `delete`.

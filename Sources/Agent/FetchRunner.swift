@@ -54,8 +54,19 @@ enum FetchRunner {
         }
     }
 
-    /// For network URLs: a TCP connect with our own timeout, because libgit2 1.5 has none.
-    static func probe(url: String, timeout: Duration) throws {
+    /// For network URLs: a TCP connect with our own timeout, because libgit2 1.5 has none. Runs on a
+    /// thread of its own (name lookup and connect block).
+    static func probe(url: String, timeout: Duration) async throws {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+            let thread = Thread {
+                c.resume(with: Result { try probeBlocking(url: url, timeout: timeout) })
+            }
+            thread.name = "syncagent-probe"
+            thread.start()
+        }
+    }
+
+    static func probeBlocking(url: String, timeout: Duration) throws {
         guard let (host, port) = hostAndPort(url) else { return }
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)

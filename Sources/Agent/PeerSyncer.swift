@@ -6,7 +6,7 @@ import SyncCore
 import SystemPackage
 import Watcher
 
-/// Keeps one peer in sync: fetch (on its own thread, with a timeout), then merge on the store actor.
+/// Keeps one peer in sync: fetch (on its own thread, with a timeout), then merge through the engine.
 /// Wakes on the peer's ref changes (local peers, through inotify), on `poll_seconds`, or on `sync`.
 final class PeerSyncer: Sendable {
     struct State: Sendable {
@@ -21,42 +21,42 @@ final class PeerSyncer: Sendable {
     let doorbell = Doorbell()
     private let state = Mutex(State())
     private let config: Config
-    private let store: StoreActor
+    private let engine: SyncEngine
     private let logger: Logger
-    private let flushLocal: @Sendable () async -> Void
     private let fetchTimeout: Duration = .seconds(20)
     private let maxBackoff: Duration = .seconds(60)
+    /// Abandoned fetches whose thread is still blocked in libgit2 (it has no I/O timeout).
+    private let stuck = Mutex<[FetchRunner.Attempt]>([])
 
-    init(link: PeerLink, config: Config, store: StoreActor, logger: Logger,
-         flushLocal: @escaping @Sendable () async -> Void) {
+    init(link: PeerLink, config: Config, engine: SyncEngine, logger: Logger, known: PeerLedger.Entry?) {
         self.link = link
         self.config = config
-        self.store = store
+        self.engine = engine
         self.logger = logger
-        self.flushLocal = flushLocal
+        if let known {
+            state.withLock {
+                $0.reachable = known.reachable
+                $0.lastSync = known.lastSync.flatMap { ISO8601DateFormatter().date(from: $0) }
+                $0.lastError = known.lastError
+            }
+        }
     }
 
     var snapshot: State { state.withLock { $0 } }
+
+    var ledgerEntry: PeerLedger.Entry {
+        let s = snapshot
+        return PeerLedger.Entry(lastSync: s.lastSync.map { ISO8601DateFormatter().string(from: $0) },
+                                reachable: s.reachable, lastError: s.lastError)
+    }
 
     /// Runs until the task is cancelled.
     func run() async {
         var backoff: Duration = .seconds(1)
         var refWatcher: Watcher?
-        // Abandoned fetches whose thread is still blocked in libgit2 (it has no I/O timeout); a few
-        // may pile up against a peer that accepts and never answers, then we wait for one to end.
-        var stuck: [FetchRunner.Attempt] = []
         while !Task.isCancelled {
             if refWatcher == nil { refWatcher = watchRefs() }
-            var ok = false
-            stuck.removeAll { $0.finished.load(ordering: .acquiring) }
-            if stuck.count >= 3 {
-                record(error: "\(stuck.count) fetches from \(link.fetchURL) are still stuck; waiting for one to give up",
-                       unreachable: true)
-            } else {
-                let attempt = FetchRunner.Attempt()
-                ok = await syncOnce(attempt: attempt)
-                if !attempt.finished.load(ordering: .acquiring) { stuck.append(attempt) }
-            }
+            let ok = await round() == nil
             backoff = ok ? .seconds(1) : min(backoff * 2, maxBackoff)
             let wait = ok ? Duration.seconds(link.pollSeconds) : min(backoff, .seconds(link.pollSeconds))
             await doorbell.wait(upTo: wait)
@@ -65,7 +65,7 @@ final class PeerSyncer: Sendable {
     }
 
     /// Waits until a sync round that started after this call has finished; returns its error, if any.
-    func syncNow(timeout: Duration = .seconds(60)) async -> String? {
+    func syncNow(timeout: Duration = .seconds(90)) async -> String? {
         // A round already under way may have fetched before our changes: wait for the one after it.
         let target = state.withLock { $0.rounds + ($0.inProgress ? 2 : 1) }
         doorbell.ring()
@@ -78,60 +78,57 @@ final class PeerSyncer: Sendable {
         return "no sync round with \(link.name) finished within \(timeout)"
     }
 
-    private func syncOnce(attempt: FetchRunner.Attempt) async -> Bool {
+    /// One fetch + merge; nil when it succeeded, else what went wrong.
+    func round() async -> String? {
         state.withLock { $0.inProgress = true }
         defer { state.withLock { $0.inProgress = false } }
+        let blocked = stuck.withLock { list -> Int in
+            list.removeAll { $0.finished.load(ordering: .acquiring) }
+            return list.count
+        }
+        if blocked >= 3 {
+            return await finish(error: "\(blocked) fetches from \(link.fetchURL) are still stuck; waiting for one to give up. Check that the peer's host is up and reachable.",
+                                unreachable: true)
+        }
+        let attempt = FetchRunner.Attempt()
         do {
-            if link.localGitDir == nil { try FetchRunner.probe(url: link.fetchURL, timeout: .seconds(5)) }
+            if link.localGitDir == nil { try await FetchRunner.probe(url: link.fetchURL, timeout: .seconds(5)) }
             try await FetchRunner.fetch(gitDir: config.storePath, data: config.data, peer: link.name,
                                         url: link.fetchURL, timeout: fetchTimeout, attempt: attempt)
         } catch {
-            record(error: describe(fetchError: error), unreachable: true)
-            return false
+            if !attempt.finished.load(ordering: .acquiring) { stuck.withLock { $0.append(attempt) } }
+            return await finish(error: describe(fetchError: error), unreachable: true)
         }
         state.withLock { $0.reachable = true }
-        for _ in 0..<3 {
-            await flushLocal()
-            do {
-                let outcome = try await store.integrate(peer: link.name)
-                switch outcome.action {
-                case .upToDate: break
-                case .fastForward: logger.info("updated from \(link.name) to \(outcome.head?.hex.prefix(12) ?? "-")")
-                case .adoptedEqualTree: logger.debug("adopted \(link.name)'s equal commit")
-                case .merged: logger.info("merged \(link.name): \(outcome.head?.hex.prefix(12) ?? "-")")
-                }
-                for note in outcome.notes { logger.warning("\(note)") }
-                for record in outcome.newConflicts where record.status == .resolved {
-                    logger.info("conflict \(record.id) at \(record.path) resolved automatically by \(record.resolution?.strategy ?? "?")")
-                }
-                for record in outcome.newConflicts where record.status == .open {
-                    logger.warning("conflict \(record.id): \(record.kind.rawValue) \(record.path); holding \(record.current ?? "-")'s version. See `syncagent conflicts`.")
-                }
-                state.withLock {
-                    $0.lastSync = Date()
-                    $0.lastError = nil
-                    $0.rounds += 1
-                }
-                return true
-            } catch is UnseenChanges {
-                logger.debug("local changes arrived during the merge with \(link.name); committing them first")
-                try? await Task.sleep(for: .milliseconds(Int64(config.watch.debounceMs) + 50))
-            } catch let error as GitError where error.code == GitError.Code.modified {
-                // A file changed on disk (or HEAD moved) after the merge was computed: commit it, retry.
-                logger.debug("local changes arrived during the merge with \(link.name); committing them first")
-                try? await Task.sleep(for: .milliseconds(Int64(config.watch.debounceMs) + 50))
-            } catch {
-                record(error: "cannot merge \(link.name): \(error)", unreachable: false)
-                return false
+        switch await engine.integrate(peer: link.name) {
+        case .done(let outcome):
+            switch outcome.action {
+            case .upToDate: break
+            case .fastForward: logger.info("updated from \(link.name) to \(outcome.head?.hex.prefix(12) ?? "-")")
+            case .adoptedEqualTree: logger.debug("adopted \(link.name)'s equal commit")
+            case .merged: logger.info("merged \(link.name): \(outcome.head?.hex.prefix(12) ?? "-")")
             }
+            for note in outcome.notes { logger.warning("\(note)") }
+            for record in outcome.newConflicts where record.status == .resolved {
+                logger.info("conflict \(record.id) at \(record.path) resolved automatically by \(record.resolution?.strategy ?? "?")")
+            }
+            for record in outcome.newConflicts where record.status == .open {
+                logger.warning("conflict \(record.id): \(record.kind.rawValue) \(record.path); holding \(record.current ?? "-")'s version. See `syncagent conflicts`.")
+            }
+            state.withLock {
+                $0.lastSync = Date()
+                $0.lastError = nil
+            }
+            return await finish(error: nil, unreachable: false)
+        case .paused(let why):
+            return await finish(error: why, unreachable: false)
+        case .failed(let why):
+            return await finish(error: why, unreachable: false)
         }
-        record(error: "local files kept changing while merging \(link.name); will retry", unreachable: false)
-        return false
     }
 
-    /// Notes a failed round; `unreachable` says whether the peer itself could not be reached (a merge
-    /// problem happens after a successful fetch, so the peer stays reachable).
-    private func record(error: String, unreachable: Bool) {
+    /// Ends a round: notes the error (logged once per distinct message), persists what is known.
+    private func finish(error: String?, unreachable: Bool) async -> String? {
         let first = state.withLock { s -> Bool in
             let changed = s.lastError != error
             s.lastError = error
@@ -139,7 +136,9 @@ final class PeerSyncer: Sendable {
             s.rounds += 1
             return changed
         }
-        if first { logger.warning("peer \(link.name): \(error)") }
+        if first, let error { logger.warning("peer \(link.name): \(error)") }
+        await engine.notePeer(link.name, ledgerEntry)
+        return error
     }
 
     private func describe(fetchError error: any Error) -> String {

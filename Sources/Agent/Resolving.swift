@@ -30,21 +30,21 @@ extension ResolveChoiceArgument {
 }
 
 extension Store {
-    /// Resolves each target (id or path; "--all" means every open record), one result per target.
-    func resolve(targets: [String], choice: ResolveChoiceArgument) -> [ResolveResult] {
+    /// Resolves each target (id or path), or every open record with `all`; one result per record.
+    func resolve(targets: [RecordTarget], all: Bool, choice: ResolveChoiceArgument) -> [ResolveResult] {
         let resolution: ResolutionChoice
         do { resolution = try choice.resolved() } catch {
-            return targets.map { ResolveResult(target: $0, error: "\(error)") }
+            return targets.map { ResolveResult(target: $0.text, error: "\(error)") }
         }
         var names = targets
-        if targets == ["--all"] { names = ((try? conflicts()) ?? []).map(\.id) }
+        if all { names = ((try? conflicts()) ?? []).map { RecordTarget(text: $0.id) } }
         return names.map { target in
             do {
                 let record = try openRecord(target)
                 let done = try resolve(record, resolution)
-                return ResolveResult(target: target, id: done.id, path: done.path, error: nil)
+                return ResolveResult(target: target.text, id: done.id, path: done.path, error: nil)
             } catch {
-                return ResolveResult(target: target, id: nil, path: nil, error: "\(error)")
+                return ResolveResult(target: target.text, id: nil, path: nil, error: "\(error)")
             }
         }
     }
@@ -52,21 +52,17 @@ extension Store {
 
 extension OneShot {
     /// Through the running agent, or under the store lock when none runs.
-    public static func resolve(config: Config, targets: [String], choice: ResolveChoiceArgument) throws -> [ResolveResult] {
+    public static func resolve(config: Config, targets: [RecordTarget], all: Bool, choice: ResolveChoiceArgument) async throws -> [ResolveResult] {
         var choice = choice
         if let file = choice.withFile {
             choice.withFile = FilePath(FileManager.default.currentDirectoryPath).pushing(FilePath(file)).string
         }
         if AgentLock.holder(of: config.lockPath) != nil {
-            let line = try ControlClient.send(ControlRequest(command: "resolve", targets: targets, choice: choice),
-                                              to: config.socketPath, timeoutSeconds: 60)
+            let line = try ControlClient.send(.resolve(targets: targets, all: all, choice: choice),
+                                              to: config.socketPath, timeoutSeconds: 120)
             return try JSONDecoder().decode([ResolveResult].self, from: Data(line))
         }
-        let lock = try AgentLock.acquire(config.lockPath)
-        defer { _ = lock }
-        Store.clearStaleLocks(gitDir: config.storePath)
-        let store = try Store.open(device: config.device, data: config.data, gitDir: config.storePath)
-        _ = try store.commit(paths: try store.changedSinceLastCommit())
-        return store.resolve(targets: targets, choice: choice)
+        let session = try Startup.openUnderLock(config: config, logger: quietLogger)
+        return await session.engine.resolve(targets: targets, all: all, choice: choice)
     }
 }

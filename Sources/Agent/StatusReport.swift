@@ -35,13 +35,15 @@ public struct StatusReport: Codable, Sendable, Equatable {
     public var store: String
     public var head: String?
     public var pending: Int?
+    /// Deletions held for confirmation (`syncagent send --deletes`).
+    public var held: Int
     public var peers: [Peer]
     public var conflicts: Conflicts
     /// Problems the agent wants the user to see (watch limit reached, unreadable directories, ...).
     public var problems: [String]
 
     public init(device: String, running: Bool, pid: Int32?, data: String, store: String, head: String?,
-                pending: Int?, peers: [Peer], conflicts: Conflicts, problems: [String]) {
+                pending: Int?, held: Int = 0, peers: [Peer], conflicts: Conflicts, problems: [String]) {
         self.device = device
         self.running = running
         self.pid = pid
@@ -49,6 +51,7 @@ public struct StatusReport: Codable, Sendable, Equatable {
         self.store = store
         self.head = head
         self.pending = pending
+        self.held = held
         self.peers = peers
         self.conflicts = conflicts
         self.problems = problems
@@ -64,6 +67,7 @@ public struct StatusReport: Codable, Sendable, Equatable {
         try c.encode(store, forKey: .store)
         try c.encode(head, forKey: .head)
         try c.encode(pending, forKey: .pending)
+        try c.encode(held, forKey: .held)
         try c.encode(peers, forKey: .peers)
         try c.encode(conflicts, forKey: .conflicts)
         try c.encode(problems, forKey: .problems)

@@ -13,6 +13,9 @@ public struct FileStat: Sendable, Equatable {
     public let mtimeNanoseconds: Int64
     public let inode: UInt64
     public let mode: UInt32
+    public let ctimeSeconds: Int64
+    public let ctimeNanoseconds: Int64
+    public let device: UInt64
 
     public var isExecutable: Bool { mode & 0o100 != 0 }
     /// Whether git can store it: regular files and symbolic links only.
@@ -25,6 +28,9 @@ public struct FileStat: Sendable, Equatable {
         mtimeNanoseconds = Int64(st.st_mtim.tv_nsec)
         inode = UInt64(st.st_ino)
         mode = UInt32(st.st_mode)
+        ctimeSeconds = Int64(st.st_ctim.tv_sec)
+        ctimeNanoseconds = Int64(st.st_ctim.tv_nsec)
+        device = UInt64(st.st_dev)
     }
 
     static func kind(of mode: mode_t) -> Kind {

@@ -8,6 +8,12 @@ public struct TreeChange: Sendable, Equatable {
     public let old: ConflictSide?
     /// After: nil when the path is removed.
     public let new: ConflictSide?
+
+    public init(path: FilePath, old: ConflictSide?, new: ConflictSide?) {
+        self.path = path
+        self.old = old
+        self.new = new
+    }
 }
 
 extension Repository {

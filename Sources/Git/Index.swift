@@ -1,4 +1,5 @@
 import CLibgit2
+import Glibc
 import SystemPackage
 
 /// The staging index of a `Repository`: the commit path updates only the entries of changed paths
@@ -51,6 +52,28 @@ public final class Index {
         try check(rc, "git_index_add(\(path))")
     }
 
+    /// Stages a blob already in the object database at `path` with the stat data of the file the
+    /// caller has just written there, so later scans trust it without re-reading the file.
+    public func add(_ path: FilePath, blob: Oid, mode: UInt32, stat: IndexStat) throws(GitError) {
+        let rc = path.withPlatformString { cPath -> Int32 in
+            var entry = git_index_entry()
+            entry.mode = mode
+            entry.id = blob.raw
+            entry.path = cPath
+            entry.file_size = UInt32(truncatingIfNeeded: stat.size)
+            entry.mtime.seconds = Int32(truncatingIfNeeded: stat.mtimeSeconds)
+            entry.mtime.nanoseconds = UInt32(truncatingIfNeeded: stat.mtimeNanoseconds)
+            entry.ctime.seconds = Int32(truncatingIfNeeded: stat.ctimeSeconds)
+            entry.ctime.nanoseconds = UInt32(truncatingIfNeeded: stat.ctimeNanoseconds)
+            entry.ino = UInt32(truncatingIfNeeded: stat.inode)
+            entry.dev = UInt32(truncatingIfNeeded: stat.device)
+            entry.uid = getuid()
+            entry.gid = getgid()
+            return git_index_add(handle, &entry)
+        }
+        try check(rc, "git_index_add(\(path))")
+    }
+
     /// Unstages one path (no error if it was not staged).
     public func remove(_ path: FilePath) throws(GitError) {
         guard entry(path) != nil else { return }
@@ -96,6 +119,27 @@ public final class Index {
 
 @available(*, unavailable)
 extension Index: Sendable {}
+
+/// The stat data of a file as the index keeps it.
+public struct IndexStat: Sendable, Equatable {
+    public var size: Int64
+    public var mtimeSeconds: Int64
+    public var mtimeNanoseconds: Int64
+    public var ctimeSeconds: Int64
+    public var ctimeNanoseconds: Int64
+    public var inode: UInt64
+    public var device: UInt64
+    public init(size: Int64, mtimeSeconds: Int64, mtimeNanoseconds: Int64, ctimeSeconds: Int64,
+                ctimeNanoseconds: Int64, inode: UInt64, device: UInt64) {
+        self.size = size
+        self.mtimeSeconds = mtimeSeconds
+        self.mtimeNanoseconds = mtimeNanoseconds
+        self.ctimeSeconds = ctimeSeconds
+        self.ctimeNanoseconds = ctimeNanoseconds
+        self.inode = inode
+        self.device = device
+    }
+}
 
 /// One staged path with the stat data git keeps to tell whether the file changed.
 public struct IndexEntry: Sendable, Equatable {

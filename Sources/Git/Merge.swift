@@ -85,7 +85,7 @@ public final class MergeResult {
 extension MergeResult: Sendable {}
 
 extension Repository {
-    /// Three-way merges two commits in memory (rename detection on). With no common ancestor the
+    /// Three-way merges two commits in memory (no rename detection). With no common ancestor the
     /// base is empty, so independent histories merge too.
     public func mergeCommits(ours: Oid, theirs: Oid) throws(GitError) -> MergeResult {
         var ourCommit: OpaquePointer?, theirCommit: OpaquePointer?
@@ -96,7 +96,9 @@ extension Repository {
         defer { git_commit_free(theirCommit) }
         var opts = git_merge_options()
         try check(git_merge_options_init(&opts, UInt32(GIT_MERGE_OPTIONS_VERSION)), "git_merge_options_init")
-        opts.flags = GIT_MERGE_FIND_RENAMES.rawValue
+        // No rename detection: a move is a deletion and an addition, so every conflict names one
+        // path on every side (libgit2 1.5 can give rename conflicts with ancestor-only entries).
+        opts.flags = 0
         var out: OpaquePointer?
         try check(git_merge_commits(&out, handle, ourCommit, theirCommit, &opts), "git_merge_commits(\(ours), \(theirs))")
         return MergeResult(handle: out!, repository: self)

@@ -24,6 +24,9 @@ public struct Oid: Hashable, Sendable, CustomStringConvertible, Comparable {
 
     public var description: String { hex }
 
+    /// The all-zero id, which names no object.
+    public static let zero = Oid(git_oid())
+
     public static func == (a: Oid, b: Oid) -> Bool {
         var x = a.raw, y = b.raw
         return git_oid_equal(&x, &y) == 1

@@ -231,9 +231,8 @@ extension FilePath {
 }
 
 extension Repository {
-    /// The blob at `path` in a commit's tree, or nil when the path is absent.
-    public func blobID(at path: FilePath, in commit: Oid) throws(GitError) -> Oid? {
-        let tree = try self.commit(commit).tree
+    /// The entry at `path` in a tree: blob, link or subtree (mode 0o040000); nil when absent.
+    public func entry(at path: FilePath, inTree tree: Oid) throws(GitError) -> ConflictSide? {
         var treeObj: OpaquePointer?
         var raw = tree.raw
         try check(git_tree_lookup(&treeObj, handle, &raw), "git_tree_lookup(\(tree))")
@@ -243,21 +242,42 @@ extension Repository {
         if rc == GitError.Code.notFound { return nil }
         try check(rc, "git_tree_entry_bypath(\(path))")
         defer { git_tree_entry_free(entry) }
-        return Oid(git_tree_entry_id(entry))
+        return ConflictSide(oid: Oid(git_tree_entry_id(entry)), mode: git_tree_entry_filemode(entry).rawValue)
     }
 
-    /// The newest commit, following first parents from `tip`, that changed `path`; `tip` when the
-    /// walk reaches `limit` (or the root) first. At most `maxSteps` commits are read.
-    public func lastChange(of path: FilePath, from tip: Oid, limit: Oid?, maxSteps: Int = 1000) throws(GitError) -> CommitInfo {
+    /// The blob at `path` in a commit's tree, or nil when the path is absent.
+    public func blobID(at path: FilePath, in commit: Oid) throws(GitError) -> Oid? {
+        try entry(at: path, inTree: try self.commit(commit).tree)?.oid
+    }
+
+    /// The commit that made what `tip` holds at `path` (a blob, a subtree, or nothing): from `tip`,
+    /// follow any parent that holds the same entry, and stop at the commit none of whose parents
+    /// does. So a version is credited to the device whose commit made it, not to a device that
+    /// merged it later. At most `maxSteps` commits are read.
+    public func origin(of path: FilePath, from tip: Oid, maxSteps: Int = 2000) throws(GitError) -> CommitInfo {
         var current = try commit(tip)
-        var blob = try blobID(at: path, in: tip)
+        let wanted = try entry(at: path, inTree: current.tree)
         for _ in 0..<maxSteps {
-            guard current.id != limit, let parent = current.parents.first else { return current }
-            let parentBlob = try blobID(at: path, in: parent)
-            if parentBlob != blob { return current }
-            current = try commit(parent)
-            blob = parentBlob
+            var next: CommitInfo?
+            for parent in current.parents {
+                let info = try commit(parent)
+                if try entry(at: path, inTree: info.tree) == wanted {
+                    next = info
+                    break
+                }
+            }
+            guard let next else { return current }
+            current = next
         }
         return current
+    }
+
+    /// Whether the object database holds this object.
+    public func hasObject(_ id: Oid) -> Bool {
+        var odb: OpaquePointer?
+        guard git_repository_odb(&odb, handle) == 0 else { return false }
+        defer { git_odb_free(odb) }
+        var raw = id.raw
+        return git_odb_exists(odb, &raw) == 1
     }
 }

@@ -39,10 +39,17 @@ extension Store {
             changes.append(contentsOf: under.map { ($0.path, $0.oid, nil) })
         }
 
+        let unapplied = loadUnapplied()
+        var unappliedTouched = false
         // Parents sort before their children, so a directory replaced by a file (or the reverse)
         // is cleared before the new entries go in.
         for path in paths.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
             guard !path.isEmpty, !PathRules.isIgnored(path: path) else { continue }
+            if unapplied[path] != nil {
+                // A merge could not write it here: its old state is not a change of this device's.
+                if isUnappliedAndUntouched(path, unapplied: unapplied) { continue }
+                unappliedTouched = true
+            }
             let stat = (try? FileStat.of(data.pushing(path))) ?? nil
             guard let stat else {
                 try unstage(path)
@@ -92,6 +99,12 @@ extension Store {
             }
         }
 
+        if unappliedTouched {
+            // The user wrote the path themselves: that is now the change to commit.
+            var rest = unapplied
+            for path in paths where rest[path] != nil && !isUnappliedAndUntouched(path, unapplied: unapplied) { rest[path] = nil }
+            saveUnapplied(rest)
+        }
         let tree = try index.writeTree()
         let parent = try repo.headCommit()
         let parentTree = try parent.map { id throws(GitError) in try repo.commit(id).tree }
@@ -141,9 +154,8 @@ extension Store {
 
     /// Reads a regular file that keeps changing into a blob, as it is at this moment.
     private func snapshot(_ path: FilePath, stat: FileStat) -> Oid? {
-        guard stat.kind == .regular,
-              let bytes = FileManager.default.contents(atPath: data.pushing(path).string) else { return nil }
-        return try? repo.createBlob(Array(bytes))
+        guard stat.kind == .regular, let bytes = try? Files.read(data.pushing(path)) else { return nil }
+        return try? repo.createBlob(bytes)
     }
 
     static func gitMode(_ stat: FileStat) -> UInt32 {

@@ -31,31 +31,58 @@ public struct ResolveError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
 }
 
-extension Store {
-    /// The open record with this id, or the open record at this path.
-    public func openRecord(_ idOrPath: String) throws -> ConflictRecord {
-        let open = try conflicts()
-        if let byId = open.first(where: { $0.id == idOrPath }) { return byId }
-        let byPath = open.filter { $0.path == idOrPath || $0.filePath == FilePath(idOrPath) }
-        if byPath.count == 1 { return byPath[0] }
-        if byPath.count > 1 {
-            throw ResolveError(message: "\(byPath.count) open conflicts at \(idOrPath): \(byPath.map(\.id).joined(separator: ", ")); name one by id")
-        }
-        if let resolved = try conflicts(includeResolved: true).first(where: { $0.id == idOrPath || $0.path == idOrPath }) {
-            throw ResolveError(message: "conflict \(resolved.id) (\(resolved.path)) is already resolved (\(resolved.resolution?.strategy ?? "?") by \(resolved.resolution?.by ?? "?")); see `syncagent conflicts --all`")
-        }
-        throw ResolveError(message: "no open conflict with id or path '\(idOrPath)'; `syncagent conflicts` lists them")
+/// How a user names a record on the command line: its id, or its path. `pathBytes` carries the
+/// path exactly as given (the argument's own bytes), so a name that is not UTF-8 still matches.
+public struct RecordTarget: Codable, Sendable, Equatable {
+    public var text: String
+    public var pathBytes: [UInt8]?
+    public init(text: String, pathBytes: [UInt8]? = nil) {
+        self.text = text
+        self.pathBytes = pathBytes
     }
 
-    /// The bytes of one version of a record: "base" or a device name. nil when that version is a deletion.
+    func matches(_ record: ConflictRecord) -> Bool {
+        if record.id == text { return true }
+        let hex = ConflictRecord.hex(pathBytes ?? Array(text.utf8))
+        return record.pathBytes == hex || record.path == text
+    }
+}
+
+extension Store {
+    /// The open record with this id, or the open record at this path.
+    public func openRecord(_ target: RecordTarget) throws -> ConflictRecord {
+        let open = try conflicts()
+        if let byId = open.first(where: { $0.id == target.text }) { return byId }
+        let byPath = open.filter { target.matches($0) }
+        if byPath.count == 1 { return byPath[0] }
+        if byPath.count > 1 {
+            throw ResolveError(message: "\(byPath.count) open conflicts at \(target.text): \(byPath.map(\.id).joined(separator: ", ")); name one by id")
+        }
+        if let resolved = try conflicts(includeResolved: true).first(where: { target.matches($0) }) {
+            throw ResolveError(message: "conflict \(resolved.id) (\(resolved.path)) is already resolved (\(resolved.resolution?.strategy ?? "?") by \(resolved.resolution?.by ?? "?")); see `syncagent conflicts --all`")
+        }
+        throw ResolveError(message: "no open conflict with id or path '\(target.text)'; `syncagent conflicts` lists them")
+    }
+
+    /// Any record (open or resolved) with this id or path; the open one first.
+    public func anyRecord(_ target: RecordTarget) throws -> ConflictRecord? {
+        let all = try conflicts(includeResolved: true)
+        return all.first { $0.id == target.text } ?? all.filter { target.matches($0) }.sorted { a, _ in a.status == .open }.first
+    }
+
+    /// The bytes of one version of a record: "base" or a device name. nil when that version is a
+    /// deletion (or a directory).
     public func versionBytes(_ record: ConflictRecord, version: String) throws -> [UInt8]? {
         let hex: String?
         if version == "base" {
             guard let base = record.base else {
-                throw ResolveError(message: "conflict \(record.id) has no base version (both sides added \(record.path))")
+                throw ResolveError(message: "conflict \(record.id) has no base version (\(record.path) was added on more than one device)")
             }
             hex = base.blob
         } else if let v = record.versions.first(where: { $0.device == version }) {
+            if v.isDirectory {
+                throw ResolveError(message: "\(version)'s version of \(record.path) is a directory; its files are in the data directory (or: git --git-dir=\(gitDir) ls-tree -r \(v.tree ?? ""))")
+            }
             hex = v.blob
         } else {
             let names = (["base"] + record.versions.map(\.device)).joined(separator: ", ")
@@ -63,15 +90,22 @@ extension Store {
         }
         guard let hex else { return nil }
         guard let oid = Oid(hex: hex) else { throw ResolveError(message: "record \(record.id) holds a bad blob id \(hex)") }
+        guard repo.hasObject(oid) else {
+            throw ResolveError(message: "this device does not have \(version)'s version of \(record.path) yet; sync with \(version) first (syncagent sync)")
+        }
         return try blob(oid)
     }
 
-    /// Settles an open record: writes the chosen bytes into the data directory (atomically), commits
-    /// them, and marks the record resolved so that every peer learns of it.
+    /// Settles an open record: puts the chosen version in the data directory (atomically, names
+    /// byte-exact), commits it, and marks the record resolved so that every peer learns of it.
+    /// A record of a file on one device and a directory on another settles the same way: keeping
+    /// the file replaces the directory (its files stay in the history), keeping the directory
+    /// removes the file copy written beside it, `both` keeps the two as they are.
     @discardableResult
     public func resolve(_ record: ConflictRecord, _ choice: ResolutionChoice, now: Date = Date()) throws -> ConflictRecord {
         let path = record.filePath
         var touched: Set<FilePath> = [path]
+        var counter: UInt64 = 0
         func version(of device: String) throws -> ConflictRecord.Version {
             guard let v = record.versions.first(where: { $0.device == device }) else {
                 let names = record.versions.map(\.device).joined(separator: ", ")
@@ -79,34 +113,82 @@ extension Store {
             }
             return v
         }
-        func place(_ v: ConflictRecord.Version, at target: FilePath) throws {
-            guard let hex = v.blob, let oid = Oid(hex: hex) else {
-                try removeFromData(target)
+        // The file versions a merge wrote beside a directory (or `both` beside the path).
+        let copies = record.versions.compactMap { v -> (device: String, path: FilePath, blob: Oid)? in
+            guard !v.isDirectory, let hex = v.blob, let oid = Oid(hex: hex) else { return nil }
+            return (v.device, ConflictPolicy.copyPath(path, device: v.device, time: ISOTime.seconds(v.time)), oid)
+        }
+        func removeCopies() throws {
+            for copy in copies where diskMatches(copy.path, ConflictSide(oid: copy.blob, mode: 0o100644), entry: nil)
+                || diskMatches(copy.path, ConflictSide(oid: copy.blob, mode: 0o100755), entry: nil)
+                || diskMatches(copy.path, ConflictSide(oid: copy.blob, mode: 0o120000), entry: nil) {
+                try removeFromData(copy.path)
+                touched.insert(copy.path)
+            }
+        }
+        func put(_ bytes: [UInt8], mode: UInt32, at target: FilePath) throws {
+            try removeFromData(target)  // a file, a link or a whole directory
+            do {
+                let abs = data.pushing(target)
+                try Files.makeDirectories(abs.removingLastComponent())
+                let temp = AgentTemporary.path(in: abs.removingLastComponent(), counter: &counter)
+                if mode == 0o120000 {
+                    try Files.createLink(temp, target: bytes)
+                } else {
+                    try Files.create(temp, bytes: bytes, executable: mode == 0o100755)
+                }
+                do { try Files.rename(temp, to: abs) } catch {
+                    try? Files.remove(temp)
+                    throw error
+                }
+            } catch {
+                let errno = (error as? Errno) ?? .ioError
+                throw ResolveError(message: "\(ApplyFailure(path: target, errno: errno)); \(record.id) stays open")
+            }
+            touched.insert(target)
+        }
+        func place(_ v: ConflictRecord.Version, keepCopies: Bool = false) throws {
+            if v.isDirectory {
+                if !keepCopies { try removeCopies() }  // the directory already holds the path
                 return
             }
-            try writeIntoData(target, bytes: try blob(oid), mode: v.mode ?? 0o100644)
+            guard let hex = v.blob, let oid = Oid(hex: hex) else {
+                try removeFromData(path)
+                if !keepCopies { try removeCopies() }
+                return
+            }
+            guard repo.hasObject(oid) else {
+                throw ResolveError(message: "this device does not have \(v.device)'s version of \(record.path) yet; sync with \(v.device) first (syncagent sync), or resolve on a device that has it")
+            }
+            if !diskMatches(path, ConflictSide(oid: oid, mode: v.mode ?? 0o100644), entry: nil) {
+                try put(try blob(oid), mode: v.mode ?? 0o100644, at: path)
+            }
+            if !keepCopies { try removeCopies() }
         }
         switch choice {
         case .keep(let device):
-            try place(try version(of: device), at: path)
+            try place(try version(of: device))
         case .newest:
-            let winner = ConflictRecord.winner(record.versions.map { ($0.device, $0.blob.flatMap(Oid.init(hex:)), Self.seconds($0.time)) })
-            try place(try version(of: winner ?? record.versions[0].device), at: path)
+            guard let winner = record.winningVersion ?? record.versions.first else {
+                throw ResolveError(message: "conflict \(record.id) has no versions")
+            }
+            try place(winner)
         case .both:
-            let winner = ConflictRecord.winner(record.versions.map { ($0.device, $0.blob.flatMap(Oid.init(hex:)), Self.seconds($0.time)) })
-            for v in record.versions {
-                if v.device == winner {
-                    try place(v, at: path)
-                } else if v.blob != nil {
-                    let copy = Self.conflictCopyPath(path, device: v.device, time: Self.seconds(v.time))
-                    try place(v, at: copy)
-                    touched.insert(copy)
+            if !record.versions.contains(where: \.isDirectory) {
+                let winner = record.winningVersion
+                for v in record.versions where v.device != winner?.device && !v.isDeletion {
+                    guard let hex = v.blob, let oid = Oid(hex: hex), repo.hasObject(oid) else { continue }
+                    let copy = ConflictPolicy.copyPath(path, device: v.device, time: ISOTime.seconds(v.time))
+                    try put(try blob(oid), mode: v.mode ?? 0o100644, at: copy)
                 }
+                if let winner { try place(winner, keepCopies: true) }
             }
         case .with(let bytes):
-            try writeIntoData(path, bytes: bytes, mode: 0o100644)
+            try put(bytes, mode: 0o100644, at: path)
+            try removeCopies()
         case .delete:
             try removeFromData(path)
+            try removeCopies()
         }
         _ = try commit(paths: touched, now: now, reason: "resolve \(record.id) (\(record.path)) with \(choice.strategyName)")
         var resolved = record
@@ -120,59 +202,11 @@ extension Store {
         return resolved
     }
 
-    /// `notes/today.txt` -> `notes/today.conflict-watch-20261121-100000.txt`.
-    public static func conflictCopyPath(_ path: FilePath, device: String, time: Int64) -> FilePath {
-        let f = DateFormatter()
-        f.dateFormat = "yyyyMMdd-HHmmss"
-        f.timeZone = TimeZone(identifier: "UTC")
-        f.locale = Locale(identifier: "en_US_POSIX")
-        let stamp = f.string(from: Date(timeIntervalSince1970: TimeInterval(time)))
-        var copy = path
-        let stem = path.stem ?? path.lastComponent?.string ?? "file"
-        let newName = path.extension.map { "\(stem).conflict-\(device)-\(stamp).\($0)" } ?? "\(stem).conflict-\(device)-\(stamp)"
-        copy.removeLastComponent()
-        return copy.appending(newName)
-    }
-
-    static func seconds(_ iso: String) -> Int64 {
-        let f = ISO8601DateFormatter()
-        return Int64(f.date(from: iso)?.timeIntervalSince1970 ?? 0)
-    }
-
-    /// Replaces a data file atomically: a temporary beside it (ignored by the watcher), then rename.
-    func writeIntoData(_ path: FilePath, bytes: [UInt8], mode: UInt32) throws {
-        let target = data.pushing(path)
-        let dir = target.removingLastComponent()
-        try FileManager.default.createDirectory(atPath: dir.string, withIntermediateDirectories: true)
-        let temp = dir.appending(".\(target.lastComponent?.string ?? "file").syncagent.tmp")
-        unlink(temp.string)
-        if mode == 0o120000 {
-            let link = String(decoding: bytes, as: UTF8.self)
-            guard symlink(link, temp.string) == 0 else {
-                throw ResolveError(message: "cannot write \(target.display): \(Errno(rawValue: errno))")
-            }
-        } else {
-            let fd = Glibc.open(temp.string, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode == 0o100755 ? 0o755 : 0o644)
-            guard fd >= 0 else { throw ResolveError(message: "cannot write \(target.display): \(Errno(rawValue: errno))") }
-            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            fsync(fd)
-            close(fd)
-            guard written == bytes.count else {
-                unlink(temp.string)
-                throw ResolveError(message: "cannot write \(target.display): short write (disk full?)")
-            }
-        }
-        guard rename(temp.string, target.string) == 0 else {
-            let err = Errno(rawValue: errno)
-            unlink(temp.string)
-            throw ResolveError(message: "cannot replace \(target.display): \(err)")
-        }
-    }
-
+    /// Removes a file, link or directory tree from the data directory (byte-exact names).
     func removeFromData(_ path: FilePath) throws {
-        let target = data.pushing(path)
-        if unlink(target.string) != 0 && errno != ENOENT {
-            throw ResolveError(message: "cannot delete \(target.display): \(Errno(rawValue: errno))")
+        do { try Files.removeTree(data.pushing(path)) } catch {
+            throw ResolveError(message: "cannot delete \(data.pushing(path).display): \(error)")
         }
+        pruneEmptyParents(of: path)
     }
 }

@@ -80,7 +80,7 @@ public final class Store {
                 || ["index.lock", "HEAD.lock", "config.lock", "packed-refs.lock"].contains(rel.string)
             guard libgit2Lock else { return }
             let abs = gitDir.pushing(rel)
-            if unlink(abs.string) == 0 { removed.append(abs) }
+            if (try? Files.remove(abs)) != nil { removed.append(abs) }
         }
         return removed
     }

@@ -6,12 +6,14 @@ import SystemPackage
 /// The watcher's thread: owns the inotify descriptor, the watch table and the debouncer. Only
 /// `request`, `pending` and `degradedFlag` are touched from other threads.
 final class Loop: @unchecked Sendable {
-    enum Request: UInt8 { case flush = 1, stop = 2, inject = 4, rescan = 8 }
+    enum Request: UInt8 { case flush = 1, stop = 2, inject = 4, rescan = 8, drain = 16, rewatch = 32 }
 
     let pending = Atomic<Int>(0)
     let degradedFlag = Atomic<Bool>(false)
     private let requests = Atomic<UInt8>(0)
     private let injected = Mutex<[FilePath]>([])
+    /// Callers of `drain`, waiting for the pending batch; nil once the loop has ended.
+    private let drainers = Mutex<[CheckedContinuation<WatchBatch, Never>]?>([])
 
     private let root: FilePath
     private let fd: Int32
@@ -93,7 +95,27 @@ final class Loop: @unchecked Sendable {
         request(.inject)
     }
 
-    func finishWithoutStarting() { output.finish() }
+    func finishWithoutStarting() {
+        output.finish()
+        endDrainers()
+    }
+
+    /// Reads what the kernel holds and returns the pending batch to the caller instead of the stream.
+    func drain() async -> WatchBatch {
+        await withCheckedContinuation { (c: CheckedContinuation<WatchBatch, Never>) in
+            let queued = drainers.withLock { list -> Bool in
+                guard list != nil else { return false }
+                list!.append(c)
+                return true
+            }
+            if queued { request(.drain) } else { c.resume(returning: WatchBatch()) }
+        }
+    }
+
+    private func endDrainers() {
+        let waiting = drainers.withLock { list in defer { list = nil }; return list ?? [] }
+        for c in waiting { c.resume(returning: WatchBatch()) }
+    }
 
     // MARK: the thread
 
@@ -114,10 +136,26 @@ final class Loop: @unchecked Sendable {
                 let pendingRequests = requests.exchange(0, ordering: .acquiringAndReleasing)
                 for path in injected.withLock({ paths in defer { paths = [] }; return paths }) { changed(path) }
                 if pendingRequests & Request.rescan.rawValue != 0 { debouncer.requestRescan(at: .now) }
+                if pendingRequests & Request.rewatch.rawValue != 0 {
+                    // The data directory was replaced: drop every watch and start again from it.
+                    for wd in watches.keys { inotify_rm_watch(fd, wd) }
+                    watches = [:]
+                    rootWatch = -1
+                    rewatchEverything()
+                    debouncer.requestRescan(at: .now)
+                }
+                if pendingRequests & Request.drain.rawValue != 0 {
+                    drainKernelQueue()
+                    let batch = debouncer.flush() ?? WatchBatch()
+                    pending.store(0, ordering: .relaxed)
+                    let waiting = drainers.withLock { list in defer { if list != nil { list = [] } }; return list ?? [] }
+                    for (i, c) in waiting.enumerated() { c.resume(returning: i == 0 ? batch : WatchBatch()) }
+                }
                 if pendingRequests & Request.stop.rawValue != 0 {
                     drainKernelQueue()
                     if let batch = debouncer.flush() { emit(batch) }
                     output.finish()
+                    endDrainers()
                     return
                 }
                 if pendingRequests & Request.flush.rawValue != 0 {
@@ -186,7 +224,7 @@ final class Loop: @unchecked Sendable {
         }
         if wd == rootWatch, mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
             onProblem(WatchProblem(kind: .rootGone, path: FilePath(""),
-                                   message: "the data directory \(root) was deleted or moved away; recreate it and restart the agent"))
+                                   message: "the data directory \(root) was deleted or moved away"))
             return
         }
         guard let name, !ignore(name) else { return }

@@ -49,6 +49,15 @@ public final class Watcher: Sendable {
     /// Asks for a full rescan with the next batch (e.g. after a failed one).
     public func requestRescan() { loop.request(.rescan) }
 
+    /// Reads what the kernel holds now and returns every pending change to the caller (not to
+    /// `batches`), without waiting for the quiet period: the sync engine commits these before it
+    /// merges a peer. Returns an empty batch once the watcher has stopped.
+    public func drain() async -> WatchBatch { await loop.drain() }
+
+    /// Drops every watch and watches the tree under `root` again, then rescans (the data directory
+    /// was replaced by another one at the same path).
+    public func rewatch() { loop.request(.rewatch) }
+
     /// Hands on the pending batch now, without waiting for the quiet period.
     public func flush() { loop.request(.flush) }
 

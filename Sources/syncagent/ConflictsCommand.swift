@@ -52,8 +52,7 @@ struct ShowCommand: AsyncParsableCommand {
     func run() async throws {
         let config = try options.load()
         let store = try Store.open(device: config.device, data: config.data, gitDir: config.storePath)
-        let all = try store.conflicts(includeResolved: true)
-        guard let record = all.first(where: { $0.id == id }) ?? all.first(where: { $0.path == id }) else {
+        guard let record = try store.anyRecord(RecordTarget(text: id, pathBytes: rawArgument(id))) else {
             throw UserFacingError("no conflict record with id or path '\(id)'; `syncagent conflicts --all` lists them")
         }
         guard let bytes = try store.versionBytes(record, version: version) else {

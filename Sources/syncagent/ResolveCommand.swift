@@ -29,8 +29,9 @@ struct ResolveCommand: AsyncParsableCommand {
 
     func run() async throws {
         let config = try options.load()
-        let results = try OneShot.resolve(config: config, targets: all ? ["--all"] : targets,
-                                          choice: ResolveChoiceArgument(keep: keep, withFile: withFile, delete: delete))
+        let results = try await OneShot.resolve(
+            config: config, targets: targets.map { RecordTarget(text: $0, pathBytes: rawArgument($0)) }, all: all,
+            choice: ResolveChoiceArgument(keep: keep, withFile: withFile, delete: delete))
         var failed = 0
         for r in results {
             if let error = r.error {

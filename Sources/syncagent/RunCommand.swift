@@ -28,7 +28,7 @@ struct RunCommand: AsyncParsableCommand {
         }
         let logger = Logger(label: "syncagent")
         let config = try options.load()
-        let agent = try AgentService.prepare(config: config, logger: logger)
+        let agent = try await AgentService.prepare(config: config, logger: logger)
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: agent)],
             gracefulShutdownSignals: [.sigterm, .sigint],

@@ -6,36 +6,18 @@ import SyncCore
 enum StatusReporter {
     static func report(for config: Config) throws -> StatusReport {
         if let pid = AgentLock.holder(of: config.lockPath) {
-            if let line = try? ControlClient.send(ControlRequest(command: "status"), to: config.socketPath),
+            if let line = try? ControlClient.send(.status, to: config.socketPath),
                let live = try? JSONDecoder().decode(StatusReport.self, from: Data(line)) {
                 return live
             }
-            var report = try offline(config)
+            var report = StatusBuilder.offline(config)
             report.running = true
             report.pid = pid
             report.pending = nil
             report.problems.append("the agent (pid \(pid)) holds the lock but did not answer on \(config.socketPath)")
             return report
         }
-        return try offline(config)
-    }
-
-    /// The agent is stopped: read the store and count what it would commit at start-up.
-    static func offline(_ config: Config) throws -> StatusReport {
-        var problems: [String] = []
-        var head: String?
-        var pending: Int?
-        do {
-            let store = try Store.open(device: config.device, data: config.data, gitDir: config.storePath)
-            head = try store.head()?.hex
-            pending = try store.changedSinceLastCommit().count
-        } catch {
-            problems.append("\(error)")
-        }
-        return StatusReport(device: config.device, running: false, pid: nil, data: config.data.string,
-                            store: config.storePath.string, head: head, pending: pending,
-                            peers: config.peers.map { StatusReport.Peer(name: $0.name, url: $0.url) },
-                            conflicts: .init(open: 0), problems: problems)
+        return StatusBuilder.offline(config)
     }
 
     static func text(_ r: StatusReport) -> String {
@@ -58,6 +40,7 @@ enum StatusReporter {
             if let error = peer.lastError { lines.append("          last error: \(error)") }
         }
         lines.append("conflicts: \(r.conflicts.open) open")
+        if r.held > 0 { lines.append("held:     \(r.held) deletion\(r.held == 1 ? "" : "s") (confirm with `syncagent send --deletes`)") }
         for problem in r.problems { lines.append("problem:  \(problem)") }
         return lines.joined(separator: "\n")
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Glibc
 import Foundation
 import SyncCore
 
@@ -13,7 +14,7 @@ struct SyncAgentCommand: AsyncParsableCommand {
             else $XDG_CONFIG_HOME/syncagent/config.toml.
             """,
         version: "syncagent \(SyncAgentVersion.string)",
-        subcommands: [RunCommand.self, InitCommand.self, StatusCommand.self, SyncCommand.self, ConflictsCommand.self, ShowCommand.self, ResolveCommand.self]
+        subcommands: [RunCommand.self, InitCommand.self, StatusCommand.self, SyncCommand.self, SendCommand.self, ConflictsCommand.self, ShowCommand.self, ResolveCommand.self]
     )
 }
 
@@ -41,3 +42,14 @@ struct UserFacingError: Error, CustomStringConvertible {
 }
 
 import SystemPackage
+
+/// The exact bytes of a command-line argument: Swift's `CommandLine.arguments` repairs bytes that
+/// are not UTF-8, so a path argument is matched back to its `argv` entry to get the name exactly.
+func rawArgument(_ text: String) -> [UInt8] {
+    for i in 1..<Int(CommandLine.argc) {
+        guard let ptr = CommandLine.unsafeArgv[i] else { continue }
+        let bytes = Array(UnsafeBufferPointer(start: UnsafeRawPointer(ptr).assumingMemoryBound(to: UInt8.self), count: strlen(ptr)))
+        if String(decoding: bytes, as: UTF8.self) == text { return bytes }
+    }
+    return Array(text.utf8)
+}

@@ -16,7 +16,7 @@ struct SyncCommand: AsyncParsableCommand {
 
     func run() async throws {
         let config = try options.load()
-        let results = try OneShot.sync(config: config, peer: peer)
+        let results = try await OneShot.sync(config: config, peer: peer)
         var failed: [String] = []
         for result in results {
             if let error = result.error {
@@ -30,5 +30,32 @@ struct SyncCommand: AsyncParsableCommand {
         if !failed.isEmpty {
             throw UserFacingError("sync failed for peer\(failed.count == 1 ? "" : "s") \(failed.joined(separator: ", "))")
         }
+    }
+}
+
+struct SendCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "send",
+        abstract: "Share changes this device holds back.",
+        discussion: """
+            --deletes confirms deletions the agent held because they looked like an accident (the data
+            directory emptied, or more than [safety] max_delete_percent of the files deleted at once).
+            Example: syncagent send --deletes
+            """
+    )
+
+    @OptionGroup var options: ConfigOption
+    @Flag(name: .long, help: "Commit and share the held deletions.") var deletes = false
+
+    func validate() throws {
+        guard deletes else { throw ValidationError("say what to send: --deletes (per-path sending comes with [[rule]] sync = \"manual\")") }
+    }
+
+    func run() async throws {
+        let config = try options.load()
+        let result = try await OneShot.sendDeletes(config: config)
+        if let error = result.error { throw UserFacingError(error) }
+        print(result.message)
+        if result.message.hasPrefix("not sent") { throw UserFacingError("nothing was sent") }
     }
 }

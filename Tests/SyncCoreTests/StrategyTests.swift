@@ -95,7 +95,7 @@ import Testing
         let t = try conflicted([ResolverRule(path: "*.txt", strategy: .both)], base: "b", phone: "P", watch: "W", name: "n.txt")
         _ = try t.phone.pull(from: t.watch)
         #expect(t.phone.read("n.txt") == "W")
-        let copy = Store.conflictCopyPath("n.txt", device: "phone", time: 1_800_000_000)
+        let copy = ConflictPolicy.copyPath("n.txt", device: "phone", time: 1_800_000_000)
         #expect(copy == "n.conflict-phone-20270115-080000.txt")
         #expect(t.phone.read(copy.string) == "P")
     }

@@ -147,16 +147,16 @@ final class TwoDevices {
         try t.watch.commit("f.txt", "other.txt")
         // The phone's user edits f.txt; the agent has not committed it yet.
         try t.phone.write("f.txt", "phone's unsaved work")
-        let head = try t.phone.store.head()
-        #expect(throws: UnseenChanges.self) { try t.phone.pull(from: t.watch) }
-        #expect(t.phone.read("f.txt") == "phone's unsaved work")
-        #expect(t.phone.read("other.txt") == "o1")  // nothing at all was written
-        #expect(try t.phone.store.head() == head)
-        // Once committed, the merge goes through as a conflict; both versions are kept.
-        try t.phone.commit("f.txt")
         let out = try t.phone.pull(from: t.watch)
-        #expect(out.newConflicts.map(\.path) == ["f.txt"])
+        // Checked right before it is replaced: the unsaved work stays, the rest is applied.
+        #expect(out.applied.keptLocal == ["f.txt"])
+        #expect(t.phone.read("f.txt") == "phone's unsaved work")
         #expect(t.phone.read("other.txt") == "watch o2")
+        // The unsaved work joined the merge as a conflict with the watch's version; both are kept.
+        #expect(out.newConflicts.map(\.path) == ["f.txt"])
+        #expect(out.newConflicts.first?.current == "phone")
+        #expect(Set(out.newConflicts.first?.versions.map(\.device) ?? []) == ["phone", "watch"])
+        #expect(try git(t.phone.store.gitDir, ["show", "HEAD:f.txt"]) == "phone's unsaved work")
     }
 
     @Test func winnerRule() {
@@ -166,13 +166,12 @@ final class TwoDevices {
         #expect(ConflictRecord.winner([("phone", nil, 50), ("watch", b, 5)]) == "watch")
     }
 
-    @Test func recordIdIsTheSameFromEitherSide() {
-        let a = Oid.hashing([1]), b = Oid.hashing([2]), base = Oid.hashing([0])
-        let fromPhone = ConflictRecord.id(path: "x", base: base, versions: [("phone", a), ("watch", b)])
-        let fromWatch = ConflictRecord.id(path: "x", base: base, versions: [("watch", b), ("phone", a)])
-        #expect(fromPhone == fromWatch)
-        #expect(fromPhone.hasPrefix("c-") && fromPhone.count == 14)
-        #expect(fromPhone != ConflictRecord.id(path: "y", base: base, versions: [("phone", a), ("watch", b)]))
+    @Test func recordIdNamesThePathAndItsGeneration() {
+        let first = ConflictRecord.id(path: "x", generation: 0)
+        #expect(first == ConflictRecord.id(path: "x", generation: 0))
+        #expect(first.hasPrefix("c-") && first.count == 14)
+        #expect(first != ConflictRecord.id(path: "y", generation: 0))
+        #expect(first != ConflictRecord.id(path: "x", generation: 1))
     }
 
     /// Runs git on a store and returns its trimmed stdout.

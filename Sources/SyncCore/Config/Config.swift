@@ -16,6 +16,8 @@ public struct Config: Sendable, Equatable {
     public var peers: [PeerConfig]
     /// First match wins; no match means `.manual`.
     public var resolvers: [ResolverRule]
+    /// When a batch of deletions is held for confirmation.
+    public var safety: SafetySettings = SafetySettings()
 
     public init(
         file: FilePath, device: String, data: FilePath, state: FilePath,
@@ -75,6 +77,18 @@ public struct Config: Sendable, Equatable {
             if count == 0 { return bytes }
             bytes += buffer[..<count]
         }
+    }
+}
+
+public struct SafetySettings: Sendable, Equatable {
+    /// One batch deleting more than this share of the tracked files...
+    public var maxDeletePercent: Int = 50
+    /// ...and at least this many is held until `syncagent send --deletes`.
+    public var minDeleteFiles: Int = 20
+
+    public init(maxDeletePercent: Int = 50, minDeleteFiles: Int = 20) {
+        self.maxDeletePercent = maxDeletePercent
+        self.minDeleteFiles = minDeleteFiles
     }
 }
 
@@ -194,7 +208,7 @@ private struct ConfigParser {
     let lines: KeyLines
 
     /// How the tables of the top level are written, for messages.
-    private static let tableForms = ["watch": "[watch]", "peer": "[[peer]]", "resolver": "[[resolver]]"]
+    private static let tableForms = ["watch": "[watch]", "peer": "[[peer]]", "resolver": "[[resolver]]", "safety": "[safety]"]
 
     init(text: String, file: FilePath, environment: [String: String]) throws {
         do {
@@ -209,7 +223,7 @@ private struct ConfigParser {
 
     func parse() throws -> Config {
         let top = Section(
-            table: root, path: [], title: nil, keys: ["device", "data", "state", "watch", "peer", "resolver"])
+            table: root, path: [], title: nil, keys: ["device", "data", "state", "watch", "peer", "resolver", "safety"])
         try checkKeys(top)
         let device = try required("device", in: top, rule: Rule.device) { Config.isValidName($0) ? $0 : nil }
         let data = try directory(required("data", in: top, rule: Rule.data) { $0.isEmpty ? nil : $0 }, key: "data")
@@ -218,9 +232,10 @@ private struct ConfigParser {
         let watch = try watchSettings(in: top)
         let peers = try peers(in: top, device: device)
         let resolvers = try resolvers(in: top)
-        let config = Config(
+        var config = Config(
             file: file, device: device, data: data, state: try state ?? defaultState(device: device),
             watch: watch, peers: peers, resolvers: resolvers)
+        config.safety = try safetySettings(in: top)
         try checkApart(data: config.data, state: config.state)
         return config
     }
@@ -240,6 +255,14 @@ private struct ConfigParser {
                        "must be between \(lower) and 3600000 milliseconds, but defaults to \(settings.maxDelayMs); "
                            + "set it, e.g. max_delay_ms = \(settings.debounceMs)")
         }
+        return settings
+    }
+
+    private func safetySettings(in top: Section) throws -> SafetySettings {
+        var settings = SafetySettings()
+        guard let safety = try table("safety", in: top, keys: ["max_delete_percent", "min_delete_files"]) else { return settings }
+        settings.maxDeletePercent = try int("max_delete_percent", in: safety, unit: "percent", 0...100) ?? settings.maxDeletePercent
+        settings.minDeleteFiles = try int("min_delete_files", in: safety, unit: "files", 0...100_000_000) ?? settings.minDeleteFiles
         return settings
     }
 

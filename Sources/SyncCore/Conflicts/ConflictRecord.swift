@@ -24,9 +24,26 @@ public struct ConflictRecord: Codable, Sendable, Equatable {
         public var commit: String
         /// nil when this device deleted the path.
         public var blob: String?
-        /// The git file mode of the version (regular, executable or link); not in SPEC's required keys.
+        /// The git file mode of the version (regular, executable or link; 0o040000 for a directory);
+        /// not in SPEC's required keys.
         public var mode: UInt32?
         public var time: String
+        /// For a directory version (a file on one device, a directory on another): the directory's
+        /// tree; its `blob` is null. Absent for files, links and deletions.
+        public var tree: String?
+
+        public init(device: String, commit: String, blob: String?, mode: UInt32?, time: String, tree: String? = nil) {
+            self.device = device
+            self.commit = commit
+            self.blob = blob
+            self.mode = mode
+            self.time = time
+            self.tree = tree
+        }
+
+        public var isDirectory: Bool { tree != nil }
+        /// Whether this version deleted the path.
+        public var isDeletion: Bool { blob == nil && tree == nil }
 
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -35,6 +52,7 @@ public struct ConflictRecord: Codable, Sendable, Equatable {
             try c.encode(blob, forKey: .blob)  // null for a deletion, as SPEC.md shows
             try c.encode(mode, forKey: .mode)
             try c.encode(time, forKey: .time)
+            try c.encodeIfPresent(tree, forKey: .tree)
         }
     }
 
@@ -60,14 +78,37 @@ public struct ConflictRecord: Codable, Sendable, Equatable {
 
     public var filePath: FilePath { FilePath(bytes: Self.bytes(fromHex: pathBytes)) }
 
-    /// The id is derived from the conflict itself (path, base, and every device's version, sorted by
-    /// device), so two devices that detect the same conflict independently agree on it.
-    public static func id(path: FilePath, base: Oid?, versions: [(device: String, blob: Oid?)]) -> String {
-        var text = "path " + hex(path.bytes) + "\nbase " + (base?.hex ?? "-") + "\n"
-        for v in versions.sorted(by: { $0.device < $1.device }) {
-            text += "version \(v.device) \(v.blob?.hex ?? "-")\n"
-        }
+    /// The id names a path's n-th conflict (`generation`: how many records of that path were already
+    /// resolved), so every device that detects a conflict at the path, with any peer and in any
+    /// order, names the same record, and the versions of all devices gather in it.
+    public static func id(path: FilePath, generation: Int) -> String {
+        let text = "path " + hex(path.bytes) + "\ngeneration \(generation)\n"
         return "c-" + String(Oid.hashing(Array(text.utf8)).hex.prefix(12))
+    }
+
+    /// The version every device holds while the record is open (see `winner`).
+    public var winningVersion: Version? {
+        let name = Self.winner(versions.map { ($0.device, $0.isDeletion ? nil : Oid(hex: $0.blob ?? $0.tree ?? ""), ISOTime.seconds($0.time)) })
+        return versions.first { $0.device == name }
+    }
+
+    /// Adds (or updates) one device's version: a device has one version per record, the later one.
+    public mutating func add(_ version: Version) {
+        if let i = versions.firstIndex(where: { $0.device == version.device }) {
+            versions[i] = Self.later(versions[i], version)
+        } else {
+            versions.append(version)
+            versions.sort { $0.device < $1.device }
+        }
+        current = winningVersion?.device
+    }
+
+    /// Of two versions from one device, the later one (ties: the larger commit id), so that the
+    /// choice is the same whichever order two devices learn of them in.
+    static func later(_ a: Version, _ b: Version) -> Version {
+        let ta = ISOTime.seconds(a.time), tb = ISOTime.seconds(b.time)
+        if ta != tb { return ta > tb ? a : b }
+        return a.commit >= b.commit ? a : b
     }
 
     /// Which version every device holds while the record is open: a modification beats a deletion;
@@ -119,25 +160,36 @@ public struct ConflictRecord: Codable, Sendable, Equatable {
         resolution = Resolution(strategy: strategy, by: device, at: ISOTime.string(seconds))
     }
 
-    /// Two copies of one record (from two devices) settle to one: a resolution wins over "open";
-    /// two resolutions settle by the later time, then the device name that sorts last.
+    /// Two copies of one record (from two devices) settle to one, the same whichever comes first:
+    /// a resolution wins over "open"; two resolutions settle by the later time, then the device name
+    /// that sorts last; two open copies gather the versions of both.
     public static func settle(_ a: ConflictRecord, _ b: ConflictRecord) -> ConflictRecord {
         switch (a.resolution, b.resolution) {
-        case (nil, nil): return a.detectedBy <= b.detectedBy ? a : b
+        case (nil, nil):
+            var first = (a.detectedAt, a.detectedBy) <= (b.detectedAt, b.detectedBy) ? a : b
+            let second = first == a ? b : a
+            for v in second.versions { first.add(v) }
+            if first.kind != second.kind, second.kind == .typeChanged || first.kind == .typeChanged { first.kind = .typeChanged }
+            first.current = first.winningVersion?.device
+            return first
         case (_?, nil): return a
         case (nil, _?): return b
         case let (ra?, rb?):
             if ra.at != rb.at { return ra.at > rb.at ? a : b }
-            return ra.by >= rb.by ? a : b
+            if ra.by != rb.by { return ra.by > rb.by ? a : b }
+            return a.encoded().lexicographicallyPrecedes(b.encoded()) ? b : a
         }
     }
 }
 
-enum ISOTime {
-    static func string(_ seconds: Int64) -> String {
+public enum ISOTime {
+    public static func string(_ seconds: Int64) -> String {
         let f = ISO8601DateFormatter()
         f.formatOptions = [.withInternetDateTime]
         return f.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
     }
-    static func now() -> String { string(Int64(Date().timeIntervalSince1970)) }
+    public static func now() -> String { string(Int64(Date().timeIntervalSince1970)) }
+    public static func seconds(_ iso: String) -> Int64 {
+        Int64(ISO8601DateFormatter().date(from: iso)?.timeIntervalSince1970 ?? 0)
+    }
 }

@@ -1,0 +1,44 @@
+import FileSystem
+import Foundation
+import Logging
+import SyncCore
+import SystemPackage
+
+/// The one start-up sequence, shared by `run` and by the commands that work under the lock when no
+/// agent runs (`sync`, `resolve`, `send`): check the data directory, take the state directory's
+/// lock, clear what a killed agent left, open (or create) the store, and hand it to an engine.
+enum Startup {
+    struct Session: Sendable {
+        let lock: AgentLock
+        let engine: SyncEngine
+    }
+
+    static func openUnderLock(config: Config, logger: Logger, resolvers: [any ConflictResolver] = []) throws -> Session {
+        guard let dataStat = try? FileStat.of(config.data), dataStat.kind == .directory else {
+            throw AgentError("the data directory \(config.data) does not exist or is not a directory",
+                             hint: "create it, or fix `data` in \(config.file)")
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: config.state.string, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw AgentError("cannot create the state directory \(config.state): \(error.localizedDescription)",
+                             hint: "fix `state` in \(config.file) or the directory's permissions")
+        }
+        let lock = try AgentLock.acquire(config.lockPath)
+        for stale in Store.clearStaleLocks(gitDir: config.storePath) {
+            logger.warning("removed a stale lock left by a stopped agent", metadata: ["file": "\(stale)"])
+        }
+        let store = try Store.openOrCreate(device: config.device, data: config.data, gitDir: config.storePath)
+        store.rules = config.resolvers
+        store.resolvers = resolvers
+        return Session(lock: lock, engine: SyncEngine(config: config, store: store, logger: logger))
+    }
+}
+
+/// One-shot commands log only warnings and errors, to stderr.
+let quietLogger: Logger = {
+    var logger = Logger(label: "syncagent") { label in StreamLogHandler.standardError(label: label) }
+    logger.logLevel = .warning
+    return logger
+}()

@@ -1,0 +1,48 @@
+import Foundation
+import SyncCore
+
+/// Builds `status` the same way whether the agent runs (the engine passes its live view) or not
+/// (the CLI opens the store and reads what the agent left on disk): `lastSync`, `ahead`, `behind`
+/// and `conflicts.open` come from the store and the peer ledger either way.
+public enum StatusBuilder {
+    static func report(config: Config, store: Store?, running: Bool, pid: Int32?, pending: Int?,
+                       ledger: PeerLedger, problems: [String], held: Int) -> StatusReport {
+        var problems = problems
+        var head: String?
+        var open = 0
+        if let store {
+            do {
+                head = try store.head()?.hex
+                open = try store.conflicts().count
+            } catch {
+                problems.append("cannot read the store \(config.storePath): \(error)")
+            }
+        }
+        let peers = config.peers.map { peer -> StatusReport.Peer in
+            let known = ledger.peers[peer.name]
+            let counts = (try? store?.aheadBehind(peer: peer.name)) ?? nil
+            return StatusReport.Peer(name: peer.name, url: peer.url, reachable: known?.reachable,
+                                     lastSync: known?.lastSync, ahead: counts?.ahead ?? 0, behind: counts?.behind ?? 0,
+                                     lastError: known?.lastError)
+        }
+        return StatusReport(device: config.device, running: running, pid: pid, data: config.data.string,
+                            store: config.storePath.string, head: head, pending: pending, held: held,
+                            peers: peers, conflicts: .init(open: open), problems: problems)
+    }
+
+    /// The agent is stopped: open the store and count what start-up will commit.
+    public static func offline(_ config: Config) -> StatusReport {
+        var problems: [String] = []
+        var store: Store?
+        var pending: Int?
+        do {
+            let s = try Store.open(device: config.device, data: config.data, gitDir: config.storePath)
+            pending = try s.changedSinceLastCommit().count
+            store = s
+        } catch {
+            problems.append("\(error)")
+        }
+        return report(config: config, store: store, running: false, pid: nil, pending: pending,
+                      ledger: PeerLedger.load(state: config.state), problems: problems, held: 0)
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+
+/// A serial executor that runs its jobs on one dedicated thread, so the sync engine's blocking work
+/// (libgit2, file I/O, external merge programs) never occupies Swift's cooperative pool, which has
+/// only as many threads as there are cores.
+final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+
+    init(name: String) {
+        let thread = Thread { self.loop() }
+        thread.name = name
+        thread.stackSize = 8 << 20
+        thread.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        condition.lock()
+        jobs.append(unowned)
+        condition.signal()
+        condition.unlock()
+    }
+
+    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    private func loop() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty { condition.wait() }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job.runSynchronously(on: asUnownedSerialExecutor())
+        }
+    }
+}

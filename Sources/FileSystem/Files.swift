@@ -1,0 +1,144 @@
+import Glibc
+import SystemPackage
+
+/// Byte-exact file operations: every name goes from `FilePath` to the syscall as its own bytes
+/// (`withPlatformString`), never through `String`. No policy: callers decide what to write where.
+public enum Files {
+    /// `unlink(2)`; nothing there is not an error.
+    public static func remove(_ path: FilePath) throws(Errno) {
+        let rc = path.withPlatformString { unlink($0) }
+        if rc != 0 && errno != ENOENT { throw Errno(rawValue: errno) }
+    }
+
+    /// `rmdir(2)`; true when the directory was removed (it was empty).
+    @discardableResult
+    public static func removeEmptyDirectory(_ path: FilePath) -> Bool {
+        path.withPlatformString { rmdir($0) } == 0
+    }
+
+    /// Removes a file, link or whole directory tree (links are never followed).
+    public static func removeTree(_ path: FilePath) throws(Errno) {
+        guard let stat = try FileStat.of(path) else { return }
+        guard stat.kind == .directory else { return try remove(path) }
+        for entry in try Directory.entries(of: path) {
+            try removeTree(path.appending(entry.name))
+        }
+        if path.withPlatformString({ rmdir($0) }) != 0 && errno != ENOENT { throw Errno(rawValue: errno) }
+    }
+
+    /// `rename(2)`.
+    public static func rename(_ from: FilePath, to: FilePath) throws(Errno) {
+        let rc = from.withPlatformString { f in to.withPlatformString { t in Glibc.rename(f, t) } }
+        if rc != 0 { throw Errno(rawValue: errno) }
+    }
+
+    /// Creates a directory and its missing parents. A non-directory in the way throws `.fileExists`.
+    public static func makeDirectories(_ path: FilePath, mode: mode_t = 0o755) throws(Errno) {
+        if let stat = try FileStat.of(path) {
+            if stat.kind == .directory { return }
+            throw .fileExists
+        }
+        let parent = path.removingLastComponent()
+        if !parent.isEmpty, parent != path { try makeDirectories(parent, mode: mode) }
+        let rc = path.withPlatformString { mkdir($0, mode) }
+        if rc != 0 && errno != EEXIST { throw Errno(rawValue: errno) }
+    }
+
+    /// The whole content of a regular file.
+    public static func read(_ path: FilePath) throws(Errno) -> [UInt8] {
+        let fd = path.withPlatformString { open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+        guard fd >= 0 else { throw Errno(rawValue: errno) }
+        defer { close(fd) }
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw Errno(rawValue: errno)
+            }
+            if n == 0 { return out }
+            out.append(contentsOf: chunk[0..<n])
+        }
+    }
+
+    /// The target of a symbolic link, as bytes.
+    public static func readLink(_ path: FilePath) throws(Errno) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = path.withPlatformString { p in
+            buffer.withUnsafeMutableBytes { readlink(p, $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count) }
+        }
+        guard n >= 0 else { throw Errno(rawValue: errno) }
+        return Array(buffer[0..<n])
+    }
+
+    /// Creates a new regular file (it must not exist) holding `bytes`, with mode 0644 or 0755.
+    /// On any failure nothing is left behind.
+    public static func create(_ path: FilePath, bytes: some Collection<UInt8>, executable: Bool) throws(Errno) {
+        let fd = path.withPlatformString { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, executable ? 0o755 : 0o644) }
+        guard fd >= 0 else { throw Errno(rawValue: errno) }
+        var failure: Errno?
+        let all = Array(bytes)
+        var offset = 0
+        while offset < all.count {
+            let n = all.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                failure = Errno(rawValue: errno)
+                break
+            }
+            offset += n
+        }
+        // The umask may have taken the execute bit: set the mode we mean.
+        if failure == nil, fchmod(fd, executable ? 0o755 : 0o644) != 0 { failure = Errno(rawValue: errno) }
+        if close(fd) != 0, failure == nil { failure = Errno(rawValue: errno) }
+        if let failure {
+            _ = path.withPlatformString { unlink($0) }
+            throw failure
+        }
+    }
+
+    /// Creates a symbolic link at `path` pointing at `target` (bytes, exactly).
+    public static func createLink(_ path: FilePath, target: [UInt8]) throws(Errno) {
+        let rc = path.withPlatformString { p in
+            (target + [0]).withUnsafeBufferPointer { t in
+                t.withMemoryRebound(to: CChar.self) { symlink($0.baseAddress!, p) }
+            }
+        }
+        if rc != 0 { throw Errno(rawValue: errno) }
+    }
+}
+
+/// The agent's temporary files in the data directory: short names (so a 255-byte user name still
+/// fits beside them), created exclusively, and recognisable so start-up can remove what a killed
+/// agent left.
+public enum AgentTemporary {
+    /// Every temporary name starts with this; with the `.tmp` suffix the watcher ignores it.
+    public static let prefix = ".syncagent-"
+
+    /// A fresh temporary path in `directory`: `.syncagent-<pid>-<n>.tmp` (at most ~40 bytes).
+    public static func path(in directory: FilePath, counter: inout UInt64) -> FilePath {
+        counter &+= 1
+        return directory.appending(prefix + String(getpid(), radix: 16) + "-" + String(counter, radix: 16) + ".tmp")
+    }
+
+    /// Whether a name is one of ours: this naming, or the longer one older versions used
+    /// (`.NAME.syncagent.tmp`).
+    public static func isTemporary(_ name: FilePath.Component) -> Bool {
+        let bytes = Array(name.string.utf8)
+        let s = name.string
+        guard bytes.count < 256 else { return false }
+        return (s.hasPrefix(prefix) && s.hasSuffix(".tmp")) || (s.hasPrefix(".") && s.hasSuffix(".syncagent.tmp"))
+    }
+
+    /// Removes every temporary a killed agent left under `root` (a full walk: start-up only).
+    @discardableResult
+    public static func removeLeftovers(under root: FilePath) -> [FilePath] {
+        var removed: [FilePath] = []
+        Directory.walk(root, descend: { $0.lastComponent?.string != ".git" }) { rel, kind in
+            guard kind != .directory, let name = rel.lastComponent, isTemporary(name) else { return }
+            if (try? Files.remove(root.pushing(rel))) != nil { removed.append(rel) }
+        }
+        return removed
+    }
+}

@@ -1,0 +1,72 @@
+import FileSystem
+import Git
+import SystemPackage
+
+/// Why deletions are held instead of committed (SPEC "Safety holds"): an accident such as an
+/// unmounted disk or an emptied directory must never become deletions on every device.
+public enum DeletionHold: Sendable, Equatable {
+    case rootMissing(FilePath)
+    case rootEmpty(FilePath, tracked: Int)
+    case massDelete(deleting: Int, tracked: Int, percent: Int)
+
+    public var message: String {
+        switch self {
+        case .rootMissing(let root):
+            return "the data directory \(root.display) is gone (deleted, moved or unmounted); nothing is committed or synced until it is back. "
+                + "If it is gone for good, recreate it (empty) and confirm the deletions with `syncagent send --deletes`"
+        case .rootEmpty(let root, let tracked):
+            return "the data directory \(root.display) is suddenly empty while the store holds \(tracked) files; the deletions are held. "
+                + "If you meant to delete everything, confirm with `syncagent send --deletes`; otherwise put the files back"
+        case .massDelete(let deleting, let tracked, let percent):
+            return "\(deleting) of \(tracked) tracked files were deleted at once (more than \(percent)%); the deletions are held. "
+                + "If you meant it, confirm with `syncagent send --deletes`; otherwise restore the files (they are in the store)"
+        }
+    }
+}
+
+/// The pure rule: given a batch's deletions, should they wait for confirmation?
+public struct DeletionGuard: Sendable {
+    public var settings: SafetySettings
+    public init(settings: SafetySettings) { self.settings = settings }
+
+    /// - Parameters:
+    ///   - deleting: tracked files this batch (with the ones already held) deletes.
+    ///   - tracked: tracked files before the batch.
+    ///   - rootIsEmpty: the data directory holds nothing at all.
+    public func check(root: FilePath, deleting: Int, tracked: Int, rootIsEmpty: Bool) -> DeletionHold? {
+        guard deleting > 0, tracked > 0 else { return nil }
+        if rootIsEmpty && deleting >= tracked { return .rootEmpty(root, tracked: tracked) }
+        if deleting >= settings.minDeleteFiles && deleting * 100 > tracked * settings.maxDeletePercent {
+            return .massDelete(deleting: deleting, tracked: tracked, percent: settings.maxDeletePercent)
+        }
+        return nil
+    }
+}
+
+extension Store {
+    /// Of these changed paths, the ones that are gone from disk, and how many tracked files they
+    /// take with them (a deleted directory counts its files). Costs the paths and their entries.
+    public func deletions(among paths: Set<FilePath>) throws(GitError) -> (paths: Set<FilePath>, files: Int) {
+        let index = try repo.index()
+        try index.read()
+        var gone: Set<FilePath> = []
+        var files = 0
+        for path in paths where !path.isEmpty {
+            let stat = (try? FileStat.of(data.pushing(path))) ?? nil
+            guard stat == nil else { continue }
+            let count = (index.entry(path) != nil ? 1 : 0) + index.entries(under: path).count
+            if count > 0 {
+                gone.insert(path)
+                files += count
+            }
+        }
+        return (gone, files)
+    }
+
+    /// How many files the index tracks.
+    public func trackedCount() throws(GitError) -> Int {
+        let index = try repo.index()
+        try index.read()
+        return index.count
+    }
+}

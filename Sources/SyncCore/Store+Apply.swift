@@ -1,0 +1,232 @@
+import FileSystem
+import Foundation
+import Git
+import SystemPackage
+
+/// What writing a merge result into the data directory did, path by path.
+public struct ApplyReport: Sendable {
+    public var written = 0
+    public var removed = 0
+    /// Paths that changed on disk after the plan's baseline: left exactly as they are; the caller
+    /// commits them as local changes (then they meet the peer's version like any other change).
+    public var localChanges: [FilePath] = []
+    /// Local changes the merge took in (each a conflict with the peer's version).
+    public var keptLocal: [FilePath] = []
+    /// Paths this device could not write; the rest was applied. They are retried, and never taken
+    /// for deletions meanwhile.
+    public var failures: [ApplyFailure] = []
+    public init() {}
+}
+
+/// One path the data directory could not take, and what to do about it.
+public struct ApplyFailure: Error, Sendable, CustomStringConvertible {
+    public let path: FilePath
+    public let errno: Errno
+    public var description: String {
+        let what: String
+        switch errno {
+        case .fileNameTooLong: what = "the name is too long for this file system; rename it on the device that made it"
+        case .permissionDenied, .notPermitted: what = "permission denied; fix the permissions of its directory"
+        case .readOnlyFileSystem: what = "the file system is read-only; remount it read-write"
+        case .noSpace: what = "no space left on the disk that holds the data directory; free some space"
+        case .fileExists, .notDirectory: what = "a file is where a directory must be; move it away"
+        case .directoryNotEmpty, .isDirectory: what = "a directory with files is where a file must be; move it away"
+        default: what = "\(errno)"
+        }
+        return "cannot write \(path.display) into the data directory: \(what). The rest is synced; it is retried."
+    }
+}
+
+extension Store {
+    /// Moves the data directory along `changes` (from the tree it holds to a new tree), path by path.
+    /// Each path is checked against the baseline right before it is touched: a file that changed
+    /// since is left as it is (reported in `localChanges`). A path that cannot be written does not
+    /// stop the others (reported in `failures`, remembered, retried by `retryUnapplied`). The index
+    /// follows the new tree; the files written are flushed with one `syncfs`.
+    func apply(_ changes: [TreeChange]) throws -> ApplyReport {
+        var report = ApplyReport()
+        guard !changes.isEmpty else { return report }
+        let index = try repo.index()
+        var unapplied = loadUnapplied()
+        // Removals first, deepest first, so a directory can become a file and a file a directory.
+        let removals = changes.filter { $0.new == nil }.sorted { $1.path.bytes.lexicographicallyPrecedes($0.path.bytes) }
+        for change in removals {
+            let entry = index.entry(change.path)
+            if !diskMatches(change.path, change.old, entry: entry) && !diskMatches(change.path, nil, entry: nil) {
+                report.localChanges.append(change.path)
+            } else {
+                do {
+                    try Files.remove(data.pushing(change.path))
+                    report.removed += 1
+                    unapplied[change.path] = nil
+                    pruneEmptyParents(of: change.path)
+                } catch {
+                    report.failures.append(ApplyFailure(path: change.path, errno: error))
+                    if unapplied[change.path] == nil { unapplied[change.path] = change.old ?? Self.absent }
+                }
+            }
+            try index.remove(change.path)
+        }
+        var counter: UInt64 = 0
+        for change in changes.sorted(by: { $0.path.bytes.lexicographicallyPrecedes($1.path.bytes) }) {
+            guard let new = change.new else { continue }
+            let entry = index.entry(change.path)
+            if diskMatches(change.path, new, entry: nil) {
+                try stage(index, change.path, new)
+                unapplied[change.path] = nil
+                continue
+            }
+            guard diskMatches(change.path, change.old, entry: entry) || unapplied[change.path] != nil else {
+                report.localChanges.append(change.path)
+                try index.add(change.path, blob: new.oid, mode: new.mode)
+                continue
+            }
+            do {
+                try place(new, at: change.path, counter: &counter)
+            } catch {
+                report.failures.append(ApplyFailure(path: change.path, errno: error))
+                if unapplied[change.path] == nil { unapplied[change.path] = change.old ?? Self.absent }
+                try index.add(change.path, blob: new.oid, mode: new.mode)
+                continue
+            }
+            try stage(index, change.path, new)
+            report.written += 1
+            unapplied[change.path] = nil
+        }
+        try index.write()
+        saveUnapplied(unapplied)
+        Durability.flushFileSystem(containing: data)
+        return report
+    }
+
+    /// Tries again the paths an earlier merge could not write. Returns what happened.
+    public func retryUnapplied() throws -> ApplyReport {
+        let unapplied = loadUnapplied()
+        guard !unapplied.isEmpty, let head = try head() else { return ApplyReport() }
+        let tree = try repo.commit(head).tree
+        var changes: [TreeChange] = []
+        for (path, old) in unapplied {
+            let target = try repo.entry(at: path, inTree: tree)
+            let wanted = target?.mode == 0o040000 ? nil : target
+            let before: ConflictSide? = old == Self.absent ? nil : old
+            changes.append(TreeChange(path: path, old: before, new: wanted))
+        }
+        return try apply(changes)
+    }
+
+    /// Paths an earlier merge could not write, with what the data directory held before.
+    public var unappliedPaths: [FilePath] { Array(loadUnapplied().keys) }
+
+    /// Writes one entry at `path` through a short-named temporary beside it, then `rename`.
+    private func place(_ side: ConflictSide, at path: FilePath, counter: inout UInt64) throws(Errno) {
+        let target = data.pushing(path)
+        let dir = target.removingLastComponent()
+        if let stat = try FileStat.of(target), stat.kind == .directory {
+            // Its tracked files were removed above; what is left is not ours to delete.
+            guard Files.removeEmptyDirectory(target) else { throw .directoryNotEmpty }
+        }
+        try Files.makeDirectories(dir)
+        let bytes: [UInt8]
+        do { bytes = try repo.blobData(side.oid) } catch { throw .ioError }
+        let temp = AgentTemporary.path(in: dir, counter: &counter)
+        if side.mode == 0o120000 {
+            try Files.createLink(temp, target: bytes)
+        } else {
+            try Files.create(temp, bytes: bytes, executable: side.mode == 0o100755)
+        }
+        do {
+            try Files.rename(temp, to: target)
+        } catch {
+            try? Files.remove(temp)
+            throw error
+        }
+    }
+
+    /// Stages `side` at `path` with the stat data of the file now there.
+    private func stage(_ index: Index, _ path: FilePath, _ side: ConflictSide) throws(GitError) {
+        if let st = try? FileStat.of(data.pushing(path)) {
+            try index.add(path, blob: side.oid, mode: side.mode, stat: IndexStat(
+                size: st.size, mtimeSeconds: st.mtimeSeconds, mtimeNanoseconds: st.mtimeNanoseconds,
+                ctimeSeconds: st.ctimeSeconds, ctimeNanoseconds: st.ctimeNanoseconds, inode: st.inode, device: st.device))
+        } else {
+            try index.add(path, blob: side.oid, mode: side.mode)
+        }
+    }
+
+    /// Whether the data directory holds exactly `side` at `path` (nil: no file or link there).
+    /// `entry` is the index's record of the path: when its stat data matches, the file is not read.
+    func diskMatches(_ path: FilePath, _ side: ConflictSide?, entry: IndexEntry?) -> Bool {
+        let abs = data.pushing(path)
+        guard let stat = try? FileStat.of(abs) else { return side == nil }
+        guard let side else { return stat.kind == .directory }  // a directory is not a lost file
+        if let entry, entry.oid == side.oid, entry.mode == side.mode, Self.statMatches(entry, stat) {
+            return true
+        }
+        switch stat.kind {
+        case .regular:
+            guard (side.mode == 0o100755) == stat.isExecutable, side.mode != 0o120000,
+                  let bytes = try? Files.read(abs) else { return false }
+            return Oid.hashing(bytes) == side.oid
+        case .symlink:
+            guard side.mode == 0o120000, let target = try? Files.readLink(abs) else { return false }
+            return Oid.hashing(target) == side.oid
+        default:
+            return false
+        }
+    }
+
+    func pruneEmptyParents(of path: FilePath) {
+        var dir = path
+        dir.removeLastComponent()
+        while !dir.isEmpty, Files.removeEmptyDirectory(data.pushing(dir)) {
+            dir.removeLastComponent()
+        }
+    }
+
+    // MARK: the unapplied list (<store>/syncagent/unapplied): "<path hex> <old blob hex|-> <old mode>"
+
+    static let absent = ConflictSide(oid: Oid.zero, mode: 0)
+
+    private var unappliedFile: FilePath { gitDir.appending("syncagent").appending("unapplied") }
+
+    func loadUnapplied() -> [FilePath: ConflictSide] {
+        guard let bytes = try? Files.read(unappliedFile) else { return [:] }
+        var out: [FilePath: ConflictSide] = [:]
+        for line in bytes.split(separator: UInt8(ascii: "\n")) {
+            let parts = line.split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }
+            guard parts.count == 3 else { continue }
+            let path = FilePath(bytes: ConflictRecord.bytes(fromHex: parts[0]))
+            if parts[1] == "-" {
+                out[path] = Self.absent
+            } else if let oid = Oid(hex: parts[1]), let mode = UInt32(parts[2], radix: 8) {
+                out[path] = ConflictSide(oid: oid, mode: mode)
+            }
+        }
+        return out
+    }
+
+    func saveUnapplied(_ list: [FilePath: ConflictSide]) {
+        let file = unappliedFile
+        if list.isEmpty {
+            try? Files.remove(file)
+            return
+        }
+        var text = ""
+        for (path, old) in list {
+            text += ConflictRecord.hex(path.bytes) + " " + (old == Self.absent ? "- 0" : "\(old.oid.hex) \(String(old.mode, radix: 8))") + "\n"
+        }
+        try? Files.makeDirectories(file.removingLastComponent())
+        let temp = file.removingLastComponent().appending("unapplied.new")
+        try? Files.remove(temp)
+        if (try? Files.create(temp, bytes: Array(text.utf8), executable: false)) != nil {
+            try? Files.rename(temp, to: file)
+        }
+    }
+
+    /// For the commit path: a path an earlier merge could not write, whose disk state is still what
+    /// it was before that merge. Its absence (or old bytes) is not a local change.
+    func isUnappliedAndUntouched(_ path: FilePath, unapplied: [FilePath: ConflictSide]) -> Bool {
+        guard let old = unapplied[path] else { return false }
+        return diskMatches(path, old == Self.absent ? nil : old, entry: nil)
+    }
+}

@@ -1,0 +1,241 @@
+import FileSystem
+import Foundation
+import Git
+import SystemPackage
+
+/// What integrating a peer's `main` did.
+public struct SyncOutcome: Sendable {
+    public enum Action: Sendable, Equatable {
+        case upToDate, fastForward, merged, adoptedEqualTree
+    }
+    public var action: Action
+    public var head: Oid?
+    /// Conflicts this merge found or joined (each recorded, the winner's bytes in the data directory).
+    public var newConflicts: [ConflictRecord] = []
+    /// Why automatic strategies declined, for the log.
+    public var notes: [String] = []
+    /// What writing the result into the data directory did, path by path.
+    public var applied = ApplyReport()
+}
+
+/// A peer's history the agent refuses to apply, naming the paths and why.
+public struct SyncRefusal: Error, Sendable, CustomStringConvertible {
+    public let peer: String
+    public let reasons: [String]
+    public var description: String {
+        "refused \(peer)'s history: " + reasons.joined(separator: "; ")
+            + ". Nothing was written; fix or remove those paths on \(peer)."
+    }
+}
+
+extension Store {
+    public static func trackingRef(_ peer: String) -> String { "refs/remotes/\(peer)/main" }
+
+    /// Fetches a peer's `main` and conflict records into tracking refs. Opens its own repository
+    /// object, so it may run on any thread while the store's owner goes on.
+    public static func fetch(gitDir: FilePath, data: FilePath, peer: String, url: String,
+                             shouldCancel: @escaping () -> Bool = { false }) throws(GitError) {
+        let repo = try Repository.open(gitDir: gitDir, workdir: data)
+        try repo.fetch(url: url, refspecs: ["+refs/heads/main:\(trackingRef(peer))",
+                                            "+\(ConflictBook.ref):\(ConflictBook.peerRef(peer))"],
+                       shouldCancel: shouldCancel)
+    }
+
+    /// Merges the fetched `main` of `peer` into ours, writes the result into the data directory path
+    /// by path, and merges the peer's conflict records into ours. Local changes must be committed
+    /// first; a file that changed on disk since is left as it is (see `ApplyReport.localChanges`).
+    public func integrate(peer: String, now: Date = Date()) throws -> SyncOutcome {
+        let theirBookTip = try repo.resolveReference(ConflictBook.peerRef(peer))
+        var book = ConflictBook.union(try ConflictBook.load(repo), try ConflictBook.load(repo, ref: ConflictBook.peerRef(peer)))
+        let outcome = try integrateMain(peer: peer, book: &book, now: Int64(now.timeIntervalSince1970))
+        try ConflictBook.save(repo, book, device: device, message: "\(device): conflict records from \(peer)",
+                              adopt: theirBookTip.map { [$0] } ?? [])
+        return outcome
+    }
+
+    private func integrateMain(peer: String, book: inout [String: ConflictRecord], now: Int64) throws -> SyncOutcome {
+        guard let theirs = try repo.resolveReference(Self.trackingRef(peer)) else {
+            return SyncOutcome(action: .upToDate, head: try head())
+        }
+        let ours = try head()
+        if let ours, try ours == theirs || repo.isDescendant(ours, of: theirs) {
+            return SyncOutcome(action: .upToDate, head: ours)
+        }
+        let theirTree = try repo.commit(theirs).tree
+        let ourTree = try ours.map { id throws in try repo.commit(id).tree }
+        let fastForward = try ours.map { try repo.isDescendant(theirs, of: $0) } ?? true
+        if fastForward {
+            let changes = try repo.diffTrees(ourTree, theirTree)
+            try checkSafe(changes, tree: theirTree, peer: peer)
+            var applied = try apply(changes)
+            guard !applied.localChanges.isEmpty else {
+                try moveRef("refs/heads/main", to: theirs, expected: ours, message: "syncagent: fast-forward to \(peer)")
+                return SyncOutcome(action: .fastForward, head: theirs, applied: applied)
+            }
+            // Files changed on disk meanwhile: they go on top of the peer's commit, each one a
+            // conflict with the peer's version of it.
+            var records: [ConflictRecord] = []
+            let head = try commitKeptLocal(&applied, target: theirTree, baseTree: ourTree, parents: [theirs], expected: ours,
+                                           peer: peer, theirTip: theirs, book: &book, records: &records, now: now)
+            return SyncOutcome(action: .merged, head: head, newConflicts: records, applied: applied)
+        }
+        guard let ours, let ourTree else { return SyncOutcome(action: .upToDate, head: nil) }
+        if ourTree == theirTree {
+            // Same content, different commits (e.g. both merged each other): both devices adopt the
+            // larger id, so they converge without new commits.
+            guard theirs > ours else { return SyncOutcome(action: .upToDate, head: ours) }
+            try moveRef("refs/heads/main", to: theirs, expected: ours, message: "syncagent: adopt \(peer)'s equal commit")
+            return SyncOutcome(action: .adoptedEqualTree, head: theirs)
+        }
+
+        let merge = try repo.mergeCommits(ours: ours, theirs: theirs)
+        let policy = ConflictPolicy(device: device, rules: rules, resolvers: resolvers)
+        var records: [ConflictRecord] = []
+        var notes: [String] = []
+        for conflict in merge.conflicts {
+            let path = conflict.path
+            let ourSide = try side(of: path, tip: ours, tree: ourTree)
+            let theirSide = try side(of: path, tip: theirs, tree: theirTree)
+            if ourSide.device == theirSide.device {
+                // Both versions come from one device: its later edit is what it meant.
+                let later = (ourSide.time, ourSide.commit.hex) >= (theirSide.time, theirSide.commit.hex) ? ourSide : theirSide
+                try settle(merge, path, take: later.isDirectory ? .directory : .entry(later.entry))
+                continue
+            }
+            let pathHex = ConflictRecord.hex(path.bytes)
+            let existing = book.values.first { $0.pathBytes == pathHex && $0.status == .open }
+            let generation = book.values.filter { $0.pathBytes == pathHex && $0.status == .resolved }.count
+            let plan = policy.plan(PathConflict(path: path, base: conflict.ancestor, ours: ourSide, theirs: theirSide),
+                                   existing: existing, generation: generation, now: now,
+                                   content: { [repo] id in repo.hasObject(id) ? try? repo.blobData(id) : nil })
+            try settle(merge, path, take: plan.take)
+            for copy in plan.copies { try merge.add(copy.path, blob: copy.entry.oid, mode: copy.entry.mode) }
+            if let note = plan.note { notes.append(note) }
+            book[plan.record.id] = plan.record
+            records.append(plan.record)
+        }
+        let tree = try merge.writeTree()
+        let changes = try repo.diffTrees(ourTree, tree)
+        try checkSafe(changes, tree: tree, peer: peer)
+        let sig = Signature(name: device, email: "\(device)@syncagent", time: now)
+        var message = "\(device): merge \(peer)"
+        if !records.isEmpty {
+            message += ", \(records.count) conflict\(records.count == 1 ? "" : "s")\n\n"
+                + records.map { "conflict \($0.id): \($0.kind.rawValue) \($0.filePath.display) (holding \($0.current ?? "-"))" }
+                    .joined(separator: "\n")
+        }
+        var applied = try apply(changes)
+        if !applied.localChanges.isEmpty {
+            let head = try commitKeptLocal(&applied, target: tree, baseTree: ourTree, parents: [ours, theirs], expected: ours,
+                                           peer: peer, theirTip: theirs, book: &book, records: &records, now: now,
+                                           message: message)
+            return SyncOutcome(action: .merged, head: head, newConflicts: records, notes: notes, applied: applied)
+        }
+        let commit = try repo.createCommit(tree: tree, parents: [ours, theirs], author: sig, committer: sig,
+                                           message: message + "\n", updateRef: nil)
+        try moveRef("refs/heads/main", to: commit, expected: ours, message: "syncagent: merge \(peer)")
+        return SyncOutcome(action: .merged, head: commit, newConflicts: records, notes: notes, applied: applied)
+    }
+
+    /// Files that changed on disk after the merge was planned were left as they are: their bytes
+    /// join the merge result (they are the newest version), and each one whose peer version differs
+    /// becomes a conflict record holding both, so neither is lost or silently overridden.
+    private func commitKeptLocal(_ applied: inout ApplyReport, target: Oid, baseTree: Oid?, parents: [Oid], expected: Oid?,
+                                 peer: String, theirTip: Oid, book: inout [String: ConflictRecord],
+                                 records: inout [ConflictRecord], now: Int64, message: String? = nil) throws -> Oid {
+        let index = try repo.index()
+        for path in applied.localChanges {
+            switch try index.add(path) {
+            case .added: break
+            case .missing, .directory: try index.remove(path)
+            }
+        }
+        let tree = try index.writeTree()
+        try index.write()
+        let sig = Signature(name: device, email: "\(device)@syncagent", time: now)
+        let text = (message ?? "\(device): fast-forward to \(peer)") + "\n\nkept \(applied.localChanges.count) file(s) changed on disk during the merge\n"
+        let commit = try repo.createCommit(tree: tree, parents: parents, author: sig, committer: sig, message: text, updateRef: nil)
+        let policy = ConflictPolicy(device: device, rules: [], resolvers: [])
+        for path in applied.localChanges {
+            let local = try repo.entry(at: path, inTree: tree)
+            let theirs = try repo.entry(at: path, inTree: target)
+            guard local != theirs else { continue }
+            let base = try baseTree.flatMap { t throws in try repo.entry(at: path, inTree: t) }
+            let mine = SideVersion(device: device, commit: commit, time: now, entry: local)
+            let origin = try repo.origin(of: path, from: theirTip)
+            let their = SideVersion(device: origin.author.name, commit: origin.id, time: origin.author.time, entry: theirs)
+            guard their.device != device else { continue }
+            let pathHex = ConflictRecord.hex(path.bytes)
+            var plan = policy.plan(PathConflict(path: path, base: base?.mode == 0o040000 ? nil : base, ours: mine, theirs: their),
+                                   existing: book.values.first { $0.pathBytes == pathHex && $0.status == .open },
+                                   generation: book.values.filter { $0.pathBytes == pathHex && $0.status == .resolved }.count,
+                                   now: now, content: { _ in nil })
+            plan.record.current = device  // the disk holds the local bytes
+            book[plan.record.id] = plan.record
+            records.append(plan.record)
+        }
+        try moveRef("refs/heads/main", to: commit, expected: expected, message: "syncagent: merge \(peer), keeping local changes")
+        applied.keptLocal = applied.localChanges
+        applied.localChanges = []
+        return commit
+    }
+
+    /// One side's version of `path`, credited to the device whose commit made it.
+    private func side(of path: FilePath, tip: Oid, tree: Oid) throws -> SideVersion {
+        let origin = try repo.origin(of: path, from: tip)
+        return SideVersion(device: origin.author.name, commit: origin.id, time: origin.author.time,
+                           entry: try repo.entry(at: path, inTree: tree))
+    }
+
+    private func settle(_ merge: MergeResult, _ path: FilePath, take: PathPlan.Take) throws {
+        switch take {
+        case .entry(let side): try merge.settle(path, with: side)
+        case .directory: try merge.settle(path, with: nil)
+        case .bytes(let bytes, let mode): try merge.settle(path, with: ConflictSide(oid: try repo.createBlob(bytes), mode: mode))
+        }
+    }
+
+    /// Refuses changes that would write outside the data directory: entries named `.`, `..` or
+    /// `.git`, and paths that pass through a symbolic link of the new tree. Costs the changed paths.
+    func checkSafe(_ changes: [TreeChange], tree: Oid, peer: String) throws {
+        var reasons: [String] = []
+        var linkCache: [FilePath: Bool] = [:]
+        for change in changes where change.new != nil {
+            let names = change.path.components.map { $0.bytes }
+            if names.contains(where: { $0 == [0x2e] || $0 == [0x2e, 0x2e] || Self.isDotGit($0) }) {
+                reasons.append("\(change.path.display): a '.', '..' or '.git' entry")
+                continue
+            }
+            var prefix = FilePath("")
+            for component in change.path.components.dropLast() {
+                prefix.append(component)
+                let isLink: Bool
+                if let known = linkCache[prefix] { isLink = known } else {
+                    isLink = (try repo.entry(at: prefix, inTree: tree))?.mode == 0o120000
+                    linkCache[prefix] = isLink
+                }
+                if isLink {
+                    reasons.append("\(change.path.display): would be written through the symbolic link \(prefix.display)")
+                    break
+                }
+            }
+        }
+        if !reasons.isEmpty { throw SyncRefusal(peer: peer, reasons: Array(reasons.prefix(20))) }
+    }
+
+    private static func isDotGit(_ name: [UInt8]) -> Bool {
+        name.count == 4 && name.map { $0 >= 0x41 && $0 <= 0x5a ? $0 + 0x20 : $0 } == Array(".git".utf8)
+    }
+
+    /// Open (or all) conflict records, newest detection first.
+    public func conflicts(includeResolved: Bool = false) throws -> [ConflictRecord] {
+        try ConflictBook.load(repo).values
+            .filter { includeResolved || $0.status == .open }
+            .sorted { ($0.detectedAt, $0.id) > ($1.detectedAt, $1.id) }
+    }
+
+    public func aheadBehind(peer: String) throws -> (ahead: Int, behind: Int)? {
+        guard let ours = try head(), let theirs = try repo.resolveReference(Self.trackingRef(peer)) else { return nil }
+        return try repo.aheadBehind(local: ours, upstream: theirs)
+    }
+}
