@@ -88,6 +88,9 @@ extension Store {
             return SyncOutcome(action: .adoptedEqualTree, head: theirs)
         }
 
+        // What the peer changed must be safe before libgit2 even merges it (it refuses some names
+        // with a less helpful message).
+        try checkSafe(try repo.diffTrees(ourTree, theirTree), tree: theirTree, peer: peer)
         let merge = try repo.mergeCommits(ours: ours, theirs: theirs)
         let policy = ConflictPolicy(device: device, rules: rules, resolvers: resolvers)
         var records: [ConflictRecord] = []

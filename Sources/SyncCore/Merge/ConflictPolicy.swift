@@ -150,6 +150,7 @@ public struct ConflictPolicy {
         case .keep(let who):
             let chosen = record.versions.first { $0.device == who } ?? winner
             take = .entry(chosen.flatMap(Self.entry(of:)))
+            done.current = chosen?.device
         case .delete:
             take = .entry(nil)
         case .bytes(let bytes):
