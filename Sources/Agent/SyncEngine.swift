@@ -153,6 +153,14 @@ actor SyncEngine {
     func commitStartupChanges(stopping: @Sendable () -> Bool, chunk: Int = 5000) {
         let removed = AgentTemporary.removeLeftovers(under: config.data)
         if !removed.isEmpty { logger.notice("removed \(removed.count) temporary files a stopped agent left in \(config.data.display)") }
+        do {
+            if let report = try store.finishInterruptedApply() {
+                logger.notice("finished a merge the agent was writing when it stopped (\(report.written) written, \(report.removed) removed)")
+                record(report, peer: nil)
+            }
+        } catch {
+            logger.error("cannot finish the merge the agent was writing when it stopped: \(error); its files are committed as local changes")
+        }
         let changed: [FilePath]
         do {
             changed = Array(try store.changedSinceLastCommit()).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }

@@ -183,6 +183,37 @@ extension Store {
         }
     }
 
+    // MARK: the apply journal (<store>/syncagent/applying): "<target commit> <expected head|->"
+
+    private var journalFile: FilePath { gitDir.appending("syncagent").appending("applying") }
+
+    /// Notes, before the data directory is touched, which commit `main` moves to once it is written,
+    /// so a killed agent finishes the job at its next start instead of taking half-written files
+    /// for local changes.
+    func beginApply(target: Oid, expected: Oid?) {
+        try? Files.makeDirectories(journalFile.removingLastComponent())
+        try? Files.remove(journalFile)
+        try? Files.create(journalFile, bytes: Array("\(target.hex) \(expected?.hex ?? "-")\n".utf8), executable: false)
+    }
+
+    func endApply() { try? Files.remove(journalFile) }
+
+    /// At start-up: finishes a merge a killed agent was writing into the data directory (each path
+    /// checked as usual), then moves `main` to it. Returns what it wrote, nil when there was nothing.
+    public func finishInterruptedApply() throws -> ApplyReport? {
+        guard let bytes = try? Files.read(journalFile) else { return nil }
+        defer { endApply() }
+        let parts = String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
+        guard parts.count == 2, let target = Oid(hex: parts[0]), repo.hasObject(target) else { return nil }
+        let expected = Oid(hex: parts[1])
+        let head = try head()
+        guard head == expected, head != target else { return nil }
+        let baseTree = try head.map { id throws in try repo.commit(id).tree }
+        let report = try apply(try repo.diffTrees(baseTree, try repo.commit(target).tree))
+        try moveRef("refs/heads/main", to: target, expected: head, message: "syncagent: finish an interrupted merge")
+        return report
+    }
+
     // MARK: the unapplied list (<store>/syncagent/unapplied): "<path hex> <old blob hex|-> <old mode>"
 
     static let absent = ConflictSide(oid: Oid.zero, mode: 0)

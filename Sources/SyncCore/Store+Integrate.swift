@@ -67,7 +67,9 @@ extension Store {
         if fastForward {
             let changes = try repo.diffTrees(ourTree, theirTree)
             try checkSafe(changes, tree: theirTree, peer: peer)
+            beginApply(target: theirs, expected: ours)
             var applied = try apply(changes)
+            defer { endApply() }
             guard !applied.localChanges.isEmpty else {
                 try moveRef("refs/heads/main", to: theirs, expected: ours, message: "syncagent: fast-forward to \(peer)")
                 return SyncOutcome(action: .fastForward, head: theirs, applied: applied)
@@ -127,6 +129,10 @@ extension Store {
                 + records.map { "conflict \($0.id): \($0.kind.rawValue) \($0.filePath.display) (holding \($0.current ?? "-"))" }
                     .joined(separator: "\n")
         }
+        let commit = try repo.createCommit(tree: tree, parents: [ours, theirs], author: sig, committer: sig,
+                                           message: message + "\n", updateRef: nil)
+        beginApply(target: commit, expected: ours)
+        defer { endApply() }
         var applied = try apply(changes)
         if !applied.localChanges.isEmpty {
             let head = try commitKeptLocal(&applied, target: tree, baseTree: ourTree, parents: [ours, theirs], expected: ours,
@@ -134,8 +140,6 @@ extension Store {
                                            message: message)
             return SyncOutcome(action: .merged, head: head, newConflicts: records, notes: notes, applied: applied)
         }
-        let commit = try repo.createCommit(tree: tree, parents: [ours, theirs], author: sig, committer: sig,
-                                           message: message + "\n", updateRef: nil)
         try moveRef("refs/heads/main", to: commit, expected: ours, message: "syncagent: merge \(peer)")
         return SyncOutcome(action: .merged, head: commit, newConflicts: records, notes: notes, applied: applied)
     }

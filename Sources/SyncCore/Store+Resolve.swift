@@ -165,6 +165,13 @@ extension Store {
             }
             if !keepCopies { try removeCopies() }
         }
+        // A later change made a directory above the path a file (or link): the conflict is
+        // superseded. Writing a version back would destroy that newer file, so the record is closed
+        // as it is; every version stays in the history (`syncagent show`).
+        let superseded = blockingParent(of: path)
+        if superseded != nil {
+            touched = []
+        } else {
         switch choice {
         case .keep(let device):
             try place(try version(of: device))
@@ -190,16 +197,29 @@ extension Store {
             try removeFromData(path)
             try removeCopies()
         }
-        _ = try commit(paths: touched, now: now, reason: "resolve \(record.id) (\(record.path)) with \(choice.strategyName)")
+        }
+        if !touched.isEmpty {
+            _ = try commit(paths: touched, now: now, reason: "resolve \(record.id) (\(record.path)) with \(choice.strategyName)")
+        }
         var resolved = record
         resolved.status = .resolved
-        resolved.resolution = .init(strategy: choice.strategyName, by: device,
+        resolved.resolution = .init(strategy: superseded.map { "superseded (\($0.display) is now a file)" } ?? choice.strategyName, by: device,
                                     at: ISOTime.string(Int64(now.timeIntervalSince1970)))
         var book = try ConflictBook.load(repo)
         book[record.id] = resolved
         try ConflictBook.save(repo, book, device: device,
                               message: "\(device): resolve \(record.id) (\(record.path)) with \(choice.strategyName)")
         return resolved
+    }
+
+    /// The nearest directory above `path` that is now a file or link in the data directory, if any.
+    func blockingParent(of path: FilePath) -> FilePath? {
+        var prefix = FilePath("")
+        for component in path.components.dropLast() {
+            prefix.append(component)
+            if let stat = try? FileStat.of(data.pushing(prefix)), stat.kind != .directory { return prefix }
+        }
+        return nil
     }
 
     /// Removes a file, link or directory tree from the data directory (byte-exact names).
