@@ -523,3 +523,38 @@ print("null" if v is None else ("true" if v is True else "false" if v is False e
 
 # peer_is NAME PEER KEY VALUE: peer_get prints VALUE.
 peer_is() { [ "$(peer_get "$1" "$2" "$3" 2>/dev/null)" = "$4" ]; }
+
+# start_blackhole: a TCP server on 127.0.0.1 that accepts connections and never says a word nor closes
+# them (a black-holed network peer). Sets $BLACKHOLE_PORT and $BLACKHOLE_PID (tracked, stopped on
+# exit); `blackhole_requests` prints how many connections sent a request (a fetch; a bare TCP probe
+# connects and closes without a word).
+start_blackhole() {
+    command -v python3 >/dev/null || fail "a black-hole server needs python3"
+    python3 - "$T/blackhole.port" "$T/blackhole.count" <<'PY' >"$T/blackhole.log" 2>&1 &
+import os, select, socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0))
+s.listen(64)
+with open(sys.argv[1] + ".tmp", "w") as f: f.write(str(s.getsockname()[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+conns, asked, requests = [], set(), 0
+while True:
+    ready, _, _ = select.select([s] + conns, [], [])
+    for r in ready:
+        if r is s:
+            conns.append(s.accept()[0])
+            continue
+        data = r.recv(4096)
+        if not data:                      # the client closed: forget it
+            conns.remove(r); asked.discard(r); r.close()
+        elif r not in asked:              # a request: hold it forever without answering
+            asked.add(r); requests += 1
+            with open(sys.argv[2], "w") as f: f.write(str(requests))
+PY
+    BLACKHOLE_PID=$!
+    track_pid "$BLACKHOLE_PID"
+    wait_until test -s "$T/blackhole.port"
+    BLACKHOLE_PORT=$(cat "$T/blackhole.port")
+}
+blackhole_requests() { cat "$T/blackhole.count" 2>/dev/null || echo 0; }

@@ -50,17 +50,18 @@ extension Store {
         let index = try repo.index()
         try index.read()
         var gone: Set<FilePath> = []
-        var files = 0
+        var files: Set<FilePath> = []  // a deleted directory and its files arrive as separate paths
         for path in paths where !path.isEmpty {
             let stat = (try? FileStat.of(data.pushing(path))) ?? nil
             guard stat == nil else { continue }
-            let count = (index.entry(path) != nil ? 1 : 0) + index.entries(under: path).count
-            if count > 0 {
+            var tracked = index.entries(under: path).map(\.path)
+            if index.entry(path) != nil { tracked.append(path) }
+            if !tracked.isEmpty {
                 gone.insert(path)
-                files += count
+                files.formUnion(tracked)
             }
         }
-        return (gone, files)
+        return (gone, files.count)
     }
 
     /// How many files the index tracks.

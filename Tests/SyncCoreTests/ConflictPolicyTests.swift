@@ -128,3 +128,20 @@ import Testing
         #expect(ab.current == "tablet")
     }
 }
+
+@Suite struct DeletionGuardTests {
+    let rule = DeletionGuard(settings: SafetySettings(maxDeletePercent: 50, minDeleteFiles: 20))
+
+    @Test(arguments: [
+        (deleting: 30, tracked: 40, empty: false, held: true),    // 75% and >= 20
+        (deleting: 5, tracked: 40, empty: false, held: false),    // few
+        (deleting: 100, tracked: 300, empty: false, held: false), // a third
+        (deleting: 19, tracked: 20, empty: false, held: false),   // below min_delete_files
+        (deleting: 3, tracked: 3, empty: true, held: true),       // the directory emptied
+        (deleting: 0, tracked: 3, empty: true, held: false),
+    ])
+    func holds(_ c: (deleting: Int, tracked: Int, empty: Bool, held: Bool)) {
+        let hold = rule.check(root: "/data", deleting: c.deleting, tracked: c.tracked, rootIsEmpty: c.empty)
+        #expect((hold != nil) == c.held)
+    }
+}

@@ -223,3 +223,25 @@ final class StoreFixture {
         _ = lock
     }
 }
+
+@Suite struct DeletionCountTests {
+    /// A deleted directory and its files arrive as separate paths: each file counts once.
+    @Test func aDeletedDirectoryCountsEachFileOnce() throws {
+        let f = try StoreFixture()
+        var paths: Set<FilePath> = []
+        for d in ["a", "b", "c"] {
+            for i in 0..<10 {
+                try f.write("\(d)/f\(i)", "x\(i)")
+                paths.insert(FilePath("\(d)/f\(i)"))
+            }
+        }
+        _ = try f.store.commit(paths: paths)
+        try f.remove("b")
+        var batch: Set<FilePath> = ["b"]
+        for i in 0..<10 { batch.insert(FilePath("b/f\(i)")) }
+        let gone = try f.store.deletions(among: batch)
+        #expect(gone.files == 10)
+        #expect(try f.store.trackedCount() == 30)
+        #expect(DeletionGuard(settings: SafetySettings()).check(root: f.data, deleting: gone.files, tracked: 30, rootIsEmpty: false) == nil)
+    }
+}
