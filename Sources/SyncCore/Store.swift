@@ -82,6 +82,13 @@ public final class Store {
             let abs = gitDir.pushing(rel)
             if (try? Files.remove(abs)) != nil { removed.append(abs) }
         }
+        // A fetch killed mid-way leaves libgit2's temporary pack and its lock (`pack_git2_*`); the
+        // finished packs are named `pack-<id>.*` and are never touched.
+        let packs = gitDir.appending("objects").appending("pack")
+        for entry in (try? Directory.entries(of: packs)) ?? [] where entry.name.string.hasPrefix("pack_git2_") {
+            let abs = packs.appending(entry.name)
+            if (try? Files.remove(abs)) != nil { removed.append(abs) }
+        }
         return removed
     }
 }
