@@ -3,7 +3,7 @@ SWIFT ?= swift
 BIN := $(CURDIR)/.build/release/syncagent
 export SYNCAGENT := $(BIN)
 
-.PHONY: all deps build test unit e2e bench demo clean
+.PHONY: all deps build test unit e2e bench demo soak clean
 
 all: build
 
@@ -31,6 +31,13 @@ bench: build
 
 demo: build
 	bash Samples/demo.sh
+
+# The long randomized convergence run (e2e/convergence.py): SEED, ROUNDS, DEVICES (3..5) and
+# TOPOLOGY (mesh|star) come from make variables or the environment. A failing seed belongs in
+# e2e/convergence-seeds.txt, which `make e2e` replays (e2e/test_convergence.sh).
+soak: build
+	python3 e2e/convergence.py --binary $(BIN) --seed $${SEED:-$$(date +%s)} --rounds $${ROUNDS:-20} \
+		--devices $${DEVICES:-4} --topology $${TOPOLOGY:-mesh}
 
 clean:
 	rm -rf .build

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The randomized convergence suite, short form: every regression seed in convergence-seeds.txt, then
+# one fixed extra seed, each for 2 rounds on 3 devices, mesh and star in turn (e2e/convergence.py does
+# the work and states the invariants; `make soak` is the long run). Exit status non-zero when any seed
+# fails; each failure prints `FAILED seed=N round=R: reason`, the kept temp dir and the agents' logs.
+# The whole run stays within CONVERGENCE_BUDGET seconds (default 140, plus at most 35 s for the last
+# seed): a seed is only started while enough of the budget is left; seeds left out are named (they do
+# not count as failures, the soak run and the seed list's notes are there for them).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+: "${SYNCAGENT:?set SYNCAGENT to the syncagent binary (make e2e does)}"
+case "$SYNCAGENT" in /*) ;; *) SYNCAGENT="$PWD/$SYNCAGENT" ;; esac
+[ -x "$SYNCAGENT" ] || { echo "SYNCAGENT=$SYNCAGENT is not an executable file" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "python3 is needed by the convergence suite" >&2; exit 2; }
+
+EXTRA_SEED=20261122
+BUDGET=${CONVERGENCE_BUDGET:-140}
+PER_SEED=30        # a passing seed takes about 10-25 s on a loaded 2-core machine
+
+seeds=()
+while read -r seed _; do seeds+=("$seed"); done < <(sed 's/#.*//' "$here/convergence-seeds.txt" | awk 'NF')
+seeds+=("$EXTRA_SEED")
+
+start=$SECONDS
+i=0
+failed=() skipped=()
+for seed in "${seeds[@]}"; do
+    topology=mesh
+    [ $((i % 2)) = 0 ] || topology=star
+    i=$((i + 1))
+    if [ $((SECONDS - start + PER_SEED)) -gt "$BUDGET" ]; then
+        skipped+=("$seed")
+        continue
+    fi
+    # a failing seed fails fast: quiescence gets 40 s here (the soak run gives 120 s), and the last
+    # seed started is cut off (SIGTERM: it stops its agents and reports) 20 s past the budget
+    timeout --kill-after=15 $((BUDGET + 20 - (SECONDS - start))) \
+        python3 "$here/convergence.py" --binary "$SYNCAGENT" --seed "$seed" --rounds 2 --devices 3 \
+        --topology "$topology" --timeout 40 --idle-seconds 2
+    rc=$?
+    [ "$rc" = 0 ] || { [ "$rc" != 124 ] || echo "convergence: seed $seed cut off by the time budget"; failed+=("$seed($topology)"); }
+done
+
+echo "convergence: ${#seeds[@]} seeds, $((SECONDS - start))s${skipped[*]:+; not run (time budget): ${skipped[*]}}"
+if [ "${#failed[@]}" -gt 0 ]; then
+    echo "convergence: FAILED seeds: ${failed[*]}"
+    exit 1
+fi
