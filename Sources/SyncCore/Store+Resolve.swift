@@ -172,31 +172,31 @@ extension Store {
         if superseded != nil {
             touched = []
         } else {
-        switch choice {
-        case .keep(let device):
-            try place(try version(of: device))
-        case .newest:
-            guard let winner = record.winningVersion ?? record.versions.first else {
-                throw ResolveError(message: "conflict \(record.id) has no versions")
-            }
-            try place(winner)
-        case .both:
-            if !record.versions.contains(where: \.isDirectory) {
-                let winner = record.winningVersion
-                for v in record.versions where v.device != winner?.device && !v.isDeletion {
-                    guard let hex = v.blob, let oid = Oid(hex: hex), repo.hasObject(oid) else { continue }
-                    let copy = ConflictPolicy.copyPath(path, device: v.device, time: ISOTime.seconds(v.time))
-                    try put(try blob(oid), mode: v.mode ?? 0o100644, at: copy)
+            switch choice {
+            case .keep(let device):
+                try place(try version(of: device))
+            case .newest:
+                guard let winner = record.winningVersion ?? record.versions.first else {
+                    throw ResolveError(message: "conflict \(record.id) has no versions")
                 }
-                if let winner { try place(winner, keepCopies: true) }
+                try place(winner)
+            case .both:
+                if !record.versions.contains(where: \.isDirectory) {
+                    let winner = record.winningVersion
+                    for v in record.versions where v.device != winner?.device && !v.isDeletion {
+                        guard let hex = v.blob, let oid = Oid(hex: hex), repo.hasObject(oid) else { continue }
+                        let copy = ConflictPolicy.copyPath(path, device: v.device, time: ISOTime.seconds(v.time))
+                        try put(try blob(oid), mode: v.mode ?? 0o100644, at: copy)
+                    }
+                    if let winner { try place(winner, keepCopies: true) }
+                }
+            case .with(let bytes):
+                try put(bytes, mode: 0o100644, at: path)
+                try removeCopies()
+            case .delete:
+                try removeFromData(path)
+                try removeCopies()
             }
-        case .with(let bytes):
-            try put(bytes, mode: 0o100644, at: path)
-            try removeCopies()
-        case .delete:
-            try removeFromData(path)
-            try removeCopies()
-        }
         }
         if !touched.isEmpty {
             _ = try commit(paths: touched, now: now, reason: "resolve \(record.id) (\(record.path)) with \(choice.strategyName)")
