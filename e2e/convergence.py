@@ -303,6 +303,9 @@ class Device:
         """(files, links, dirs) as sorted rel paths; dirs are real directories, the root excluded."""
         files, links, dirs = [], [], []
         for d, ds, fs in os.walk(self.bdata):
+            # never touch what the agent is writing right now (its temporaries)
+            ds[:] = [n for n in ds if not agent_temporary(n)]
+            fs = [n for n in fs if not agent_temporary(n)]
             for n in ds:
                 p = os.path.join(d, n)
                 (links if os.path.islink(p) else dirs).append(os.path.relpath(p, self.bdata))
@@ -317,6 +320,10 @@ class Device:
                 elif stat.S_ISREG(m):
                     files.append(os.path.relpath(p, self.bdata))
         return sorted(files), sorted(links), sorted(dirs)
+
+
+def agent_temporary(name):
+    return b"syncagent" in name.lower() or name.endswith(b".tmp")
 
 
 def same_inode(fd, path):

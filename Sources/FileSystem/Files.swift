@@ -16,6 +16,19 @@ public enum Files {
         path.withPlatformString { rmdir($0) } == 0
     }
 
+    /// Removes a directory that holds no files, only (possibly nested) empty directories; true when
+    /// it is gone. A file or link anywhere inside keeps it (empty branches may go).
+    @discardableResult
+    public static func removeDirectoryWithoutFiles(_ path: FilePath) -> Bool {
+        guard let entries = try? Directory.entries(of: path) else { return false }
+        for entry in entries {
+            let child = path.appending(entry.name)
+            let kind = entry.kind ?? ((try? FileStat.of(child)) ?? nil)?.kind
+            guard kind == .directory, removeDirectoryWithoutFiles(child) else { return false }
+        }
+        return removeEmptyDirectory(path)
+    }
+
     /// Removes a file, link or whole directory tree (links are never followed).
     public static func removeTree(_ path: FilePath) throws(Errno) {
         guard let stat = try FileStat.of(path) else { return }
@@ -46,7 +59,7 @@ public enum Files {
 
     /// The whole content of a regular file.
     public static func read(_ path: FilePath) throws(Errno) -> [UInt8] {
-        let fd = path.withPlatformString { open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+        let fd = path.withPlatformString { open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }  // never blocks on a FIFO put there meanwhile
         guard fd >= 0 else { throw Errno(rawValue: errno) }
         defer { close(fd) }
         var out: [UInt8] = []

@@ -123,7 +123,7 @@ extension Store {
         let dir = target.removingLastComponent()
         if let stat = try FileStat.of(target), stat.kind == .directory {
             // Its tracked files were removed above; what is left is not ours to delete.
-            guard Files.removeEmptyDirectory(target) else { throw .directoryNotEmpty }
+            guard Files.removeDirectoryWithoutFiles(target) else { throw .directoryNotEmpty }
         }
         try Files.makeDirectories(dir)
         let bytes: [UInt8]
