@@ -83,11 +83,16 @@ extension Store {
         }
         guard let ours, let ourTree else { return SyncOutcome(action: .upToDate, head: nil) }
         if ourTree == theirTree {
-            // Same content, different commits (e.g. both merged each other): both devices adopt the
-            // larger id, so they converge without new commits.
-            guard theirs > ours else { return SyncOutcome(action: .upToDate, head: ours) }
-            try moveRef("refs/heads/main", to: theirs, expected: ours, message: "syncagent: adopt \(peer)'s equal commit")
-            return SyncOutcome(action: .adoptedEqualTree, head: theirs)
+            // Same content, histories apart (e.g. both merged each other): join them with a commit
+            // made only of its inputs (sorted parents, fixed signature, the later time), so every
+            // device that joins the same two makes the very same commit, and no commit of either
+            // side is ever dropped from `main`.
+            let time = max(try repo.commit(ours).author.time, try repo.commit(theirs).author.time)
+            let sig = Signature(name: "syncagent", email: "join@syncagent", time: time)
+            let join = try repo.createCommit(tree: ourTree, parents: [ours, theirs].sorted(), author: sig, committer: sig,
+                                             message: "syncagent: join equal histories\n", updateRef: nil)
+            try moveRef("refs/heads/main", to: join, expected: ours, message: "syncagent: join \(peer)'s equal history")
+            return SyncOutcome(action: .adoptedEqualTree, head: join)
         }
 
         // What the peer changed must be safe before libgit2 even merges it (it refuses some names

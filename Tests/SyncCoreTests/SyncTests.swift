@@ -78,7 +78,7 @@ final class TwoDevices {
         #expect(try t.watch.pull(from: t.phone).action == .upToDate)
     }
 
-    @Test func crossedMergesWithEqualTreesAdoptOneCommit() throws {
+    @Test func crossedMergesWithEqualTreesJoinInOneCommit() throws {
         let t = try TwoDevices()
         try t.phone.write("p", "1")
         try t.phone.commit("p")
@@ -89,9 +89,18 @@ final class TwoDevices {
         // Both merge at once: two different merge commits with the same tree.
         #expect(try t.phone.store.integrate(peer: "watch").action == .merged)
         #expect(try t.watch.store.integrate(peer: "phone").action == .merged)
-        _ = try t.phone.pull(from: t.watch)
-        _ = try t.watch.pull(from: t.phone)
+        let phoneMerge = try t.phone.store.head()!, watchMerge = try t.watch.store.head()!
+        // Both join the two equal histories at once: the very same commit, which keeps both merges.
+        try Store.fetch(gitDir: t.phone.gitDir, data: t.phone.data, peer: "watch", url: "file://\(t.watch.gitDir)")
+        try Store.fetch(gitDir: t.watch.gitDir, data: t.watch.data, peer: "phone", url: "file://\(t.phone.gitDir)")
+        #expect(try t.phone.store.integrate(peer: "watch").action == .adoptedEqualTree)
+        #expect(try t.watch.store.integrate(peer: "phone").action == .adoptedEqualTree)
         #expect(try t.phone.store.head() == t.watch.store.head())
+        let parents = try t.phone.store.commitInfo(try t.phone.store.head()!).parents
+        #expect(Set(parents) == [phoneMerge, watchMerge])
+        // Nothing more to do on either side.
+        #expect(try t.phone.pull(from: t.watch).action == .upToDate)
+        #expect(try t.watch.pull(from: t.phone).action == .upToDate)
     }
 
     @Test func sameFileChangedOnBothIsOneRecordWithTheSameIdAndNewerBytes() throws {
