@@ -18,7 +18,9 @@ agents running), waits by condition for quiescence, and checks the invariants:
 
 The seed fixes every decision the driver makes (which device, which operation, which path, which bytes,
 when to stop or kill an agent); the agents' own timing can still differ from one run to the next, so a
-failing seed is replayed by running it again (a few times if need be). Exit status 0: every round held;
+failing seed is replayed by running it again (a few times if need be). Round 0 is the set-up (the first
+heal); every operation, stop, kill and restart is logged with its time in <temp dir>/ops.log, and each
+agent run's stderr in <temp dir>/<device>/run-N.log. Exit status 0: every round held;
 1: an invariant failed (`FAILED seed=N round=R: reason`, the kept temp dir and the agents' last log
 lines); 2: bad usage.  Python 3 standard library only.
 """
@@ -938,17 +940,17 @@ class Run:
         self.wait_quiescent("after heal")
         return int((time.monotonic() - t0) * 1000)
 
-    def check_invariants(self):
+    def check_invariants(self, phase):
         # nothing of the agent's own in any data dir, and nothing the driver did not write
         for d in self.devices:
             for rel in d.all_names():
                 if b"syncagent" in rel.split(b"/")[-1].lower():
-                    raise Failure("%s: the agent left %s in the data directory" % (d.name, show(rel)))
+                    raise Failure("%s: the agent left %s in the data directory (%s)" % (d.name, show(rel), phase))
             for rel, v in d.snapshot().items():
                 if v[0] == "other" or v[0] == "vanished":
                     raise Failure("%s: %s is neither a file nor a link (%s)" % (d.name, show(rel), v[0]))
                 if rel not in self.known and not CONFLICT_COPY.search(rel):
-                    raise Failure("%s: %s is in the data directory, but no device ever wrote it (agent litter?)" % (d.name, show(rel)))
+                    raise Failure("%s: %s is in the data directory, but no device ever wrote it (agent litter?) (%s)" % (d.name, show(rel), phase))
         # nothing lost
         for d in self.devices:
             r = d.git("rev-list", "--all", "--objects")
@@ -958,14 +960,17 @@ class Run:
             for rel, (data, label) in sorted(d.written.items()):
                 oid = blob_id(data, self.objfmt)
                 if oid not in have:
-                    raise Failure("%s: lost the driver's last write at %s (%d bytes, blob %s, written %s): not reachable in %s"
-                                  % (d.name, show(rel), len(data), oid[:12], label, d.store))
+                    where = ("the object is in the store, but no ref reaches it (dropped from history)"
+                             if d.git("cat-file", "-e", oid).returncode == 0 else "the object is not in the store at all")
+                    raise Failure("%s: lost the driver's last write at %s (%d bytes, blob %s, written %s), checked %s: "
+                                  "not reachable from any ref of %s; %s"
+                                  % (d.name, show(rel), len(data), oid[:12], label, phase, d.store, where))
         # fsck
         for d in self.devices:
             r = d.git("fsck", "--no-dangling", "--no-progress")
             out = (r.stdout + r.stderr).decode(errors="replace").strip()
             if r.returncode != 0 or out:
-                raise Failure("%s: git fsck --no-dangling (exit %d): %s" % (d.name, r.returncode, out[-800:]))
+                raise Failure("%s: git fsck --no-dangling (exit %d, %s): %s" % (d.name, r.returncode, phase, out[-800:]))
 
     def check_idle(self):
         before = self.mains_snapshot()
@@ -1045,7 +1050,7 @@ class Run:
         for d in self.devices[1:]:
             self.write_file(d, b"start-%s.txt" % d.name.encode(), b"hello from %s\n" % d.name.encode())
         self.heal()
-        self.check_invariants()
+        self.check_invariants("after the first heal")
         for rnd in range(1, self.args.rounds + 1):
             self.round = rnd
             conflict = rnd % 2 == 0 or self.chance(0.25)
@@ -1057,10 +1062,10 @@ class Run:
             else:
                 self.normal_round()
             settle = self.heal()
-            self.check_invariants()
+            self.check_invariants("after heal")
             self.check_idle()
             n, rsettle = self.check_conflicts()
-            self.check_invariants()
+            self.check_invariants("after resolve --all" if n else "after the idle check")
             self.settles.append(settle)
             print("seed=%d round=%d/%d%s: settle %d ms%s" % (
                 self.seed, rnd, self.args.rounds, " (partitioned)" if conflict else "", settle,
