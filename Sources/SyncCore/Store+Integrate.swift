@@ -83,18 +83,26 @@ extension Store {
         }
         guard let ours, let ourTree else { return SyncOutcome(action: .upToDate, head: nil) }
         if ourTree == theirTree {
-            // Same content, histories apart (e.g. both merged each other): join them with a commit
-            // made only of its inputs (sorted parents, fixed signature, the later time), so every
-            // device that joins the same two makes the very same commit, and no commit of either
-            // side is ever dropped from `main`.
-            let time = max(try repo.commit(ours).author.time, try repo.commit(theirs).author.time)
-            let sig = Signature(name: "syncagent", email: "join@syncagent", time: time)
-            let join = try repo.createCommit(tree: ourTree, parents: [ours, theirs].sorted(), author: sig, committer: sig,
+            // Same content, histories apart (e.g. both merged each other): join them. The join's
+            // parents are the set of real (non-join) tips behind both sides, so the join of joins is
+            // the join of their tips: every device that has seen the same tips makes the very same
+            // commit (sorted parents, fixed signature, the latest time), the set only grows, and the
+            // devices converge without dropping any device's commit from `main`.
+            let tips = try joinTips([ours, theirs])
+            guard tips.count > 1 else {
+                guard let only = tips.first, only != ours else { return SyncOutcome(action: .upToDate, head: ours) }
+                try moveRef("refs/heads/main", to: only, expected: ours, message: "syncagent: adopt \(peer)'s equal history")
+                return SyncOutcome(action: .adoptedEqualTree, head: only)
+            }
+            var time: Int64 = 0
+            for tip in tips { time = max(time, try repo.commit(tip).author.time) }
+            let sig = Signature(name: "syncagent", email: Self.joinEmail, time: time)
+            let join = try repo.createCommit(tree: ourTree, parents: tips, author: sig, committer: sig,
                                              message: "syncagent: join equal histories\n", updateRef: nil)
+            guard join != ours else { return SyncOutcome(action: .upToDate, head: ours) }
             try moveRef("refs/heads/main", to: join, expected: ours, message: "syncagent: join \(peer)'s equal history")
             return SyncOutcome(action: .adoptedEqualTree, head: join)
         }
-
         // What the peer changed must be safe before libgit2 even merges it (it refuses some names
         // with a less helpful message).
         try checkSafe(try repo.diffTrees(ourTree, theirTree), tree: theirTree, peer: peer)
@@ -190,6 +198,34 @@ extension Store {
         applied.keptLocal = applied.localChanges
         applied.localChanges = []
         return commit
+    }
+
+    /// The author email of join commits: a device name never holds a '.', so no device's own.
+    static let joinEmail = "syncagent.join@syncagent"
+
+    /// The real tips behind these commits: a join commit stands for its parents; a tip that is an
+    /// ancestor of another is left out. Sorted, so the same set gives the same list everywhere.
+    func joinTips(_ commits: [Oid]) throws -> [Oid] {
+        var tips: Set<Oid> = []
+        var stack = commits
+        while let c = stack.popLast() {
+            let info = try repo.commit(c)
+            if info.author.email == Self.joinEmail && info.parents.count > 1 {
+                stack.append(contentsOf: info.parents)
+            } else {
+                tips.insert(c)
+            }
+        }
+        let list = Array(tips)
+        var kept: [Oid] = []
+        for tip in list {
+            var covered = false
+            for other in list where other != tip {
+                if try repo.isDescendant(other, of: tip) { covered = true; break }
+            }
+            if !covered { kept.append(tip) }
+        }
+        return kept.sorted()
     }
 
     /// One side's version of `path`, credited to the device whose commit made it.
