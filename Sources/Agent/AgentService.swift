@@ -50,6 +50,7 @@ public final class AgentService: Service, Sendable {
             root: config.data,
             quiet: .milliseconds(config.watch.debounceMs),
             maxDelay: .milliseconds(config.watch.maxDelayMs),
+            handoff: true,
             ignore: { PathRules.isIgnored($0) },
             onProblem: { problem in
                 switch problem.kind {
@@ -95,9 +96,14 @@ public final class AgentService: Service, Sendable {
                         await engine.tick()
                     }
                 }
-                for await batch in watcher.batches {
-                    await engine.commit(batch)
+                // The batches wait in the watcher until taken: here, or by the engine's drain
+                // before a merge. Nothing is ever in transit between the two.
+                for await _ in watcher.batches {
+                    let batch = watcher.takeReady()
+                    if !batch.isEmpty { await engine.commit(batch) }
                 }
+                let last = watcher.takeReady()
+                if !last.isEmpty { await engine.commit(last) }
                 group.cancelAll()
                 for peer in peers { peer.doorbell.ring() }
             }

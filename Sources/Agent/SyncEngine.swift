@@ -33,6 +33,7 @@ actor SyncEngine {
     private var rootIdentity: (device: UInt64, inode: UInt64)?
     /// A batch whose commit failed (disk full, ...), retried by `tick`.
     private var failedBatch: Set<FilePath> = []
+    private var ticks = 0
     /// Paths handed over but not committed yet, for `status.pending`.
     private var inFlight = 0
 
@@ -122,8 +123,12 @@ actor SyncEngine {
             logger.notice("the data directory \(config.data.display) is back; rescanning it")
             hold = nil
             problems["hold"] = nil
-            if let id = rootIdentity, id.device != stat.device || id.inode != stat.inode { watcher?.rewatch() }
             watcher?.requestRescan()
+        }
+        if let id = rootIdentity, id.device != stat.device || id.inode != stat.inode {
+            // Another directory now stands at the path: watch it from scratch and rescan it.
+            logger.notice("the data directory \(config.data.display) was replaced; watching the new one")
+            watcher?.rewatch()
         }
         rootIdentity = (stat.device, stat.inode)
         return true
@@ -195,7 +200,8 @@ actor SyncEngine {
     func tick() {
         guard rootIsPresent() else { return }
         if !failedBatch.isEmpty { commit(WatchBatch()) }
-        guard !store.unappliedPaths.isEmpty else { return }
+        ticks += 1
+        guard ticks % 5 == 0, !store.unappliedPaths.isEmpty else { return }  // unwritten paths: every 5 s
         do {
             let report = try store.retryUnapplied()
             record(report, peer: nil)
@@ -218,6 +224,9 @@ actor SyncEngine {
         guard rootIsPresent() else { return .paused(DeletionHold.rootMissing(config.data).message) }
         await commitPendingLocal()
         if let hold { return .paused("merges wait while deletions are held: \(hold.message)") }
+        if !heldDeletes.isEmpty {
+            return .paused("merges wait while \(heldDeletes.count) deletions are held; confirm them with `syncagent send --deletes` or put the files back")
+        }
         do {
             let outcome = try store.integrate(peer: peer)
             record(outcome.applied, peer: peer)
@@ -235,10 +244,10 @@ actor SyncEngine {
         if !report.keptLocal.isEmpty {
             logger.warning("\(report.keptLocal.count) file(s) changed on disk while merging\(peer.map { " \($0)" } ?? ""): kept, each a conflict with the peer's version (see `syncagent conflicts`)")
         }
-        for key in problems.keys where key.hasPrefix("apply:") { problems[key] = nil }
-        for failure in report.failures.prefix(50) {
-            logger.warning("\(failure)")
+        for failure in report.failures.prefix(50) where problems["apply:\(failure.path.display)"] != failure.description {
+            logger.warning("\(failure)")  // once per path and reason, not at every retry
         }
+        for key in problems.keys where key.hasPrefix("apply:") { problems[key] = nil }
         for path in store.unappliedPaths.prefix(50) {
             let failure = report.failures.first { $0.path == path }
             problems["apply:\(path.display)"] = failure?.description

@@ -49,13 +49,14 @@ extension Store {
     public func deletions(among paths: Set<FilePath>) throws(GitError) -> (paths: Set<FilePath>, files: Int) {
         let index = try repo.index()
         try index.read()
+        let unapplied = loadUnapplied()  // a merge could not write these: their absence is no deletion
         var gone: Set<FilePath> = []
         var files: Set<FilePath> = []  // a deleted directory and its files arrive as separate paths
         for path in paths where !path.isEmpty {
             let stat = (try? FileStat.of(data.pushing(path))) ?? nil
             guard stat == nil else { continue }
-            var tracked = index.entries(under: path).map(\.path)
-            if index.entry(path) != nil { tracked.append(path) }
+            var tracked = index.entries(under: path).map(\.path).filter { unapplied[$0] == nil }
+            if index.entry(path) != nil, unapplied[path] == nil { tracked.append(path) }
             if !tracked.isEmpty {
                 gone.insert(path)
                 files.formUnion(tracked)

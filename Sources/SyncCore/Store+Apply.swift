@@ -76,7 +76,9 @@ extension Store {
                 unapplied[change.path] = nil
                 continue
             }
-            guard diskMatches(change.path, change.old, entry: entry) || unapplied[change.path] != nil else {
+            let unappliedOld = unapplied[change.path].map { $0 == Self.absent ? nil : $0 }
+            let untouchedSinceFailure = unappliedOld.map { diskMatches(change.path, $0, entry: nil) } ?? false
+            guard diskMatches(change.path, change.old, entry: entry) || untouchedSinceFailure else {
                 report.localChanges.append(change.path)
                 try index.add(change.path, blob: new.oid, mode: new.mode)
                 continue
@@ -121,6 +123,13 @@ extension Store {
     private func place(_ side: ConflictSide, at path: FilePath, counter: inout UInt64) throws(Errno) {
         let target = data.pushing(path)
         let dir = target.removingLastComponent()
+        // Never write through a link: a directory above the path that is now a symbolic link (not
+        // committed yet) would take the file outside the data directory.
+        var prefix = data
+        for component in path.components.dropLast() {
+            prefix.append(component)
+            if let stat = try FileStat.of(prefix), stat.kind != .directory { throw .fileExists }
+        }
         if let stat = try FileStat.of(target), stat.kind == .directory {
             // Its tracked files were removed above; what is left is not ours to delete.
             guard Files.removeDirectoryWithoutFiles(target) else { throw .directoryNotEmpty }

@@ -144,6 +144,9 @@ extension Store {
         }
         let commit = try repo.createCommit(tree: tree, parents: [ours, theirs], author: sig, committer: sig,
                                            message: message + "\n", updateRef: nil)
+        // The records go into the book before the data directory is touched, so a stop (or a
+        // kill) after `main` moves can never lose them.
+        try ConflictBook.save(repo, book, device: device, message: "\(device): conflict records of a merge with \(peer)")
         beginApply(target: commit, expected: ours)
         defer { endApply() }
         var applied = try apply(changes)
@@ -164,11 +167,25 @@ extension Store {
                                  peer: String, theirTip: Oid, book: inout [String: ConflictRecord],
                                  records: inout [ConflictRecord], now: Int64, message: String? = nil) throws -> Oid {
         let index = try repo.index()
+        var kept: [FilePath] = []
         for path in applied.localChanges {
+            // Only a regular file or link the user wrote takes the path. A deletion (or a directory)
+            // is left to the commit path and its safety rules; the peer's version stays in `main`,
+            // as "a modification beats a deletion" wants. Special files are never read (a FIFO blocks).
+            guard let stat = try? FileStat.of(data.pushing(path)), stat.isStorable else { continue }
             switch try index.add(path) {
-            case .added: break
-            case .missing, .directory: try index.remove(path)
+            case .added: kept.append(path)
+            case .missing, .directory: continue
             }
+        }
+        applied.localChanges = kept
+        guard !kept.isEmpty else {
+            let sig = Signature(name: device, email: "\(device)@syncagent", time: now)
+            let commit = parents.count == 1 ? parents[0]
+                : try repo.createCommit(tree: target, parents: parents, author: sig, committer: sig,
+                                        message: (message ?? "\(device): merge \(peer)") + "\n", updateRef: nil)
+            try moveRef("refs/heads/main", to: commit, expected: expected, message: "syncagent: merge \(peer)")
+            return commit
         }
         let tree = try index.writeTree()
         try index.write()

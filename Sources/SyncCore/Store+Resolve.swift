@@ -127,17 +127,22 @@ extension Store {
             }
         }
         func put(_ bytes: [UInt8], mode: UInt32, at target: FilePath) throws {
-            try removeFromData(target)  // a file, a link or a whole directory
             do {
                 let abs = data.pushing(target)
                 try Files.makeDirectories(abs.removingLastComponent())
+                // The new bytes are complete on disk before anything is taken away.
                 let temp = AgentTemporary.path(in: abs.removingLastComponent(), counter: &counter)
                 if mode == 0o120000 {
                     try Files.createLink(temp, target: bytes)
                 } else {
                     try Files.create(temp, bytes: bytes, executable: mode == 0o100755)
                 }
-                do { try Files.rename(temp, to: abs) } catch {
+                do {
+                    if let stat = try FileStat.of(abs), stat.kind == .directory {
+                        try Files.removeTree(abs)  // a directory version gives way; its files are in the history
+                    }
+                    try Files.rename(temp, to: abs)
+                } catch {
                     try? Files.remove(temp)
                     throw error
                 }

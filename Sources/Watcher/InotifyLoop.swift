@@ -12,6 +12,11 @@ final class Loop: @unchecked Sendable {
     let degradedFlag = Atomic<Bool>(false)
     private let requests = Atomic<UInt8>(0)
     private let injected = Mutex<[FilePath]>([])
+    /// With `handoff`: batches handed on but not yet taken (`takeReady` or `drain` take them), so
+    /// that nothing is ever in transit between the watcher and its one consumer.
+    let handoff: Bool
+    let ready = Mutex<WatchBatch>(WatchBatch())
+
     /// Callers of `drain`, waiting for the pending batch; nil once the loop has ended.
     private let drainers = Mutex<[CheckedContinuation<WatchBatch, Never>]?>([])
 
@@ -37,11 +42,12 @@ final class Loop: @unchecked Sendable {
     private static let inDontFollow: UInt32 = 0x0200_0000
     private static let inExclUnlink: UInt32 = 0x0400_0000
 
-    init(root: FilePath, debouncer: Debouncer, fallbackScanInterval: Duration,
+    init(root: FilePath, debouncer: Debouncer, fallbackScanInterval: Duration, handoff: Bool,
          ignore: @escaping @Sendable (FilePath.Component) -> Bool,
          onProblem: @escaping @Sendable (WatchProblem) -> Void,
          output: AsyncStream<WatchBatch>.Continuation) throws(WatcherError) {
         self.root = root
+        self.handoff = handoff
         self.debouncer = debouncer
         self.fallbackScanInterval = fallbackScanInterval
         self.ignore = ignore
@@ -146,8 +152,15 @@ final class Loop: @unchecked Sendable {
                 }
                 if pendingRequests & Request.drain.rawValue != 0 {
                     drainKernelQueue()
-                    let batch = debouncer.flush() ?? WatchBatch()
+                    var batch = debouncer.flush() ?? WatchBatch()
                     pending.store(0, ordering: .relaxed)
+                    if handoff {
+                        batch = ready.withLock { r in
+                            r.merge(batch)
+                            defer { r = WatchBatch() }
+                            return r
+                        }
+                    }
                     let waiting = drainers.withLock { list in defer { if list != nil { list = [] } }; return list ?? [] }
                     for (i, c) in waiting.enumerated() { c.resume(returning: i == 0 ? batch : WatchBatch()) }
                 }
@@ -177,6 +190,7 @@ final class Loop: @unchecked Sendable {
 
     private func emit(_ batch: WatchBatch) {
         pending.store(0, ordering: .relaxed)
+        if handoff { ready.withLock { $0.merge(batch) } }
         output.yield(batch)
     }
 

@@ -17,17 +17,19 @@ public final class Watcher: Sendable {
     /// Installs watches on every directory under `root` now (before it returns), so that nothing
     /// changed after `init` is missed; events queue in the kernel until `start()`.
     /// - Parameters:
+    ///   - handoff: batches wait in the watcher until taken (`takeReady`, `drain`); see `takeReady`.
     ///   - ignore: names (any path component) whose events are dropped, e.g. editor temporaries.
     ///   - fallbackScanInterval: how often to rescan everything when watches run out.
     public init(root: FilePath, quiet: Duration, maxDelay: Duration,
                 fallbackScanInterval: Duration = .seconds(10),
+                handoff: Bool = false,
                 ignore: @escaping @Sendable (FilePath.Component) -> Bool = { _ in false },
                 onProblem: @escaping @Sendable (WatchProblem) -> Void = { _ in }) throws(WatcherError) {
         self.root = root
         let (stream, continuation) = AsyncStream.makeStream(of: WatchBatch.self, bufferingPolicy: .unbounded)
         batches = stream
         loop = try Loop(root: root, debouncer: Debouncer(quiet: quiet, maxDelay: maxDelay),
-                        fallbackScanInterval: fallbackScanInterval, ignore: ignore,
+                        fallbackScanInterval: fallbackScanInterval, handoff: handoff, ignore: ignore,
                         onProblem: onProblem, output: continuation)
     }
 
@@ -48,6 +50,15 @@ public final class Watcher: Sendable {
 
     /// Asks for a full rescan with the next batch (e.g. after a failed one).
     public func requestRescan() { loop.request(.rescan) }
+
+    /// With `handoff: true`: every change handed on and not taken yet. `batches` then only says
+    /// when to call this; `drain` takes the same changes, so each is taken exactly once.
+    public func takeReady() -> WatchBatch {
+        loop.ready.withLock { r in
+            defer { r = WatchBatch() }
+            return r
+        }
+    }
 
     /// Reads what the kernel holds now and returns every pending change to the caller (not to
     /// `batches`), without waiting for the quiet period: the sync engine commits these before it

@@ -15,7 +15,8 @@ struct ConflictBook {
         guard let tip = try repo.resolveReference(ref) else { return [:] }
         var records: [String: ConflictRecord] = [:]
         for file in try repo.treeFiles(try repo.commit(tip).tree) {
-            guard let record = try? JSONDecoder().decode(ConflictRecord.self, from: Data(try repo.blobData(file.oid))) else { continue }
+            guard let record = try? JSONDecoder().decode(ConflictRecord.self, from: Data(try repo.blobData(file.oid))),
+                  record.hasSafePath else { continue }
             records[record.id] = record
         }
         return records

@@ -78,6 +78,18 @@ public struct ConflictRecord: Codable, Sendable, Equatable {
 
     public var filePath: FilePath { FilePath(bytes: Self.bytes(fromHex: pathBytes)) }
 
+    /// A record is input from a peer: its path must be a relative path inside the data directory
+    /// (no '.', '..' or '.git' component, not empty, no NUL), or the record is ignored.
+    var hasSafePath: Bool {
+        let bytes = Self.bytes(fromHex: pathBytes)
+        guard !bytes.isEmpty, bytes.count * 2 == pathBytes.utf8.count, !bytes.contains(0), bytes.first != UInt8(ascii: "/") else { return false }
+        for part in bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
+            let lower = part.map { $0 >= 0x41 && $0 <= 0x5a ? $0 + 0x20 : $0 }
+            if part.isEmpty || lower == Array(".".utf8) || lower == Array("..".utf8) || lower == Array(".git".utf8) { return false }
+        }
+        return true
+    }
+
     /// The id names a path's n-th conflict (`generation`: how many records of that path were already
     /// resolved), so every device that detects a conflict at the path, with any peer and in any
     /// order, names the same record, and the versions of all devices gather in it.

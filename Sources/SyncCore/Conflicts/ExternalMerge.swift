@@ -36,6 +36,9 @@ enum ExternalMerge {
             while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
             if process.isRunning {
                 process.terminate()
+                let grace = ContinuousClock.now + .seconds(2)
+                while process.isRunning && ContinuousClock.now < grace { usleep(10_000) }
+                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
                 process.waitUntilExit()
                 throw Failure(description: "\(command[0]) did not finish within \(timeout) for \(path)")
             }

@@ -96,7 +96,7 @@ public struct ConflictPolicy {
 
         // A file on one device, a directory on another: the directory keeps the path (its files stay
         // where they are) and every file version is written beside it. Only a person settles this.
-        if record.versions.contains(where: \.isDirectory) {
+        if c.ours.isDirectory || c.theirs.isDirectory {
             record.kind = .typeChanged
             let copies = record.versions.compactMap { v -> PathPlan.Copy? in
                 guard !v.isDirectory, let entry = Self.entry(of: v) else { return nil }
