@@ -1,5 +1,6 @@
 import Git
-import SyncCore
+@testable import SyncCore
+import Foundation
 import SystemPackage
 import Testing
 
@@ -143,5 +144,19 @@ import Testing
     func holds(_ c: (deleting: Int, tracked: Int, empty: Bool, held: Bool)) {
         let hold = rule.check(root: "/data", deleting: c.deleting, tracked: c.tracked, rootIsEmpty: c.empty)
         #expect((hold != nil) == c.held)
+    }
+}
+
+@Suite struct RecordPathTests {
+    /// A record is a peer's input: only a safe relative path may reach `resolve`.
+    @Test(arguments: [
+        ("notes/a.txt", true), ("bad-\u{00ff}", true), ("", false), ("/etc/passwd", false),
+        ("../x", false), ("a/../../x", false), (".git/config", false), ("a/.GIT/x", false), ("a//b", false),
+    ])
+    func safePaths(_ c: (path: String, safe: Bool)) {
+        let hex = c.path.utf8.map { String(format: "%02x", $0) }.joined()
+        let record = ConflictRecord(id: "c-1", path: c.path, pathBytes: hex, kind: .bothModified, status: .open,
+                                    detectedAt: "", detectedBy: "x", base: nil, versions: [], current: nil, resolution: nil)
+        #expect(record.hasSafePath == c.safe)
     }
 }

@@ -204,3 +204,23 @@ func makeWatcher(_ tree: TempTree, fallback: Duration = .seconds(10), gathered: 
         await g.task.value
     }
 }
+
+@Suite struct HandoffTests {
+    /// With handoff, a batch already handed on but not taken is still there for `drain`: the engine's
+    /// "commit local changes before merging" never misses a batch in transit.
+    @Test func drainTakesBatchesHandedOnButNotTaken() async throws {
+        let tree = try TempTree()
+        let w = try Watcher(root: tree.root, quiet: .milliseconds(10), maxDelay: .milliseconds(50), handoff: true)
+        w.start()
+        defer { w.stop() }
+        try tree.write("a.txt")
+        // Wait (by condition) until the batch has gone out on the stream, and do not take it.
+        var iterator = w.batches.makeAsyncIterator()
+        _ = await iterator.next()
+        try tree.write("b.txt")
+        let drained = await w.drain()
+        #expect(drained.paths.contains("a.txt"))
+        #expect(drained.paths.contains("b.txt"))
+        #expect(w.takeReady().isEmpty)  // taken exactly once
+    }
+}
