@@ -68,7 +68,7 @@ let package = Package(
         .executableTarget(
             name: "syncagent",
             dependencies: [
-                "Agent", "SyncCore",
+                "Agent", "SyncCore", "FileSystem", "Git",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -90,6 +90,9 @@ public struct MessageResult: Codable, Sendable {
 public struct ResolveChoiceArgument: Codable, Sendable {
     public var keep: String?
     public var withFile: String?
+    /// The bytes of the `--with` file, read by the CLI from the argument's exact bytes (so a name
+    /// that is not UTF-8 works, and the agent needs no access to the caller's directory).
+    public var withContent: [UInt8]?
     public var delete: Bool
     public init(keep: String?, withFile: String?, delete: Bool) {
         self.keep = keep

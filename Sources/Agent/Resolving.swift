@@ -14,6 +14,7 @@ extension ResolveChoiceArgument {
     /// The choice for the store; reads `--with FILE` now, so a missing file fails before anything changes.
     func resolved() throws -> ResolutionChoice {
         if delete { return .delete }
+        if let withContent { return .with(bytes: withContent) }
         if let withFile {
             guard let data = FileManager.default.contents(atPath: withFile) else {
                 throw ResolveError(message: "cannot read \(withFile) (given with --with); nothing was changed")
@@ -53,10 +54,7 @@ extension Store {
 extension OneShot {
     /// Through the running agent, or under the store lock when none runs.
     public static func resolve(config: Config, targets: [RecordTarget], all: Bool, choice: ResolveChoiceArgument) async throws -> [ResolveResult] {
-        var choice = choice
-        if let file = choice.withFile {
-            choice.withFile = FilePath(FileManager.default.currentDirectoryPath).pushing(FilePath(file)).string
-        }
+        let choice = choice
         if AgentLock.holder(of: config.lockPath) != nil {
             let line = try ControlClient.send(.resolve(targets: targets, all: all, choice: choice),
                                               to: config.socketPath, timeoutSeconds: 120)

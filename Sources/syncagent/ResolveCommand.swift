@@ -1,6 +1,9 @@
 import Agent
 import ArgumentParser
+import FileSystem
+import Git
 import SyncCore
+import SystemPackage
 
 struct ResolveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -21,6 +24,20 @@ struct ResolveCommand: AsyncParsableCommand {
     @Option(name: .customLong("with"), help: ArgumentHelp("Use this file's bytes.", valueName: "file")) var withFile: String?
     @Flag(name: .long, help: "Delete the path.") var delete = false
 
+    /// The choice as stated; `--with FILE` is read here, by the argument's exact bytes, so a missing
+    /// file fails before anything changes.
+    func choice() throws -> ResolveChoiceArgument {
+        var choice = ResolveChoiceArgument(keep: keep, withFile: withFile, delete: delete)
+        if let withFile {
+            do {
+                choice.withContent = try Files.read(FilePath(bytes: rawArgument(withFile)))
+            } catch {
+                throw UserFacingError("cannot read \(withFile) (given with --with): \(error); nothing was changed")
+            }
+        }
+        return choice
+    }
+
     func validate() throws {
         let choices = [keep != nil, withFile != nil, delete].filter { $0 }.count
         guard choices == 1 else { throw ValidationError("give exactly one of --keep, --with or --delete") }
@@ -31,7 +48,7 @@ struct ResolveCommand: AsyncParsableCommand {
         let config = try options.load()
         let results = try await OneShot.resolve(
             config: config, targets: targets.map { RecordTarget(text: $0, pathBytes: rawArgument($0)) }, all: all,
-            choice: ResolveChoiceArgument(keep: keep, withFile: withFile, delete: delete))
+            choice: try choice())
         var failed = 0
         for r in results {
             if let error = r.error {

@@ -46,6 +46,9 @@ import Testing
         #expect(!Glob.matches("*.json", path: "app.json.bak"))
         #expect(Glob.matches("logs/*.log", path: "logs/a.log"))
         #expect(!Glob.matches("logs/*.log", path: "other/logs/a.log"))
+        // Names are bytes: a name that is not UTF-8 still matches by its bytes.
+        #expect(Glob.matches("*.json", pathBytes: Array("d/bad-".utf8) + [0xff, 0xfe] + Array(".json".utf8)))
+        #expect(!Glob.matches("*.txt", pathBytes: Array("d/bad-".utf8) + [0xff] + Array(".json".utf8)))
     }
 }
 

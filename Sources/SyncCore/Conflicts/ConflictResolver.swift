@@ -31,10 +31,15 @@ public protocol ConflictResolver: Sendable {
 /// the file name at any depth ("*.json" matches "settings/app.json").
 enum Glob {
     static func matches(_ pattern: String, path: String) -> Bool {
-        if pattern.contains("/") {
-            return fnmatch(pattern, path, FNM_PATHNAME) == 0
+        matches(pattern, pathBytes: Array(path.utf8))
+    }
+
+    /// Matches the path's own bytes (a name that is not UTF-8 still matches `*.json`).
+    static func matches(_ pattern: String, pathBytes: [UInt8]) -> Bool {
+        let subject = pattern.contains("/") ? pathBytes
+            : Array(pathBytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).last ?? [])
+        return (subject + [0]).withUnsafeBufferPointer { buf in
+            buf.withMemoryRebound(to: CChar.self) { fnmatch(pattern, $0.baseAddress!, pattern.contains("/") ? FNM_PATHNAME : 0) == 0 }
         }
-        let name = path.split(separator: "/").last.map(String.init) ?? path
-        return fnmatch(pattern, name, 0) == 0
     }
 }

@@ -121,7 +121,7 @@ public struct ConflictPolicy {
                 return resolved(record, decision, winner: winner, strategy: resolver.name, now: now)
             }
         }
-        guard let rule = rule(for: record.path) else {
+        guard let rule = rule(forBytes: ConflictRecord.bytes(fromHex: record.pathBytes)) else {
             return PathPlan(take: winnerTake, copies: [], record: record, note: nil)
         }
         if rule.strategy == .both {
@@ -161,7 +161,12 @@ public struct ConflictPolicy {
     }
 
     public func rule(for path: String) -> ResolverRule? {
-        rules.first { Glob.matches($0.path, path: path) }
+        rule(forBytes: Array(path.utf8))
+    }
+
+    /// The first `[[resolver]]` rule whose glob matches the path's bytes.
+    func rule(forBytes path: [UInt8]) -> ResolverRule? {
+        rules.first { Glob.matches($0.path, pathBytes: path) }
     }
 
     /// The configured strategy's decision, or nil with the reason it declined.
