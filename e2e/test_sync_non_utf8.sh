@@ -5,6 +5,7 @@
 # (a lossy re-encoding of a name) travels back: both devices end with exactly the phone's files.
 # Then a conflict on a non-UTF-8 path (both devices edit it while their agents are stopped): one
 # open record on both; `show ID --version phone` prints the phone's bytes; `resolve PATH --keep phone`
+# (and, for the path's next conflict, `resolve PATH --with FILE` where FILE's name is not UTF-8 either)
 # with PATH given as the raw bytes settles it, and both devices converge on the phone's bytes.
 source "$(dirname "$0")/lib.sh"
 X="$T/expected"; mkdir -p "$X"
@@ -93,5 +94,27 @@ for d in phone watch; do
     names_of "$d" >"$T/have.$d"
     cmp -s "$T/want" "$T/have.$d" || { show_names "$T/have.$d"; fail "$d's data directory after the resolution does not hold exactly the four names"; }
 done
+
+# ---- the path's next conflict, settled on the phone with --with a file whose name is not UTF-8 either
+stop_device watch
+stop_device phone
+now=$(date +%s)
+printf 'phone, second time\n' | put phone "$bad" $((now - 40))
+printf 'watch, second time\n' | put watch "$bad" $((now - 30))
+start_device phone
+start_device watch
+wait_until open_is phone 1
+wait_until open_is watch 1
+WAIT_TIMEOUT=30 wait_converged
+hand="$T/hand-"$'\xff\xfe'".txt"
+printf 'chosen by hand\n' >"$hand"
+cp "$hand" "$X/hand"
+"$SYNCAGENT" resolve "$bad" --with "$hand" --config "$T/phone/syncagent.toml" >"$T/resolve2.out" 2>&1 \
+    || fail "syncagent resolve <non-UTF-8 path> --with <non-UTF-8 file> on the phone failed: $(cat "$T/resolve2.out")"
+for d in phone watch; do
+    wait_until open_is "$d" 0
+    wait_until same_file "$d" "$bad" "$X/hand"
+done
+WAIT_TIMEOUT=30 wait_converged
 stop_device watch
 stop_device phone
