@@ -66,21 +66,10 @@ actor SyncEngine {
             if batch.rescan { paths.formUnion(try store.changedSinceLastCommit()) }
             if !confirmDeletes {
                 paths.formUnion(heldDeletes)
-                let gone = try store.deletions(among: paths)
-                if !gone.paths.isEmpty {
-                    let tracked = try store.trackedCount()
-                    let empty = ((try? Directory.entries(of: config.data)) ?? []).isEmpty
-                    if let hold = guardRule.check(root: config.data, deleting: gone.files, tracked: tracked, rootIsEmpty: empty) {
-                        if self.hold == nil { logger.warning("\(hold.message)") }
-                        self.hold = hold
-                        problems["hold"] = hold.message
-                        heldDeletes = gone.paths
-                        paths.subtract(gone.paths)
-                    } else if !heldDeletes.isEmpty {
-                        releaseHold()
-                    }
+                if try holdDeletions(among: paths) {
+                    paths.subtract(heldDeletes)
                 } else if !heldDeletes.isEmpty {
-                    releaseHold()  // the files came back
+                    releaseHold()  // under the threshold now, or the files came back
                 }
             } else {
                 paths.formUnion(heldDeletes)
@@ -101,6 +90,21 @@ actor SyncEngine {
             problems["commit"] = message
             failedBatch = paths
         }
+    }
+
+    /// Applies the deletion guard to these paths; true (and `heldDeletes` set) when their
+    /// deletions must wait for `send --deletes`.
+    private func holdDeletions(among paths: Set<FilePath>) throws -> Bool {
+        let gone = try store.deletions(among: paths)
+        guard !gone.paths.isEmpty else { return false }
+        let empty = ((try? Directory.entries(of: config.data)) ?? []).isEmpty
+        guard let hold = guardRule.check(root: config.data, deleting: gone.files, tracked: try store.trackedCount(),
+                                         rootIsEmpty: empty) else { return false }
+        if self.hold == nil { logger.warning("\(hold.message)") }
+        self.hold = hold
+        problems["hold"] = hold.message
+        heldDeletes = gone.paths
+        return true
     }
 
     private func releaseHold() {
@@ -174,15 +178,7 @@ actor SyncEngine {
             return
         }
         guard rootIsPresent() else { return }
-        if let gone = try? store.deletions(among: Set(changed)), !gone.paths.isEmpty,
-           let tracked = try? store.trackedCount(),
-           let hold = guardRule.check(root: config.data, deleting: gone.files, tracked: tracked,
-                                      rootIsEmpty: ((try? Directory.entries(of: config.data)) ?? []).isEmpty) {
-            logger.warning("\(hold.message)")
-            self.hold = hold
-            problems["hold"] = hold.message
-            heldDeletes = gone.paths
-        }
+        _ = try? holdDeletions(among: Set(changed))  // the guard sees the whole set, not chunks
         let rest = changed.filter { !heldDeletes.contains($0) }
         var start = 0
         while start < rest.count, !stopping() {

@@ -229,7 +229,16 @@ extension Store {
 
     private var unappliedFile: FilePath { gitDir.appending("syncagent").appending("unapplied") }
 
+    /// The list, read from disk once per store object and kept in memory after that (this store
+    /// object is its only writer).
     func loadUnapplied() -> [FilePath: ConflictSide] {
+        if let cached = unappliedCache.value { return cached }
+        let list = readUnapplied()
+        unappliedCache.value = list
+        return list
+    }
+
+    private func readUnapplied() -> [FilePath: ConflictSide] {
         guard let bytes = try? Files.read(unappliedFile) else { return [:] }
         var out: [FilePath: ConflictSide] = [:]
         for line in bytes.split(separator: UInt8(ascii: "\n")) {
@@ -246,6 +255,8 @@ extension Store {
     }
 
     func saveUnapplied(_ list: [FilePath: ConflictSide]) {
+        guard list != unappliedCache.value else { return }
+        unappliedCache.value = list
         let file = unappliedFile
         if list.isEmpty {
             try? Files.remove(file)

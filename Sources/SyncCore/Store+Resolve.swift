@@ -114,14 +114,13 @@ extension Store {
             return v
         }
         // The file versions a merge wrote beside a directory (or `both` beside the path).
-        let copies = record.versions.compactMap { v -> (device: String, path: FilePath, blob: Oid)? in
-            guard !v.isDirectory, let hex = v.blob, let oid = Oid(hex: hex) else { return nil }
-            return (v.device, ConflictPolicy.copyPath(path, device: v.device, time: ISOTime.seconds(v.time)), oid)
+        let copies = record.versions.compactMap { v -> (path: FilePath, side: ConflictSide)? in
+            guard let entry = ConflictPolicy.entry(of: v) else { return nil }
+            return (ConflictPolicy.copyPath(path, device: v.device, time: ISOTime.seconds(v.time)), entry)
         }
         func removeCopies() throws {
-            for copy in copies where diskMatches(copy.path, ConflictSide(oid: copy.blob, mode: 0o100644), entry: nil)
-                || diskMatches(copy.path, ConflictSide(oid: copy.blob, mode: 0o100755), entry: nil)
-                || diskMatches(copy.path, ConflictSide(oid: copy.blob, mode: 0o120000), entry: nil) {
+            // Only a copy that still holds that version's bytes: one the user edited stays.
+            for copy in copies where diskMatches(copy.path, copy.side, entry: nil) {
                 try removeFromData(copy.path)
                 touched.insert(copy.path)
             }

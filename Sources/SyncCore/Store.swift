@@ -17,6 +17,8 @@ public final class Store {
     public var resolvers: [any ConflictResolver] = []
     /// The config's `[[resolver]]` rules.
     public var rules: [ResolverRule] = []
+    /// Paths a merge could not write (`<store>/syncagent/unapplied`), once read.
+    let unappliedCache = Cache<[FilePath: ConflictSide]>()
 
     private init(device: String, data: FilePath, gitDir: FilePath, repo: Repository) {
         self.device = device
@@ -95,6 +97,11 @@ public final class Store {
 
 @available(*, unavailable)
 extension Store: Sendable {}
+
+/// A value filled on first use; lets `Store` extensions keep state without stored properties.
+final class Cache<Value> {
+    var value: Value?
+}
 
 /// A store problem, naming the path and what to do.
 public struct StoreError: Error, Sendable, CustomStringConvertible {
