@@ -33,6 +33,9 @@ import tempfile
 import time
 
 
+WRAP = []
+
+
 def proc_status(pid):
     out = {}
     with open("/proc/%d/status" % pid) as f:
@@ -66,6 +69,7 @@ class Agent:
         self.store = os.path.join(self.state, "store.git")
         self.config = os.path.join(self.dir, "syncagent.toml")
         self.proc = None
+        self.pid = None
         self.log = os.path.join(self.dir, "run.log")
 
     def init(self, peers, extra):
@@ -87,7 +91,8 @@ class Agent:
 
     def start(self):
         err = open(self.log, "wb")
-        self.proc = subprocess.Popen([self.binary, "run", "--config", self.config, "--log-level", "notice"],
+        wrap = [w.replace("{dir}", self.dir) for w in WRAP]
+        self.proc = subprocess.Popen(wrap + [self.binary, "run", "--config", self.config, "--log-level", "notice"],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
         err.close()
         deadline = time.monotonic() + 60
@@ -95,7 +100,8 @@ class Agent:
             if self.proc.poll() is not None:
                 sys.exit("agent %s exited at start-up; see %s" % (self.name, self.log))
             st = self.status()
-            if st and st.get("running") and st.get("pid") == self.proc.pid:
+            if st and st.get("running") and (st.get("pid") == self.proc.pid or WRAP):
+                self.pid = st.get("pid")  # the agent itself, also when a profiler wraps it
                 return
             time.sleep(0.1)
         sys.exit("agent %s did not report running within 60 s" % self.name)
@@ -144,7 +150,9 @@ def main():
     ap.add_argument("--thread-slack", type=int, default=4)
     ap.add_argument("--sync-timeout", type=float, default=120)
     ap.add_argument("--keep", action="store_true", help="keep the temp dir even when every bound held")
+    ap.add_argument("--wrap", default="", help="a profiler to run each agent under, e.g. 'heaptrack -o {dir}/heaptrack'")
     args = ap.parse_args()
+    WRAP.extend(args.wrap.split())
     if args.commits < 2 * args.sample:
         sys.exit("--commits must be at least twice --sample")
 
@@ -213,7 +221,7 @@ def main():
         def sample(i):
             if i:
                 wait_synced(i)
-            row = {a.name: proc_status(a.proc.pid) for a in agents}
+            row = {a.name: proc_status(a.pid) for a in agents}
             samples.append((i, time.monotonic() - t0, row))
             print("%6d changes %6.0f s | " % (i, time.monotonic() - t0) + " | ".join(
                 "%s anon %5.1f MB rss %5.1f MB fds %3d thr %2d" % (

@@ -29,6 +29,7 @@ enum Startup {
         for stale in Store.clearStaleLocks(gitDir: config.storePath) {
             logger.warning("removed a stale lock left by a stopped agent", metadata: ["file": "\(stale)"])
         }
+        Store.limitMemory(config.memory)
         let store = try Store.openOrCreate(device: config.device, data: config.data, gitDir: config.storePath)
         store.rules = config.resolvers
         store.resolvers = resolvers

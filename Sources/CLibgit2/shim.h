@@ -15,4 +15,19 @@ static inline int syncagent_git_enable_fsync_gitdir(int enabled) {
 static inline int syncagent_git_set_ssl_cert_locations(const char *file, const char *path) {
     return git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, file, path);
 }
+static inline int syncagent_git_set_cache_max_size(ssize_t bytes) {
+    return git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, bytes);
+}
+static inline int syncagent_git_enable_caching(int enabled) {
+    return git_libgit2_opts(GIT_OPT_ENABLE_CACHING, enabled);
+}
+static inline int syncagent_git_set_mwindow_size(size_t bytes) {
+    return git_libgit2_opts(GIT_OPT_SET_MWINDOW_SIZE, bytes);
+}
+static inline int syncagent_git_set_mwindow_mapped_limit(size_t bytes) {
+    return git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, bytes);
+}
+static inline int syncagent_git_set_mwindow_file_limit(size_t files) {
+    return git_libgit2_opts(GIT_OPT_SET_MWINDOW_FILE_LIMIT, files);
+}
 #endif

@@ -27,6 +27,19 @@ public enum Libgit2 {
         try once.get()
     }
 
+    /// Sizes libgit2's process-wide caches on purpose (its defaults let one repository cache 256 MiB
+    /// of objects, map 8 GiB of packs and keep every pack file open): `cacheBytes` for parsed
+    /// objects (0 turns the cache off), `packMapBytes` for pack data mapped at once (windows of a
+    /// quarter of that), and at most `openPacks` pack files open at once.
+    public static func limitMemory(cacheBytes: Int, packMapBytes: Int, openPacks: Int = 32) throws(GitError) {
+        try initialize()
+        _ = syncagent_git_enable_caching(cacheBytes > 0 ? 1 : 0)
+        if cacheBytes > 0 { _ = syncagent_git_set_cache_max_size(cacheBytes) }
+        _ = syncagent_git_set_mwindow_size(max(1 << 20, packMapBytes / 4))
+        _ = syncagent_git_set_mwindow_mapped_limit(packMapBytes)
+        _ = syncagent_git_set_mwindow_file_limit(openPacks)
+    }
+
     private static func emptyConfigDirectory() -> String {
         let dir = NSTemporaryDirectory() + "syncagent-empty-gitconfig-\(getuid())"
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

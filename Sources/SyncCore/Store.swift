@@ -27,6 +27,12 @@ public final class Store {
         self.repo = repo
     }
 
+    /// Sizes libgit2's caches for this process from `[store]` (see `StoreMemorySettings`). Call it
+    /// before the first store is opened.
+    public static func limitMemory(_ settings: StoreMemorySettings) {
+        try? Libgit2.limitMemory(cacheBytes: settings.cacheMB << 20, packMapBytes: settings.packWindowMB << 20)
+    }
+
     /// Opens the store, creating it (and an empty `main`) if it does not exist yet.
     public static func openOrCreate(device: String, data: FilePath, gitDir: FilePath) throws(StoreError) -> Store {
         do {

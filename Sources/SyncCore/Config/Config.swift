@@ -18,6 +18,7 @@ public struct Config: Sendable, Equatable {
     public var resolvers: [ResolverRule]
     /// When a batch of deletions is held for confirmation.
     public var safety: SafetySettings = SafetySettings()
+    public var memory: StoreMemorySettings = StoreMemorySettings()
 
     public init(
         file: FilePath, device: String, data: FilePath, state: FilePath,
@@ -77,6 +78,20 @@ public struct Config: Sendable, Equatable {
             if count == 0 { return bytes }
             bytes += buffer[..<count]
         }
+    }
+}
+
+/// How much memory libgit2 may keep for the store (`[store]`). Its own defaults let one repository
+/// cache up to 256 MiB of objects and map up to 8 GiB of packs; a watch has far less.
+public struct StoreMemorySettings: Sendable, Equatable {
+    /// libgit2's object cache (parsed commits and trees), in MiB; 0 turns it off.
+    public var cacheMB: Int = 4
+    /// The most pack data mapped into memory at once, in MiB.
+    public var packWindowMB: Int = 32
+
+    public init(cacheMB: Int = 4, packWindowMB: Int = 32) {
+        self.cacheMB = cacheMB
+        self.packWindowMB = packWindowMB
     }
 }
 
@@ -208,7 +223,7 @@ private struct ConfigParser {
     let lines: KeyLines
 
     /// How the tables of the top level are written, for messages.
-    private static let tableForms = ["watch": "[watch]", "peer": "[[peer]]", "resolver": "[[resolver]]", "safety": "[safety]"]
+    private static let tableForms = ["watch": "[watch]", "peer": "[[peer]]", "resolver": "[[resolver]]", "safety": "[safety]", "store": "[store]"]
 
     init(text: String, file: FilePath, environment: [String: String]) throws {
         do {
@@ -223,7 +238,7 @@ private struct ConfigParser {
 
     func parse() throws -> Config {
         let top = Section(
-            table: root, path: [], title: nil, keys: ["device", "data", "state", "watch", "peer", "resolver", "safety"])
+            table: root, path: [], title: nil, keys: ["device", "data", "state", "watch", "peer", "resolver", "safety", "store"])
         try checkKeys(top)
         let device = try required("device", in: top, rule: Rule.device) { Config.isValidName($0) ? $0 : nil }
         let data = try directory(required("data", in: top, rule: Rule.data) { $0.isEmpty ? nil : $0 }, key: "data")
@@ -236,6 +251,7 @@ private struct ConfigParser {
             file: file, device: device, data: data, state: try state ?? defaultState(device: device),
             watch: watch, peers: peers, resolvers: resolvers)
         config.safety = try safetySettings(in: top)
+        config.memory = try storeSettings(in: top)
         try checkApart(data: config.data, state: config.state)
         return config
     }
@@ -263,6 +279,14 @@ private struct ConfigParser {
         guard let safety = try table("safety", in: top, keys: ["max_delete_percent", "min_delete_files"]) else { return settings }
         settings.maxDeletePercent = try int("max_delete_percent", in: safety, unit: "percent", 0...100) ?? settings.maxDeletePercent
         settings.minDeleteFiles = try int("min_delete_files", in: safety, unit: "files", 0...100_000_000) ?? settings.minDeleteFiles
+        return settings
+    }
+
+    private func storeSettings(in top: Section) throws -> StoreMemorySettings {
+        var settings = StoreMemorySettings()
+        guard let store = try table("store", in: top, keys: ["cache_mb", "pack_window_mb"]) else { return settings }
+        settings.cacheMB = try int("cache_mb", in: store, unit: "MiB", 0...4096) ?? settings.cacheMB
+        settings.packWindowMB = try int("pack_window_mb", in: store, unit: "MiB", 4...65536) ?? settings.packWindowMB
         return settings
     }
 
