@@ -7,22 +7,27 @@ final class Doorbell: Sendable {
         var rung = false
         var waiter: CheckedContinuation<Void, Never>?
         var generation = 0
+        /// The running wait's timeout; cancelled when the bell rings first, so frequent rings do
+        /// not leave one sleeping task per wait behind.
+        var timer: Task<Void, Never>?
     }
     private let state = Mutex(State())
 
     func ring() { ring(generation: nil) }
 
     private func ring(generation: Int?) {
-        let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
-            if let generation, generation != s.generation { return nil }  // a stale timer
+        let (waiter, timer) = state.withLock { s -> (CheckedContinuation<Void, Never>?, Task<Void, Never>?) in
+            if let generation, generation != s.generation { return (nil, nil) }  // a stale timer
             guard let w = s.waiter else {
                 if generation == nil { s.rung = true }
-                return nil
+                return (nil, nil)
             }
             s.waiter = nil
             s.generation += 1
-            return w
+            defer { s.timer = nil }
+            return (w, s.timer)
         }
+        if generation == nil { timer?.cancel() }
         waiter?.resume()
     }
 
@@ -41,9 +46,13 @@ final class Doorbell: Sendable {
                 c.resume()
                 return
             }
-            Task { [weak self] in
+            let timer = Task { [weak self] in
                 try? await Task.sleep(for: timeout)
+                guard !Task.isCancelled else { return }
                 self?.ring(generation: generation)
+            }
+            state.withLock { s in
+                if s.generation == generation { s.timer = timer } else { timer.cancel() }
             }
         }
     }

@@ -20,6 +20,8 @@ enum FetchRunner {
         let cancelled = Atomic<Bool>(false)
         let finished = Atomic<Bool>(false)
         private let continuation = Mutex<CheckedContinuation<Void, any Error>?>(nil)
+        /// The timeout; cancelled when the fetch ends first (no sleeping task left per round).
+        let timer = Mutex<Task<Void, Never>?>(nil)
 
         func install(_ c: CheckedContinuation<Void, any Error>) { continuation.withLock { $0 = c } }
 
@@ -41,15 +43,19 @@ enum FetchRunner {
                                     shouldCancel: { attempt.cancelled.load(ordering: .relaxed) })
                 }
                 attempt.finished.store(true, ordering: .releasing)
+                attempt.timer.withLock { $0?.cancel(); $0 = nil }
                 attempt.resume(result)
             }
             thread.name = "syncagent-fetch-\(peer)"
             thread.start()
-            Task {
+            let timer = Task {
                 try? await Task.sleep(for: timeout)
-                guard !attempt.finished.load(ordering: .acquiring) else { return }
+                guard !Task.isCancelled, !attempt.finished.load(ordering: .acquiring) else { return }
                 attempt.cancelled.store(true, ordering: .relaxed)
                 attempt.resume(.failure(Abandoned(url: url, timeout: timeout)))
+            }
+            attempt.timer.withLock { slot in
+                if attempt.finished.load(ordering: .acquiring) { timer.cancel() } else { slot = timer }
             }
         }
     }

@@ -226,9 +226,24 @@ actor SyncEngine {
         do {
             let outcome = try store.integrate(peer: peer)
             record(outcome.applied, peer: peer)
+            compactPacks()
             return .done(outcome)
         } catch {
             return .failed("cannot merge \(peer): \(error)")
+        }
+    }
+
+    /// Every fetch leaves one pack: roll the small ones up so that file descriptors, maps and
+    /// lookups do not grow with the number of rounds. A failure only costs a later retry.
+    private func compactPacks() {
+        do {
+            let combined = try store.compactPacks()
+            if combined > 0 { logger.debug("combined \(combined) packs of \(config.storePath.display) into one") }
+            problems["packs"] = nil
+        } catch {
+            let message = "cannot combine the pack files of \(config.storePath.display): \(error). Nothing is lost; it is retried after the next sync. Check the disk space and permissions of the store"
+            if problems["packs"] != message { logger.warning("\(message)") }
+            problems["packs"] = message
         }
     }
 

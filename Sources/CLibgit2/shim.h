@@ -1,6 +1,7 @@
 #ifndef SYNCAGENT_CLIBGIT2_SHIM_H
 #define SYNCAGENT_CLIBGIT2_SHIM_H
 #include <git2.h>
+#include <git2/sys/repository.h>
 
 /* git_libgit2_opts is variadic and not imported into Swift: one wrapper per option we use. */
 static inline int syncagent_git_set_owner_validation(int enabled) {

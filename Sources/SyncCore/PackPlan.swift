@@ -1,0 +1,30 @@
+/// Which pack files to combine so that a store that receives one small pack per fetch keeps a few
+/// packs, not thousands (each open pack costs a file descriptor, an index map and a slot that every
+/// object lookup scans). Pure: sizes in, the packs to roll up out.
+///
+/// Geometric, like `git repack --geometric=2`: sorted by size, every pack that is kept is at least
+/// twice as large as all smaller packs together; the smaller ones are rolled up into one. So the
+/// number of packs stays logarithmic in the store's size and each byte is rewritten a logarithmic
+/// number of times. Nothing happens until there are more than `threshold` packs, so a fetch does not
+/// rewrite packs every time.
+public enum PackPlan {
+    public static let threshold = 8
+
+    /// Indices (into `sizes`) of the packs to combine; empty when the packs are fine as they are.
+    public static func toCombine(sizes: [Int], threshold: Int = PackPlan.threshold, factor: Int = 2) -> [Int] {
+        guard sizes.count > threshold else { return [] }
+        let order = sizes.indices.sorted { sizes[$0] < sizes[$1] }
+        var smaller = [Int](repeating: 0, count: order.count)  // sum of the sizes of all smaller packs
+        for i in order.indices.dropFirst() { smaller[i] = smaller[i - 1] + sizes[order[i - 1]] }
+        // From the largest down, keep packs while each outweighs all smaller ones together.
+        var split = 0
+        for i in order.indices.reversed() where i > 0 {
+            if sizes[order[i]] < factor * smaller[i] {
+                split = i + 1
+                break
+            }
+        }
+        guard split >= 2 else { return [] }
+        return Array(order[..<split])
+    }
+}
