@@ -264,12 +264,14 @@ class Agent:
                 fields = f.read().rsplit(")", 1)[1].split()
             tick = os.sysconf("SC_CLK_TCK")
             cpu = (int(fields[11]) + int(fields[12])) / tick
-            hwm = None
+            hwm = rss = None
             with open(f"/proc/{pid}/status") as f:
                 for line in f:
                     if line.startswith("VmHWM:"):
                         hwm = int(line.split()[1]) / 1024
-            self.stats = {"cpu_s": cpu, "peak_rss_mb": hwm}
+                    elif line.startswith("VmRSS:"):
+                        rss = int(line.split()[1]) / 1024
+            self.stats = {"cpu_s": cpu, "peak_rss_mb": hwm, "rss_mb": rss}
         except (OSError, IndexError, ValueError):
             pass
 
@@ -347,6 +349,14 @@ def cleanup(path):
     log(f"    removed {os.path.basename(path)} data in {time.perf_counter() - t:.1f} s")
 
 
+def rss_text(*agents):
+    """Each agent's resident memory when the row ended (just before SIGTERM), and its peak."""
+    def mb(v):
+        return "?" if v is None else f"{v:.0f}"
+    return ", ".join(f"{a.name} {mb(a.stats.get('rss_mb'))} MB (peak {mb(a.stats.get('peak_rss_mb'))})"
+                     for a in agents)
+
+
 def pct(xs, p):
     """Nearest-rank percentile (p99 of 50 samples is the largest)."""
     s = sorted(xs)
@@ -390,8 +400,8 @@ def bench_latency(syncagent, tmp, rows, notes, agents):
     verify_store(repo.git_dir, repo.work, "latency (git baseline)")
     cleanup(base)
     label = f"(debounce {DEBOUNCE_MS}ms)"
-    rows.append((f"change->commit p50 {label}", pct(a_lat, 50), pct(g_lat, 50)))
-    rows.append((f"change->commit p99 {label}", pct(a_lat, 99), pct(g_lat, 99)))
+    rows.append((f"change->commit p50 {label}", pct(a_lat, 50), pct(g_lat, 50), rss_text(agent)))
+    rows.append((f"change->commit p99 {label}", pct(a_lat, 99), pct(g_lat, 99), rss_text(agent)))
     notes.append(f"latency: {LATENCY_CHANGES} changes in a {LATENCY_FILES}-file tree; agent min/max "
                  f"{min(a_lat)*1e3:.1f}/{max(a_lat)*1e3:.1f} ms, git min/max "
                  f"{min(g_lat)*1e3:.1f}/{max(g_lat)*1e3:.1f} ms; agent made {n_commits} commits "
@@ -431,7 +441,7 @@ def bench_bulk(syncagent, tmp, rows, notes, agents):
     if tree_count(repo.git_dir) != BULK_FILES:
         raise BenchError("bulk: git baseline did not commit every file")
     cleanup(base)
-    rows.append((f"{BULK_FILES // 1000}k-file bulk commit (from start)", a_time, g_time))
+    rows.append((f"{BULK_FILES // 1000}k-file bulk commit (from start)", a_time, g_time, rss_text(agent)))
     notes.append(f"bulk: agent landed {BULK_FILES} files in {n_commits} commit(s); "
                  f"cpu {agent.stats.get('cpu_s', float('nan')):.2f} s, "
                  f"peak RSS {agent.stats.get('peak_rss_mb') or float('nan'):.0f} MB")
@@ -490,8 +500,8 @@ def bench_big_tree(syncagent, tmp, rows, notes, agents):
         raise BenchError(f"big: expected {BIG_FILES} files, data dir holds {n}")
     # removed (slow: ~400k files) after the table is printed
     k = f"{BIG_FILES // 1000}k"
-    rows.append((f"{k}-file initial commit (from start)", a_init, g_init))
-    rows.append((f"1 change in {k} tree p50 (debounce {DEBOUNCE_MS}ms)", pct(a_lat, 50), pct(g_lat, 50)))
+    rows.append((f"{k}-file initial commit (from start)", a_init, g_init, rss_text(agent)))
+    rows.append((f"1 change in {k} tree p50 (debounce {DEBOUNCE_MS}ms)", pct(a_lat, 50), pct(g_lat, 50), rss_text(agent)))
     notes.append(f"{k} tree: {BIG_CHANGES} changes, agent min/max {min(a_lat)*1e3:.1f}/{max(a_lat)*1e3:.1f} ms, "
                  f"git min/max {min(g_lat)*1e3:.1f}/{max(g_lat)*1e3:.1f} ms; agent made {n_commits} commits; "
                  f"cpu {agent.stats.get('cpu_s', float('nan')):.2f} s, "
@@ -658,8 +668,8 @@ def bench_propagation(syncagent, tmp, rows, notes, agents):
     check_same_trees("propagation", phone.store, watch.store, gphone.git_dir, gwatch.git_dir)
     cleanup(base)
     label = f"(debounce {DEBOUNCE_MS}ms)"
-    rows.append((f"phone->watch p50 {label}", pct(a_lat, 50), pct(g_lat, 50)))
-    rows.append((f"phone->watch p99 {label}", pct(a_lat, 99), pct(g_lat, 99)))
+    rows.append((f"phone->watch p50 {label}", pct(a_lat, 50), pct(g_lat, 50), rss_text(phone, watch)))
+    rows.append((f"phone->watch p99 {label}", pct(a_lat, 99), pct(g_lat, 99), rss_text(phone, watch)))
     notes.append(f"phone->watch: {PROPAGATION_CHANGES} changes in a {PROPAGATION_FILES}-file tree; agent min/max "
                  f"{min(a_lat)*1e3:.1f}/{max(a_lat)*1e3:.1f} ms, git min/max "
                  f"{min(g_lat)*1e3:.1f}/{max(g_lat)*1e3:.1f} ms; main has {n_commits} commits on both, "
@@ -756,7 +766,7 @@ def bench_sync(syncagent, tmp, rows, notes, agents):
         raise BenchError("sync: phone and watch stopped on different commits")
     cleanup(base)
     k = f"{SYNC_FILES // 1000}k"
-    rows.append((f"sync {k} modified files p50 (from start)", pct(a_times, 50), pct(g_times, 50)))
+    rows.append((f"sync {k} modified files p50 (from start)", pct(a_times, 50), pct(g_times, 50), rss_text(phone, watch)))
     notes.append(f"sync {k}: {SYNC_ROUNDS} rounds, agent "
                  + "/".join(f"{t:.2f}" for t in a_times) + " s, git " + "/".join(f"{t:.2f}" for t in g_times)
                  + f" s (sync(2) before each); the phone committed each round's {SYNC_FILES} modifications in "
@@ -807,9 +817,9 @@ def main():
     print(f"agent debounce_ms = {DEBOUNCE_MS} in every run (the default is {DEFAULT_DEBOUNCE_MS} ms); "
           f"ratio = syncagent / git (below 1: the agent is faster)")
     print()
-    print(f"  {'benchmark':<44}{'syncagent':>12}{'git CLI':>12}{'ratio':>9}")
-    for name, a, g in rows:
-        print(f"  {name:<44}{fmt_time(a):>12}{fmt_time(g):>12}{a / g:>9.2f}")
+    print(f"  {'benchmark':<44}{'syncagent':>12}{'git CLI':>12}{'ratio':>9}   agents' RSS at the end of the row")
+    for name, a, g, rss in rows:
+        print(f"  {name:<44}{fmt_time(a):>12}{fmt_time(g):>12}{a / g:>9.2f}   {rss}")
     print()
     print("git CLI = modify, then `git add -A && git commit -q -m x` in a plain repo with the same files;")
     print("times end when refs/heads/main moves (polled every ~1 ms). p99 of 50 samples is the largest.")

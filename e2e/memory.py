@@ -86,6 +86,8 @@ class Agent:
         # As a user would: uncomment the [watch] keys and set them.
         text = text.replace("# debounce_ms = 200", "debounce_ms = %d" % extra[0])
         text = text.replace("# max_delay_ms = 2000", "max_delay_ms = %d" % extra[1])
+        if extra[2] is not None:
+            text += "\n[store]\ncache_mb = %d\n" % extra[2]
         with open(self.config, "w") as f:
             f.write(text)
 
@@ -150,6 +152,7 @@ def main():
     ap.add_argument("--thread-slack", type=int, default=4)
     ap.add_argument("--sync-timeout", type=float, default=120)
     ap.add_argument("--keep", action="store_true", help="keep the temp dir even when every bound held")
+    ap.add_argument("--cache-mb", type=int, default=None, help="[store] cache_mb in both configs (default: the agent's)")
     ap.add_argument("--wrap", default="", help="a profiler to run each agent under, e.g. 'heaptrack -o {dir}/heaptrack'")
     args = ap.parse_args()
     WRAP.extend(args.wrap.split())
@@ -166,7 +169,7 @@ def main():
     dead = []
     if args.dead_peer:
         dead = [("tablet", "git://127.0.0.1:%d/tablet.git" % free_port())]
-    extra = (args.debounce_ms, max(200, args.debounce_ms * 5))
+    extra = (args.debounce_ms, max(200, args.debounce_ms * 5), args.cache_mb)
     phone.init([("watch", watch.store)] + dead, extra)
     watch.init([("phone", phone.store)] + dead, extra)
     # The tree: --files files in 10 directories, written before the agents start (start-up commit).
