@@ -12,7 +12,9 @@ agents running), waits by condition for quiescence, and checks the invariants:
   * nothing lost: the last bytes the driver wrote at each path of a device are in that device's store;
   * no commits while idle; `git fsck` clean; nothing of the agent's own in a data directory;
   * conflict records: at most one open record per path, the same open ids on every device; after
-    `resolve --all --keep newest` on one device, no open record anywhere and identical devices again.
+    `resolve --all --keep newest` on one device, no open record anywhere and identical devices again;
+  * memory: at the end, each agent process's RssAnon (sampled after every heal) may have grown by at
+    most RSS_WARMUP_MB plus RSS_PER_1000_MB per 1,000 commits on its main (printed as `rss ...` lines).
 
     python3 e2e/convergence.py --binary .build/release/syncagent --seed 42 --rounds 5 --devices 4
 
@@ -41,6 +43,12 @@ import time
 import random
 
 DEVICE_NAMES = ["phone", "watch", "tablet", "laptop", "car"]
+
+# Memory (RssAnon) an agent process may gain between its first sample (after a heal) and the end of the
+# run: libgit2's object cache and the heap fill up first ([store] cache_mb is 4 MiB by default), then
+# growth must stop. A leak of ~100 KB per fetch (libgit2 1.5's insteadOf regex) broke this in ~100 commits.
+RSS_WARMUP_MB = 10.0
+RSS_PER_1000_MB = 1.0
 
 # ---- names ---------------------------------------------------------------------------------------
 # Leaves and directory names overlap on purpose (b"x", b"notes") so that files and directories meet.
@@ -105,6 +113,7 @@ class Device:
         self.run_seq = 0
         self.log_path = None
         self.written = {}          # rel path (bytes) -> blob bytes the driver last put there
+        self.rss = []              # (pid, RssAnon MB, commits on main, round) after each heal
 
     # -- the agent process --
     def running(self):
@@ -382,6 +391,7 @@ class Run:
         self.devices = []
         self.known = set()          # every path the driver ever created (files and links)
         self.settles = []
+        self.rss_lines = []
         self.root = None
         self.objfmt = "sha1"
         self.tmpn = 0
@@ -1051,6 +1061,7 @@ class Run:
             self.write_file(d, b"start-%s.txt" % d.name.encode(), b"hello from %s\n" % d.name.encode())
         self.heal()
         self.check_invariants("after the first heal")
+        self.sample_rss()
         for rnd in range(1, self.args.rounds + 1):
             self.round = rnd
             conflict = rnd % 2 == 0 or self.chance(0.25)
@@ -1063,6 +1074,7 @@ class Run:
                 self.normal_round()
             settle = self.heal()
             self.check_invariants("after heal")
+            self.sample_rss()
             self.check_idle()
             n, rsettle = self.check_conflicts()
             self.check_invariants("after resolve --all" if n else "after the idle check")
@@ -1070,6 +1082,38 @@ class Run:
             print("seed=%d round=%d/%d%s: settle %d ms%s" % (
                 self.seed, rnd, self.args.rounds, " (partitioned)" if conflict else "", settle,
                 ", %d conflicts resolved, settle %d ms" % (n, rsettle) if n else ""), flush=True)
+        self.check_rss()
+
+    def sample_rss(self):
+        for d in self.devices:
+            if d.proc is None:
+                continue
+            try:
+                with open("/proc/%d/status" % d.proc.pid) as f:
+                    anon = next(int(l.split()[1]) / 1024.0 for l in f if l.startswith("RssAnon:"))
+            except (OSError, StopIteration):
+                continue
+            r = d.git("rev-list", "--count", "main")
+            commits = int(r.stdout.strip() or 0) if r.returncode == 0 else 0
+            d.rss.append((d.proc.pid, anon, commits, self.round))
+
+    def check_rss(self):
+        """Each agent process's RssAnon from its first sample (after a heal) to its last: it may grow
+        by RSS_WARMUP_MB (caches filling) plus RSS_PER_1000_MB for every 1,000 commits on its main."""
+        for d in self.devices:
+            by_pid = {}
+            for pid, anon, commits, rnd in d.rss:
+                by_pid.setdefault(pid, []).append((anon, commits, rnd))
+            for pid, xs in by_pid.items():
+                (a0, c0, r0), (a1, c1, r1) = xs[0], xs[-1]
+                bound = RSS_WARMUP_MB + RSS_PER_1000_MB * (c1 - c0) / 1000.0
+                line = "rss %s (pid %d): RssAnon %.1f MB at round %d (%d commits) -> %.1f MB at round %d (%d commits): %+.1f MB; bound %.1f MB" % (
+                    d.name, pid, a0, r0, c0, a1, r1, c1, a1 - a0, bound)
+                self.rss_lines.append(line)
+                print(line, flush=True)
+                if a1 - a0 > bound:
+                    raise Failure("%s: the agent's memory grew %.1f MB over %d commits (%s); bound %.1f MB = %.0f MB warm-up + %.1f MB per 1,000 commits"
+                                  % (d.name, a1 - a0, c1 - c0, line, bound, RSS_WARMUP_MB, RSS_PER_1000_MB))
 
     def stop_all(self):
         procs = [d for d in self.devices if d.proc is not None]

@@ -35,10 +35,12 @@ start=$(date +%s)
 for t in "${tests[@]}"; do
     name=$(basename "$t" .sh)
     t0=$(date +%s%3N)
-    # each test gets at most 3 minutes (the convergence replay of every regression seed 8), then it
+    # each test gets at most 3 minutes (the convergence replay of every regression seed and the
+    # long-run memory check 8), then it
     # counts as failed
     limit=180
     [ "$name" != test_convergence ] || limit=480
+    [ "$name" != test_memory_flat ] || limit=480
     timeout --kill-after=10 "$limit" bash "$t" >"$out" 2>&1
     rc=$?
     secs=$(awk -v ms=$(( $(date +%s%3N) - t0 )) 'BEGIN { printf "%.1f", ms / 1000 }')

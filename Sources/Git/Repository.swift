@@ -55,6 +55,14 @@ public final class Repository {
     }
 
     private func attachWorkdir() throws(GitError) {
+        // Already set from core.worktree: libgit2 1.5 leaks its path buffer when asked to set the
+        // same directory again (48 bytes for every fetch, which opens the store anew).
+        if let current = git_repository_workdir(handle) {
+            let have = Array(UnsafeBufferPointer(start: current, count: strlen(current))).map { UInt8(bitPattern: $0) }
+            let want = workdir.withPlatformString { Array(UnsafeBufferPointer(start: $0, count: strlen($0))) }
+                .map { UInt8(bitPattern: $0) } + [UInt8(ascii: "/")]
+            if have == want { return }
+        }
         let rc = workdir.withPlatformString { git_repository_set_workdir(handle, $0, 0) }
         try check(rc, "git_repository_set_workdir(\(workdir))")
     }

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs for months: phone <-> watch, a change on the phone every 60 ms and `status --json` on both
+# after each, plus a third peer that never answers (a port nobody listens on). Over the second half
+# of the run, resident anonymous memory of each agent must grow by less than 2 MB, and open file
+# descriptors and threads must stay flat; neither agent may exceed 64 MB. The agents run with
+# `[store] cache_mb = 1` so that libgit2's object cache fills during the first half (the default,
+# 4 MiB, takes ~1,500 commits to fill; `e2e/memory.py --commits 10000` is the long form).
+# Before the fix a fetch leaked ~100 KB and kept one more pack file open: this run grew by tens of
+# MB and hundreds of descriptors.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+: "${SYNCAGENT:?set SYNCAGENT to the syncagent binary (make e2e does)}"
+command -v python3 >/dev/null || { echo "python3 is needed" >&2; exit 2; }
+python3 "$here/memory.py" --binary "$SYNCAGENT" --commits 1000 --sample 250 --files 200 --dead-peer \
+    --cache-mb 1 --max-growth-mb-per-1000 4 --max-rss-mb 64
