@@ -20,6 +20,7 @@ struct RunCommand: AsyncParsableCommand {
     var logLevel: Logger.Level = .info
 
     func run() async throws {
+        StopSignals.catchEarly()  // a stop during start-up still ends with exit status 0
         let level = logLevel
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -33,7 +34,9 @@ struct RunCommand: AsyncParsableCommand {
             services: [.init(service: agent)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
+        async let handOver = StopSignals.handOver(to: group)
         try await group.run()
+        if await handOver { logger.notice("a stop signal came while starting; stopped cleanly") }
     }
 }
 

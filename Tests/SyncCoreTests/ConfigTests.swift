@@ -114,6 +114,19 @@ private func write(_ text: String, to path: FilePath) throws {
         #expect(home.state == "/home/u/.sync-state")
     }
 
+    @Test func storeMemoryKeysHaveSmallDefaultsAndCanBeSet() throws {
+        let base = "device = \"watch\"\ndata = \"/srv/w/data\"\nstate = \"/srv/w/state\"\n"
+        let defaults = try Config.parse(base, file: file, environment: environment)
+        #expect(defaults.memory == StoreMemorySettings(cacheMB: 4, packWindowMB: 32))
+        let set = try Config.parse(base + "[store]\ncache_mb = 0\npack_window_mb = 8\n", file: file, environment: environment)
+        #expect(set.memory == StoreMemorySettings(cacheMB: 0, packWindowMB: 8))
+        let error = parseError(base + "[store]\ncache_mb = -1\n")
+        #expect(error?.description.contains("cache_mb") == true)
+        #expect(error?.description.contains(":5:") == true)
+        let unknown = parseError(base + "[store]\ncache = 2\n")
+        #expect(unknown?.description.contains("cache_mb") == true)
+    }
+
     @Test func peerPollSecondsDefaultsToThirty() throws {
         let config = try Config.parse(
             "device = \"a\"\ndata = \"/d\"\n[[peer]]\nname = \"b\"\nurl = \"git://b/store.git\"",

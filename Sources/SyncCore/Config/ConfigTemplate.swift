@@ -45,6 +45,13 @@ public enum ConfigTemplate {
             # strategy = "command"
             # command = ["merge-tool", "{base}", "{ours}", "{theirs}", "{out}"]
 
+            # Memory libgit2 may keep for the store (its own defaults suit a server, not a watch).
+            # [store]
+            # Cache of parsed commits and trees, in MiB (0 turns it off; expect up to ~3x in memory).
+            # cache_mb = \(StoreMemorySettings().cacheMB)
+            # The most pack data mapped into memory at once, in MiB (4 to 65536).
+            # pack_window_mb = \(StoreMemorySettings().packWindowMB)
+
             """
     }
 

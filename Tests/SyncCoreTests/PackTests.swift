@@ -1,0 +1,78 @@
+import Foundation
+import Git
+import SystemPackage
+import Testing
+@testable import SyncCore
+
+@Suite struct PackPlanTests {
+    @Test(arguments: [
+        // (sizes, threshold, the sizes expected to be combined)
+        ([10, 10, 10], 8, []),                                   // few packs: nothing to do
+        ([1000, 1, 1, 1, 1, 1, 1, 1, 1], 8, [1, 1, 1, 1, 1, 1, 1, 1]),  // the big one stays
+        ([8, 4, 2, 1, 1], 2, [1, 1, 2, 4, 8]),                   // 8 < 2 x (4+2+1+1): all roll up
+        ([200, 40, 10, 5, 1, 1], 2, [1, 1, 5, 10]),              // 40 >= 2 x 17: it and 200 stay
+        ([64, 16, 4, 1], 2, []),                                 // already geometric
+        ([3, 3], 1, [3, 3]),                                     // two equal packs
+    ] as [([Int], Int, [Int])])
+    func rollsUpTheSmallPacks(sizes: [Int], threshold: Int, expected: [Int]) {
+        let chosen = PackPlan.toCombine(sizes: sizes, threshold: threshold)
+        #expect(chosen.map { sizes[$0] }.sorted() == expected.sorted())
+        #expect(Set(chosen).count == chosen.count)
+    }
+
+    @Test func afterEveryRollUpThePacksAreGeometric() {
+        // One small pack per fetch, as a receiving device sees it: the count stays logarithmic.
+        var sizes: [Int] = []
+        var maxCount = 0
+        for round in 1...2000 {
+            sizes.append(100 + round % 7)
+            let chosen = PackPlan.toCombine(sizes: sizes)
+            if !chosen.isEmpty {
+                let combined = chosen.reduce(0) { $0 + sizes[$1] }
+                sizes = sizes.indices.filter { !chosen.contains($0) }.map { sizes[$0] } + [combined]
+            }
+            maxCount = max(maxCount, sizes.count)
+        }
+        // Never more than the threshold after a roll-up (one more only until the next one).
+        #expect(maxCount <= PackPlan.threshold + 1)
+        #expect(sizes.reduce(0, +) == (1...2000).reduce(0) { $0 + 100 + $1 % 7 })
+    }
+}
+
+@Suite struct PackCompactionTests {
+    /// A watch that fetched many times has one pack per fetch; compacting keeps every object and
+    /// leaves few packs, and the store reads on through the same handle.
+    @Test func manyFetchesLeaveFewPacksAndLoseNothing() throws {
+        let t = try TwoDevices()
+        var written: [String: String] = [:]
+        for i in 0..<20 {
+            let rel = "f\(i % 5).txt"
+            try t.phone.write(rel, "version \(i)\n")
+            written[rel] = "version \(i)\n"
+            try t.phone.commit(FilePath(rel))
+            try Store.fetch(gitDir: t.watch.gitDir, data: t.watch.data, peer: "phone", url: "file://\(t.phone.gitDir)")
+        }
+        #expect(t.watch.store.packFiles().count == 20)
+        let combined = try t.watch.store.compactPacks()
+        #expect(combined >= 2)
+        #expect(t.watch.store.packFiles().count <= PackPlan.threshold)
+        // Every commit of the phone's history is still readable on the watch, through the same store.
+        _ = try t.watch.store.integrate(peer: "phone")
+        for (rel, text) in written { #expect(t.watch.read(rel) == text) }
+        var commit = try t.watch.store.head()
+        var count = 0
+        while let id = commit {
+            let info = try t.watch.store.commitInfo(id)
+            _ = try t.watch.store.files(at: id)
+            count += 1
+            commit = info.parents.first
+        }
+        #expect(count == 20)
+        let fsck = Process()
+        fsck.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+        fsck.arguments = ["--git-dir", t.watch.gitDir.string, "fsck", "--no-dangling"]
+        try fsck.run()
+        fsck.waitUntilExit()
+        #expect(fsck.terminationStatus == 0)
+    }
+}
