@@ -45,7 +45,7 @@ import random
 DEVICE_NAMES = ["phone", "watch", "tablet", "laptop", "car"]
 
 # Memory (RssAnon) an agent process may gain between its first sample (after a heal) and the end of the
-# run: libgit2's object cache and the heap fill up first ([store] cache_mb is 4 MiB by default), then
+# run: libgit2's object cache and the heap fill up first ([store] cache_mb is 2 MiB by default), then
 # growth must stop. A leak of ~100 KB per fetch (libgit2 1.5's insteadOf regex) broke this in ~100 commits.
 RSS_WARMUP_MB = 10.0
 RSS_PER_1000_MB = 1.0

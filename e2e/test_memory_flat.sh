@@ -4,7 +4,7 @@
 # of the run, resident anonymous memory of each agent must grow by less than 2 MB, and open file
 # descriptors and threads must stay flat; neither agent may exceed 64 MB. The agents run with
 # `[store] cache_mb = 1` so that libgit2's object cache fills during the first half (the default,
-# 4 MiB, takes ~1,500 commits to fill; `e2e/memory.py --commits 10000` is the long form).
+# 2 MiB, takes a few thousand commits to fill; `e2e/memory.py --commits 10000` is the long form).
 # Before the fix a fetch leaked ~100 KB and kept one more pack file open: this run grew by tens of
 # MB and hundreds of descriptors.
 set -euo pipefail

@@ -238,7 +238,10 @@ actor SyncEngine {
     private func compactPacks() {
         do {
             let combined = try store.compactPacks()
-            if combined > 0 { logger.debug("combined \(combined) packs of \(config.storePath.display) into one") }
+            if combined > 0 {
+                logger.debug("combined \(combined) packs of \(config.storePath.display) into one")
+                FreeMemory.returnToSystem()
+            }
             problems["packs"] = nil
         } catch {
             let message = "cannot combine the pack files of \(config.storePath.display): \(error). Nothing is lost; it is retried after the next sync. Check the disk space and permissions of the store"

@@ -5,15 +5,20 @@
 /// Geometric, like `git repack --geometric=2`: sorted by size, every pack that is kept is at least
 /// twice as large as all smaller packs together; the smaller ones are rolled up into one. So the
 /// number of packs stays logarithmic in the store's size and each byte is rewritten a logarithmic
-/// number of times. Nothing happens until there are more than `threshold` packs, so a fetch does not
-/// rewrite packs every time.
+/// number of times. Nothing happens until there are more than `threshold` small packs, so a fetch
+/// does not rewrite packs every time. Packs larger than `maxBytes` are left as they are: rolling
+/// them up again would make the pack builder's memory grow with the store (a small device's
+/// resident memory would follow); a store made of such packs is `git gc`'s work.
 public enum PackPlan {
     public static let threshold = 8
+    public static let maxBytes = 16 << 20
 
     /// Indices (into `sizes`) of the packs to combine; empty when the packs are fine as they are.
-    public static func toCombine(sizes: [Int], threshold: Int = PackPlan.threshold, factor: Int = 2) -> [Int] {
-        guard sizes.count > threshold else { return [] }
-        let order = sizes.indices.sorted { sizes[$0] < sizes[$1] }
+    public static func toCombine(sizes: [Int], threshold: Int = PackPlan.threshold, factor: Int = 2,
+                                 maxBytes: Int = PackPlan.maxBytes) -> [Int] {
+        let small = sizes.indices.filter { sizes[$0] <= maxBytes }
+        guard small.count > threshold else { return [] }
+        let order = small.sorted { sizes[$0] < sizes[$1] }
         var smaller = [Int](repeating: 0, count: order.count)  // sum of the sizes of all smaller packs
         for i in order.indices.dropFirst() { smaller[i] = smaller[i - 1] + sizes[order[i - 1]] }
         // From the largest down, keep packs while each outweighs all smaller ones together.

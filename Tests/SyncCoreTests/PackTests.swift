@@ -20,6 +20,13 @@ import Testing
         #expect(Set(chosen).count == chosen.count)
     }
 
+    @Test func packsOverTheSizeCapAreNeverRolledUpAgain() {
+        let sizes = [40, 30, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+        let chosen = PackPlan.toCombine(sizes: sizes, threshold: 8, maxBytes: 20)
+        #expect(chosen.map { sizes[$0] } == [1, 1, 1, 1, 1, 1, 1, 1, 1])
+        #expect(PackPlan.toCombine(sizes: [40, 30, 25, 1, 1], threshold: 2, maxBytes: 20).map { [40, 30, 25, 1, 1][$0] } == [])
+    }
+
     @Test func afterEveryRollUpThePacksAreGeometric() {
         // One small pack per fetch, as a receiving device sees it: the count stays logarithmic.
         var sizes: [Int] = []

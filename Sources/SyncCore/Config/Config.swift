@@ -85,11 +85,11 @@ public struct Config: Sendable, Equatable {
 /// cache up to 256 MiB of objects and map up to 8 GiB of packs; a watch has far less.
 public struct StoreMemorySettings: Sendable, Equatable {
     /// libgit2's object cache (parsed commits and trees), in MiB; 0 turns it off.
-    public var cacheMB: Int = 4
+    public var cacheMB: Int = 2
     /// The most pack data mapped into memory at once, in MiB.
     public var packWindowMB: Int = 32
 
-    public init(cacheMB: Int = 4, packWindowMB: Int = 32) {
+    public init(cacheMB: Int = 2, packWindowMB: Int = 32) {
         self.cacheMB = cacheMB
         self.packWindowMB = packWindowMB
     }
