@@ -96,7 +96,12 @@ final class PeerSyncer: Sendable {
             try await FetchRunner.fetch(gitDir: config.storePath, data: config.data, peer: link.name,
                                         url: link.fetchURL, timeout: fetchTimeout, attempt: attempt)
         } catch {
-            if !attempt.finished.load(ordering: .acquiring) { stuck.withLock { $0.append(attempt) } }
+            // Only a fetch abandoned after its timeout can still have a thread blocked in libgit2. A
+            // probe that failed started none: counting it as stuck made three refused connections
+            // stop every later retry of that peer.
+            if error is FetchRunner.Abandoned, !attempt.finished.load(ordering: .acquiring) {
+                stuck.withLock { $0.append(attempt) }
+            }
             return await finish(error: describe(fetchError: error), unreachable: true)
         }
         state.withLock { $0.reachable = true }
