@@ -81,6 +81,15 @@ public final class Repository {
         }
     }
 
+    /// Sets an integer key unless it already has that value (no write, so no config change, when it has).
+    public func ensureConfig(_ name: String, int64 value: Int64) throws(GitError) {
+        try withConfig { cfg throws(GitError) in
+            var current: Int64 = 0
+            if git_config_get_int64(&current, cfg, name) == 0, current == value { return }
+            try check(git_config_set_int64(cfg, name, value), "git_config_set_int64(\(name))")
+        }
+    }
+
     private func withConfig(_ body: (OpaquePointer) throws(GitError) -> Void) throws(GitError) {
         var cfg: OpaquePointer?
         try check(git_repository_config(&cfg, handle), "git_repository_config")

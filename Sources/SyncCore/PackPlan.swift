@@ -11,7 +11,7 @@
 /// resident memory would follow); a store made of such packs is `git gc`'s work.
 public enum PackPlan {
     public static let threshold = 8
-    public static let maxBytes = 16 << 20
+    public static let maxBytes = 4 << 20
 
     /// Indices (into `sizes`) of the packs to combine; empty when the packs are fine as they are.
     public static func toCombine(sizes: [Int], threshold: Int = PackPlan.threshold, factor: Int = 2,

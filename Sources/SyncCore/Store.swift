@@ -39,6 +39,10 @@ public final class Store {
             let exists = try FileStat.of(gitDir.appending("HEAD")) != nil
             let repo = exists ? try Repository.open(gitDir: gitDir, workdir: data)
                               : try Repository.create(gitDir: gitDir, workdir: data)
+            // The pack builder (rolling fetched packs up) keeps every small delta in memory up to
+            // 256 MiB and its delta window unbounded by default: cap both (git reads them too).
+            try repo.ensureConfig("pack.deltaCacheSize", int64: 2 << 20)
+            try repo.ensureConfig("pack.windowMemory", int64: 8 << 20)
             return Store(device: device, data: data, gitDir: gitDir, repo: repo)
         } catch let error as GitError {
             throw StoreError(path: gitDir, message: "cannot open the store: \(error)",
