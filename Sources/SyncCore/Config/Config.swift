@@ -87,9 +87,9 @@ public struct StoreMemorySettings: Sendable, Equatable {
     /// libgit2's object cache (parsed commits and trees), in MiB; 0 turns it off.
     public var cacheMB: Int = 2
     /// The most pack data mapped into memory at once, in MiB.
-    public var packWindowMB: Int = 16
+    public var packWindowMB: Int = 8
 
-    public init(cacheMB: Int = 2, packWindowMB: Int = 16) {
+    public init(cacheMB: Int = 2, packWindowMB: Int = 8) {
         self.cacheMB = cacheMB
         self.packWindowMB = packWindowMB
     }
