@@ -21,6 +21,8 @@ public final class AgentService: Service, Sendable {
     private let control: ControlServer?
     private let problems: ProblemList
     private let peers: [PeerSyncer]
+    private let hooks: [HookRunner]
+    private var bus: EventBus { session.events }
 
     private init(config: Config, logger: Logger, session: Startup.Session, watcher: Watcher,
                  control: ControlServer?, problems: ProblemList) {
@@ -30,6 +32,7 @@ public final class AgentService: Service, Sendable {
         self.watcher = watcher
         self.control = control
         self.problems = problems
+        hooks = config.hooks.map { HookRunner(hook: $0, bus: session.events, logger: logger) }
         let ledger = PeerLedger.load(state: config.state)
         peers = config.peers.map { peer in
             PeerSyncer(link: PeerLink(peer, configFile: config.file), config: config, engine: session.engine,
@@ -42,6 +45,8 @@ public final class AgentService: Service, Sendable {
     /// - Parameter resolvers: conflict resolvers of a program that embeds the agent, asked before
     ///   the configured `[[resolver]]` strategies.
     public static func prepare(config: Config, logger: Logger, resolvers: [any ConflictResolver] = []) async throws -> AgentService {
+        signal(SIGPIPE, SIG_IGN)  // a hook or an `events` client that goes away must not kill the agent
+        for warning in config.warnings { logger.warning("\(warning)") }
         let session = try Startup.openUnderLock(config: config, logger: logger, resolvers: resolvers)
         let problems = ProblemList()
         let problemLogger = logger
@@ -75,10 +80,18 @@ public final class AgentService: Service, Sendable {
                             control: control, problems: problems)
     }
 
+    /// Every event from now on (SPEC "Events"), until the agent stops: what `syncagent events
+    /// --follow` prints, as values. Each call makes a new, independent sequence.
+    public func events() -> AsyncStream<AgentEvent> { bus.stream() }
+
     public func run() async throws {
         logger.info("watching \(config.data.display)", metadata: [
             "device": "\(config.device)", "store": "\(config.storePath)", "pid": "\(getpid())",
         ])
+        for hook in hooks { hook.start() }
+        var started = AgentEvent(type: "started")
+        started.message = "device \(config.device), pid \(getpid())"
+        bus.emit(started)
         control?.start(handler: { [self] request in await self.answer(request) }, logger: logger)
         let stopping = Flag()
         await withGracefulShutdownHandler {
@@ -112,12 +125,33 @@ public final class AgentService: Service, Sendable {
             watcher.stop()
         }
         control?.stop()
+        bus.emit(AgentEvent(type: "stopped"))
+        bus.finish()
         logger.info("stopped; every change seen is committed")
     }
 
-    private func answer(_ request: ControlRequest) async -> [UInt8] {
+    private func answer(_ request: ControlRequest) async -> ControlAnswer {
+        if case .events(let since, let follow) = request {
+            let bus = self.bus
+            return .stream { fd in EventStreaming.serve(fd, bus: bus, since: since, follow: follow) }
+        }
+        return .line(await answerLine(request))
+    }
+
+    private func answerLine(_ request: ControlRequest) async -> [UInt8] {
         let encoder = JSONEncoder()
         switch request {
+        case .events:
+            return []  // answered as a stream
+        case .held:
+            return Array((try? encoder.encode(await engine.heldList())) ?? Data())
+        case .send(let paths, let all):
+            let result = await engine.send(paths: paths.map { FilePath(bytes: $0) }, all: all)
+            for peer in peers { peer.doorbell.ring() }
+            return Array((try? encoder.encode(result)) ?? Data())
+        case .revert(let paths):
+            let result = await engine.revert(paths: paths.map { FilePath(bytes: $0) })
+            return Array((try? encoder.encode(result)) ?? Data())
         case .status:
             return Array((try? encoder.encode(await status())) ?? Data())
         case .resolve(let targets, let all, let choice):

@@ -7,7 +7,7 @@ import SystemPackage
 /// The agent's control socket (`<state>/agent.sock`, mode 0600): one JSON request line in, one JSON
 /// response line out. CLI commands talk to the running agent through it.
 final class ControlServer: Sendable {
-    typealias Handler = @Sendable (ControlRequest) async -> [UInt8]
+    typealias Handler = @Sendable (ControlRequest) async -> ControlAnswer
 
     let path: FilePath
     private let fd: Int32
@@ -51,9 +51,19 @@ final class ControlServer: Sendable {
                     continue
                 }
                 Task {
-                    let response = await handler(request)
-                    _ = UnixSocket.writeAll(client, response + [UInt8(ascii: "\n")])
-                    close(client)
+                    switch await handler(request) {
+                    case .line(let response):
+                        _ = UnixSocket.writeAll(client, response + [UInt8(ascii: "\n")])
+                        close(client)
+                    case .stream(let body):
+                        // A long answer (`events --follow`) gets a thread of its own.
+                        let thread = Thread {
+                            body(client)
+                            close(client)
+                        }
+                        thread.name = "syncagent-control-stream"
+                        thread.start()
+                    }
                 }
             }
         }
@@ -68,7 +78,15 @@ final class ControlServer: Sendable {
     }
 }
 
-/// A request on the control socket: one JSON line, answered by one JSON line.
+/// How the agent answers one request: one line, or a stream of lines written by a body that runs
+/// on a thread of its own until it returns (the socket is closed then).
+enum ControlAnswer: Sendable {
+    case line([UInt8])
+    case stream(@Sendable (Int32) -> Void)
+}
+
+/// A request on the control socket: one JSON line, answered by one JSON line (or, for `events`,
+/// one line per event).
 public enum ControlRequest: Codable, Sendable {
     /// Answer: `StatusReport`.
     case status
@@ -78,6 +96,15 @@ public enum ControlRequest: Codable, Sendable {
     case resolve(targets: [RecordTarget], all: Bool, choice: ResolveChoiceArgument)
     /// Answer: `MessageResult`.
     case sendDeletes
+    /// Answer: `[HeldEntry]`.
+    case held
+    /// Answer: `MessageResult`. Paths relative to the data directory, as bytes.
+    case send(paths: [[UInt8]], all: Bool)
+    /// Answer: `MessageResult`.
+    case revert(paths: [[UInt8]])
+    /// Answer: one `AgentEvent` per line: the kept ones after `since`, then (with `follow`) every new
+    /// one until the client hangs up or the agent stops.
+    case events(since: Int?, follow: Bool)
 }
 
 /// A one-line answer.
@@ -108,6 +135,37 @@ public struct ControlError: Error, Sendable, CustomStringConvertible {
 
 /// The CLI side of the control socket.
 public enum ControlClient {
+    /// Sends one request and hands each line of the answer to `line` until the agent closes the
+    /// stream (or `line` returns false). Throws when no agent answers.
+    public static func stream(_ request: ControlRequest, to path: FilePath, line: ([UInt8]) -> Bool) throws(ControlError) {
+        guard let addr = UnixSocket.address(path) else {
+            throw ControlError(message: "the control socket path \(path) is too long")
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw ControlError(message: "socket() failed: \(Errno(rawValue: errno))") }
+        defer { close(fd) }
+        guard UnixSocket.withSockaddr(addr, { connect(fd, $0, $1) }) == 0 else {
+            throw ControlError(message: "cannot reach the agent at \(path): \(Errno(rawValue: errno))")
+        }
+        let body = (try? JSONEncoder().encode(request)) ?? Data()
+        guard UnixSocket.writeAll(fd, Array(body) + [UInt8(ascii: "\n")]) else {
+            throw ControlError(message: "cannot send to the agent at \(path): \(Errno(rawValue: errno))")
+        }
+        var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            pending += buffer[0..<n]
+            while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let one = Array(pending[..<end])
+                pending.removeSubrange(...end)
+                if !line(one) { return }
+            }
+        }
+    }
+
     /// Sends one request and returns the raw response line; throws when no agent answers.
     public static func send(_ request: ControlRequest, to path: FilePath, timeoutSeconds: Int = 10) throws(ControlError) -> [UInt8] {
         guard let addr = UnixSocket.address(path) else {

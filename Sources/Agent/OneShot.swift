@@ -40,4 +40,84 @@ public enum OneShot {
         await session.engine.commitStartupChanges(stopping: { false })
         return MessageResult(message: await session.engine.confirmDeletes(), error: nil)
     }
+
+    /// Asks the running agent, or does `work` here under the lock (after the start-up commit).
+    private static func viaAgentOrLock<T: Decodable>(_ config: Config, _ request: ControlRequest, as: T.Type,
+                                                     work: (SyncEngine) async -> T) async throws -> T {
+        if AgentLock.holder(of: config.lockPath) != nil {
+            let line = try ControlClient.send(request, to: config.socketPath, timeoutSeconds: 120)
+            return try JSONDecoder().decode(T.self, from: Data(line))
+        }
+        let session = try Startup.openUnderLock(config: config, logger: quietLogger)
+        await session.engine.commitStartupChanges(stopping: { false })
+        let result = await work(session.engine)
+        session.events.finish()
+        return result
+    }
+
+    /// `syncagent held`: through the running agent, else read from the store (mass deletions are
+    /// only known while an agent runs: a stopped one finds them again when it starts).
+    public static func held(config: Config) throws -> [HeldEntry] {
+        if AgentLock.holder(of: config.lockPath) != nil {
+            let line = try ControlClient.send(.held, to: config.socketPath)
+            return try JSONDecoder().decode([HeldEntry].self, from: Data(line))
+        }
+        let store = try Store.open(device: config.device, data: config.data, gitDir: config.storePath)
+        return HeldEntry.list(heldDeletes: [], held: store.loadHeld())
+    }
+
+    /// `syncagent send PATH... | --all`.
+    public static func send(config: Config, paths: [[UInt8]], all: Bool) async throws -> MessageResult {
+        try await viaAgentOrLock(config, .send(paths: paths, all: all), as: MessageResult.self) { engine in
+            await engine.send(paths: paths.map { FilePath(bytes: $0) }, all: all)
+        }
+    }
+
+    /// `syncagent revert [PATH...]`.
+    public static func revert(config: Config, paths: [[UInt8]]) async throws -> MessageResult {
+        try await viaAgentOrLock(config, .revert(paths: paths), as: MessageResult.self) { engine in
+            await engine.revert(paths: paths.map { FilePath(bytes: $0) })
+        }
+    }
+
+    /// `syncagent events`: the kept events after `since` (from the running agent, or from the log
+    /// when none runs); with `follow`, every new one for as long as `line` returns true, through
+    /// agent restarts (it waits for the agent to come back and goes on after the last seen).
+    public static func events(config: Config, since: Int?, follow: Bool, line: ([UInt8]) -> Bool) throws {
+        var last = since
+        var first = true
+        while true {
+            if AgentLock.holder(of: config.lockPath) != nil {
+                var open = true
+                do {
+                    try ControlClient.stream(.events(since: last, follow: follow), to: config.socketPath) { bytes in
+                        if let event = try? JSONDecoder().decode(AgentEvent.self, from: Data(bytes)), let seq = event.seq {
+                            last = seq
+                        }
+                        open = line(bytes)
+                        return open
+                    }
+                    first = false
+                    if !follow || !open { return }
+                } catch where !first {
+                    // The agent went away between the check and the connection: wait for it.
+                } catch {
+                    if !follow { throw error }
+                }
+            } else {
+                if follow && last == nil {
+                    last = EventLog.read(state: config.state, since: nil).last?.seq ?? 0  // --follow alone: new events only
+                } else {
+                    for event in EventLog.read(state: config.state, since: last) {
+                        if let seq = event.seq { last = seq }
+                        if !line(event.jsonLine) { return }
+                    }
+                }
+                first = false
+                if !follow { return }
+            }
+            // Following while no agent runs: wait for one to start.
+            while AgentLock.holder(of: config.lockPath) == nil { usleep(200_000) }
+        }
+    }
 }

@@ -15,6 +15,8 @@ final class PeerSyncer: Sendable {
         var lastError: String?
         var rounds = 0
         var inProgress = false
+        /// Reachability last told as an event (nil: not yet this run).
+        var announced: Bool?
     }
 
     let link: PeerLink
@@ -134,12 +136,18 @@ final class PeerSyncer: Sendable {
 
     /// Ends a round: notes the error (logged once per distinct message), persists what is known.
     private func finish(error: String?, unreachable: Bool) async -> String? {
-        let first = state.withLock { s -> Bool in
+        let (first, wasReachable) = state.withLock { s -> (Bool, Bool?) in
             let changed = s.lastError != error
+            let was = s.announced
             s.lastError = error
             if unreachable { s.reachable = false }
+            s.announced = s.reachable
             s.rounds += 1
-            return changed
+            return (changed, was)
+        }
+        let now = snapshot.reachable
+        if let now, now != wasReachable {
+            engine.events.emit(.peer(link.name, reachable: now, error: now ? nil : error))
         }
         if first, let error { logger.warning("peer \(link.name): \(error)") }
         await engine.notePeer(link.name, ledgerEntry)

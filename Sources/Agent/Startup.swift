@@ -11,6 +11,7 @@ enum Startup {
     struct Session: Sendable {
         let lock: AgentLock
         let engine: SyncEngine
+        let events: EventBus
     }
 
     static func openUnderLock(config: Config, logger: Logger, resolvers: [any ConflictResolver] = []) throws -> Session {
@@ -33,7 +34,9 @@ enum Startup {
         let store = try Store.openOrCreate(device: config.device, data: config.data, gitDir: config.storePath)
         store.rules = config.resolvers
         store.resolvers = resolvers
-        return Session(lock: lock, engine: SyncEngine(config: config, store: store, logger: logger))
+        store.policy = config.policy
+        let events = EventBus(state: config.state)
+        return Session(lock: lock, engine: SyncEngine(config: config, store: store, logger: logger, events: events), events: events)
     }
 }
 

@@ -6,11 +6,16 @@ import SyncCore
 /// and `conflicts.open` come from the store and the peer ledger either way.
 public enum StatusBuilder {
     static func report(config: Config, store: Store?, running: Bool, pid: Int32?, pending: Int?,
-                       ledger: PeerLedger, problems: [String], held: Int) -> StatusReport {
+                       ledger: PeerLedger, problems: [String], heldDeletes: Int) -> StatusReport {
         var problems = problems
         var head: String?
         var open = 0
+        var held = heldDeletes
+        var localChanges = 0
         if let store {
+            let list = store.loadHeld()
+            held += list.count
+            localChanges = list.values.filter { $0.reason == .localChange }.count
             do {
                 head = try store.head()?.hex
                 open = try store.conflicts().count
@@ -25,9 +30,12 @@ public enum StatusBuilder {
                                      lastSync: known?.lastSync, ahead: counts?.ahead ?? 0, behind: counts?.behind ?? 0,
                                      lastError: known?.lastError)
         }
-        return StatusReport(device: config.device, running: running, pid: pid, data: config.data.string,
-                            store: config.storePath.string, head: head, pending: pending, held: held,
-                            peers: peers, conflicts: .init(open: open), problems: problems)
+        var report = StatusReport(device: config.device, running: running, pid: pid, data: config.data.string,
+                                  store: config.storePath.string, head: head, pending: pending, held: held,
+                                  peers: peers, conflicts: .init(open: open), problems: problems)
+        report.mode = config.mode.rawValue
+        report.localChanges = localChanges
+        return report
     }
 
     /// The agent is stopped: open the store and count what start-up will commit.
@@ -37,12 +45,15 @@ public enum StatusBuilder {
         var pending: Int?
         do {
             let s = try Store.open(device: config.device, data: config.data, gitDir: config.storePath)
-            pending = try s.changedSinceLastCommit().count
+            s.policy = config.policy
+            // What start-up will commit: changed paths the rules neither keep local nor hold back.
+            let held = s.loadHeld()
+            pending = try s.changedSinceLastCommit().filter { config.policy.materializes($0) && held[$0] == nil }.count
             store = s
         } catch {
             problems.append("\(error)")
         }
         return report(config: config, store: store, running: false, pid: nil, pending: pending,
-                      ledger: PeerLedger.load(state: config.state), problems: problems, held: 0)
+                      ledger: PeerLedger.load(state: config.state), problems: problems, heldDeletes: 0)
     }
 }

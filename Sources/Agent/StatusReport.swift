@@ -35,7 +35,12 @@ public struct StatusReport: Codable, Sendable, Equatable {
     public var store: String
     public var head: String?
     public var pending: Int?
-    /// Deletions held for confirmation (`syncagent send --deletes`).
+    /// `send-receive` or `receive-only`.
+    public var mode: String = "send-receive"
+    /// A receive-only device's local edits (never committed; `syncagent revert`).
+    public var localChanges: Int = 0
+    /// Everything held back: deletions waiting for `send --deletes`, manual and max_bytes changes,
+    /// local edits (`syncagent held` lists them).
     public var held: Int
     public var peers: [Peer]
     public var conflicts: Conflicts
@@ -67,6 +72,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
         try c.encode(store, forKey: .store)
         try c.encode(head, forKey: .head)
         try c.encode(pending, forKey: .pending)
+        try c.encode(mode, forKey: .mode)
+        try c.encode(localChanges, forKey: .localChanges)
         try c.encode(held, forKey: .held)
         try c.encode(peers, forKey: .peers)
         try c.encode(conflicts, forKey: .conflicts)

@@ -20,6 +20,7 @@ actor SyncEngine {
     let config: Config
     private let store: Store
     private let logger: Logger
+    nonisolated let events: EventBus
     private let guardRule: DeletionGuard
     /// The local watcher, when an agent runs (nil for one-shot commands: they scan instead).
     private var watcher: Watcher?
@@ -37,11 +38,12 @@ actor SyncEngine {
     /// Paths handed over but not committed yet, for `status.pending`.
     private var inFlight = 0
 
-    init(config: Config, store: sending Store, logger: Logger) {
+    init(config: Config, store: sending Store, logger: Logger, events: EventBus) {
         executor = ThreadExecutor(name: "syncagent-engine")
         self.config = config
         self.store = store
         self.logger = logger
+        self.events = events
         guardRule = DeletionGuard(settings: config.safety)
         ledger = PeerLedger.load(state: config.state)
         if let stat = try? FileStat.of(config.data) { rootIdentity = (stat.device, stat.inode) }
@@ -53,7 +55,7 @@ actor SyncEngine {
 
     /// Commits one batch of changed paths (a full scan when `rescan`), holding accidental
     /// deletions back (SPEC "Safety holds").
-    func commit(_ batch: WatchBatch, confirmDeletes: Bool = false) {
+    func commit(_ batch: WatchBatch, confirmDeletes: Bool = false, send: Set<FilePath> = []) {
         var paths = batch.paths.union(failedBatch)
         failedBatch = []
         inFlight = paths.count
@@ -64,7 +66,9 @@ actor SyncEngine {
         }
         do {
             if batch.rescan { paths.formUnion(try store.changedSinceLastCommit()) }
-            if !confirmDeletes {
+            if config.mode == .receiveOnly {
+                // Nothing is committed: the store holds every local edit back (`localChanges`).
+            } else if !confirmDeletes {
                 paths.formUnion(heldDeletes)
                 if try holdDeletions(among: paths) {
                     paths.subtract(heldDeletes)
@@ -75,19 +79,28 @@ actor SyncEngine {
                 paths.formUnion(heldDeletes)
                 releaseHold()
             }
-            let outcome = try store.commit(paths: paths)
-            problems["commit"] = nil
+            let outcome = try store.commit(paths: paths, send: send)
+            setProblem("commit", nil)
+            for change in outcome.newlyHeld.prefix(AgentEvent.maxPaths) {
+                events.emit(.held(path: change.path.display, reason: change.reason))
+                if change.reason != .localChange {
+                    logger.info("holding \(change.path.display) (\(change.reason.rawValue)); share it with `syncagent send \(change.path.display)`")
+                }
+            }
             for (path, kind) in outcome.skipped {
                 logger.warning("skipping \(kind) \(config.data.pushing(path).display): only regular files and symbolic links are synced")
             }
             if let id = outcome.commit {
                 logger.info("committed \(id.hex.prefix(12)): \(outcome.summary.message(device: config.device, limit: 0).split(separator: "\n").first ?? "")")
+                let summary = outcome.summary
+                let paths = (summary.added + summary.modified + summary.deleted + summary.renamed.map(\.to)).prefix(AgentEvent.maxPaths)
+                events.emit(.committed(commit: id.hex, paths: paths.map(\.display), count: summary.count))
             }
             if !outcome.retry.isEmpty { watcher?.report(outcome.retry) }
         } catch {
             let message = "cannot commit changes in \(config.data.display) into \(config.storePath.display): \(error). Nothing is lost: the files stay as they are and the commit is retried"
             if problems["commit"] != message { logger.error("\(message)") }
-            problems["commit"] = message
+            setProblem("commit", message)
             failedBatch = paths
         }
     }
@@ -100,9 +113,12 @@ actor SyncEngine {
         let empty = ((try? Directory.entries(of: config.data)) ?? []).isEmpty
         guard let hold = guardRule.check(root: config.data, deleting: gone.files, tracked: try store.trackedCount(),
                                          rootIsEmpty: empty) else { return false }
-        if self.hold == nil { logger.warning("\(hold.message)") }
+        if self.hold == nil {
+            logger.warning("\(hold.message)")
+            for path in gone.paths.prefix(AgentEvent.maxPaths) { events.emit(.held(path: path.display, reason: .massDelete)) }
+        }
         self.hold = hold
-        problems["hold"] = hold.message
+        setProblem("hold", hold.message)
         heldDeletes = gone.paths
         return true
     }
@@ -114,13 +130,20 @@ actor SyncEngine {
         problems["hold"] = nil
     }
 
+    /// Sets (or clears, with nil) the problem `status` shows under `key`; a new one is an event too.
+    private func setProblem(_ key: String, _ message: String?) {
+        guard problems[key] != message else { return }
+        problems[key] = message
+        if let message { events.emit(.problem(message)) }
+    }
+
     /// Whether the data directory is there; while it is not, nothing is committed or merged.
     private func rootIsPresent() -> Bool {
         guard let stat = try? FileStat.of(config.data), stat.kind == .directory else {
             let hold = DeletionHold.rootMissing(config.data)
             if self.hold != hold { logger.warning("\(hold.message)") }
             self.hold = hold
-            problems["hold"] = hold.message
+            setProblem("hold", hold.message)
             return false
         }
         if case .rootMissing = hold {
@@ -160,6 +183,7 @@ actor SyncEngine {
     /// The start-up commit: what changed while the agent was stopped, in chunks, so a stop request
     /// is heard between them. The deletion guard sees the whole set first.
     func commitStartupChanges(stopping: @Sendable () -> Bool, chunk: Int = 5000) {
+        followRules()
         let removed = AgentTemporary.removeLeftovers(under: config.data)
         if !removed.isEmpty { logger.notice("removed \(removed.count) temporary files a stopped agent left in \(config.data.display)") }
         do {
@@ -226,10 +250,27 @@ actor SyncEngine {
         do {
             let outcome = try store.integrate(peer: peer)
             record(outcome.applied, peer: peer)
+            announce(outcome, peer: peer)
             compactPacks()
             return .done(outcome)
         } catch {
             return .failed("cannot merge \(peer): \(error)")
+        }
+    }
+
+    /// The events of one merge: what it wrote into the data directory, records opened and settled.
+    private func announce(_ outcome: SyncOutcome, peer: String) {
+        let touched = outcome.applied.touched
+        if !touched.isEmpty {
+            events.emit(.received(peer: peer, commit: outcome.head?.hex, paths: touched.prefix(AgentEvent.maxPaths).map(\.display),
+                                  count: touched.count))
+        }
+        for record in outcome.opened { events.emit(.conflictOpened(id: record.id, path: record.path)) }
+        for record in outcome.resolved {
+            events.emit(.conflictResolved(id: record.id, path: record.path, strategy: record.resolution?.strategy, by: record.resolution?.by))
+        }
+        if !outcome.applied.replacedLocal.isEmpty, let kept = outcome.applied.keptCommit {
+            logger.notice("\(outcome.applied.replacedLocal.count) local edit(s) replaced by \(peer)'s changes (receive-only); the local bytes are kept in the store: `git --git-dir=\(config.storePath) show --stat \(kept.hex)`")
         }
     }
 
@@ -242,11 +283,11 @@ actor SyncEngine {
                 logger.debug("combined \(combined) packs of \(config.storePath.display) into one")
                 FreeMemory.returnToSystem()
             }
-            problems["packs"] = nil
+            setProblem("packs", nil)
         } catch {
             let message = "cannot combine the pack files of \(config.storePath.display): \(error). Nothing is lost; it is retried after the next sync. Check the disk space and permissions of the store"
             if problems["packs"] != message { logger.warning("\(message)") }
-            problems["packs"] = message
+            setProblem("packs", message)
         }
     }
 
@@ -261,12 +302,14 @@ actor SyncEngine {
         for failure in report.failures.prefix(50) where problems["apply:\(failure.path.display)"] != failure.description {
             logger.warning("\(failure)")  // once per path and reason, not at every retry
         }
-        for key in problems.keys where key.hasPrefix("apply:") { problems[key] = nil }
+        var now: [String: String] = [:]
         for path in store.unappliedPaths.prefix(50) {
             let failure = report.failures.first { $0.path == path }
-            problems["apply:\(path.display)"] = failure?.description
+            now["apply:\(path.display)"] = failure?.description
                 ?? "cannot write \(path.display) into the data directory yet; it is retried"
         }
+        for key in problems.keys where key.hasPrefix("apply:") && now[key] == nil { setProblem(key, nil) }
+        for (key, message) in now { setProblem(key, message) }
     }
 
     /// Updates what is known of a peer and keeps it on disk (for `status` while stopped).
@@ -280,7 +323,77 @@ actor SyncEngine {
 
     func resolve(targets: [RecordTarget], all: Bool, choice: ResolveChoiceArgument) async -> [ResolveResult] {
         await commitPendingLocal()
-        return store.resolve(targets: targets, all: all, choice: choice)
+        let results = store.resolve(targets: targets, all: all, choice: choice)
+        for result in results where result.error == nil {
+            let record = result.id.flatMap { id in try? store.anyRecord(RecordTarget(text: id)) }
+            events.emit(.conflictResolved(id: result.id ?? result.target, path: result.path ?? "",
+                                          strategy: record?.resolution?.strategy, by: record?.resolution?.by ?? config.device))
+        }
+        return results
+    }
+
+    // MARK: held changes
+
+    /// `syncagent held`: every change this device keeps back, with the reason.
+    func heldList() -> [HeldEntry] {
+        HeldEntry.list(heldDeletes: heldDeletes, held: store.loadHeld())
+    }
+
+    /// `syncagent send PATH... | --all`: commits the held changes at these paths (or under these
+    /// directories) as they are on disk now.
+    func send(paths: [FilePath], all: Bool) async -> MessageResult {
+        if config.mode == .receiveOnly {
+            return MessageResult(message: "not sent", error: "this device is receive-only (mode in \(config.file)): its local edits never leave it; `syncagent revert` puts the store's version back")
+        }
+        await commitPendingLocal()
+        let held = store.sendable([])
+        let chosen = all ? held : held.filter { h in paths.contains { h == $0 || h.starts(with: $0) } }
+        if !all, chosen.isEmpty {
+            let names = paths.map(\.display).joined(separator: ", ")
+            return MessageResult(message: "not sent", error: "nothing is held at \(names); `syncagent held` lists what is")
+        }
+        commit(WatchBatch(paths: Set(chosen)), send: Set(chosen))
+        let left = Set(store.sendable([]))
+        let sent = chosen.filter { !left.contains($0) }
+        return MessageResult(message: "sent \(sent.count) held change\(sent.count == 1 ? "" : "s")", error: nil)
+    }
+
+    /// `syncagent revert [PATH...]` (receive-only): the store's version back at each locally edited
+    /// path; the local bytes are kept in the store.
+    func revert(paths: [FilePath]) async -> MessageResult {
+        guard config.mode == .receiveOnly else {
+            return MessageResult(message: "not reverted", error: "revert is for receive-only devices (mode = \"receive-only\" in \(config.file)); this one commits and shares its edits")
+        }
+        await commitPendingLocal()
+        let edited = store.loadHeld().values.filter { $0.reason == .localChange }.map(\.path)
+        let chosen = paths.isEmpty ? edited : edited.filter { e in paths.contains { e == $0 || e.starts(with: $0) } }
+        guard !chosen.isEmpty else {
+            return MessageResult(message: paths.isEmpty ? "no local changes to revert" : "not reverted",
+                                 error: paths.isEmpty ? nil : "no local change at \(paths.map(\.display).joined(separator: ", ")); `syncagent held` lists them")
+        }
+        do {
+            let (reverted, kept) = try store.revert(chosen)
+            let where_ = kept.map { "; the local bytes are kept in the store: `git --git-dir=\(config.storePath) show --stat \($0.hex)`" } ?? ""
+            logger.notice("reverted \(reverted.count) local change(s)\(where_)")
+            return MessageResult(message: "reverted \(reverted.count) local change\(reverted.count == 1 ? "" : "s")\(where_)", error: nil)
+        } catch {
+            return MessageResult(message: "not reverted", error: "cannot revert: \(error). Nothing was lost")
+        }
+    }
+
+    /// At start-up: the data directory follows rules that changed since the last run.
+    func followRules() {
+        do {
+            let result = try store.followRules()
+            if result.written + result.removed > 0 {
+                logger.notice("the [[rule]] devices lists changed: wrote \(result.written) file(s) this device now keeps, took \(result.removed) out of \(config.data.display) (they stay in the store)")
+            }
+            for path in result.leftAlone.prefix(20) {
+                logger.warning("\(path.display) is no longer this device's to keep ([[rule]] in \(config.file)), but it differs from the store's version, so it was left in place")
+            }
+        } catch {
+            logger.error("cannot bring the data directory in line with the [[rule]]s: \(error)")
+        }
     }
 
     // MARK: status
@@ -291,6 +404,6 @@ actor SyncEngine {
         return StatusBuilder.report(config: config, store: store, running: true, pid: getpid(),
                                     pending: pending + inFlight, ledger: ledger,
                                     problems: problems.sorted { $0.key < $1.key }.map(\.value),
-                                    held: heldDeletes.count)
+                                    heldDeletes: heldDeletes.count)
     }
 }

@@ -55,3 +55,12 @@ enum UnixSocket {
         return true
     }
 }
+
+extension UnixSocket {
+    /// Whether the other end has closed the connection (without waiting).
+    static func peerClosed(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        let n = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+    }
+}

@@ -112,3 +112,14 @@ extension Repository {
         return Oid(out)
     }
 }
+
+extension Repository {
+    /// Writes the file at `absolutePath` into the object database as a blob (read from disk by
+    /// libgit2, not through Swift memory) and returns its id.
+    public func createBlob(fromFile absolutePath: FilePath) throws(GitError) -> Oid {
+        var out = git_oid()
+        let rc = absolutePath.withPlatformString { git_blob_create_from_disk(&out, handle, $0) }
+        try check(rc, "git_blob_create_from_disk(\(absolutePath))")
+        return Oid(out)
+    }
+}

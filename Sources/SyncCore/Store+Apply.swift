@@ -7,6 +7,12 @@ import SystemPackage
 public struct ApplyReport: Sendable {
     public var written = 0
     public var removed = 0
+    /// Every path written into or removed from the data directory (the `received` event's paths).
+    public var touched: [FilePath] = []
+    /// A receive-only device's local edits that incoming changes replaced (their bytes are kept in
+    /// `refs/syncagent/kept`, in commit `keptCommit`).
+    public var replacedLocal: [FilePath] = []
+    public var keptCommit: Oid?
     /// Paths that changed on disk after the plan's baseline: left exactly as they are; the caller
     /// commits them as local changes (then they meet the peer's version like any other change).
     public var localChanges: [FilePath] = []
@@ -47,17 +53,44 @@ extension Store {
         var report = ApplyReport()
         guard !changes.isEmpty else { return report }
         let index = try repo.index()
+        var changes = changes
+        if !policy.rules.isEmpty {
+            // Paths this device does not keep on disk: the index (and so `main`) follows the merge,
+            // the data directory is not touched.
+            for change in changes where !policy.materializes(change.path) {
+                if let new = change.new { try index.add(change.path, blob: new.oid, mode: new.mode) }
+                else { try index.remove(change.path) }
+            }
+            changes = changes.filter { policy.materializes($0.path) }
+        }
+        // A receive-only device: an incoming change takes a locally edited path; the local bytes
+        // go into the store first.
+        var replace: Set<FilePath> = []
+        if policy.mode == .receiveOnly {
+            let edited = changes.filter { change in
+                !diskMatches(change.path, change.old, entry: index.entry(change.path)) && !diskMatches(change.path, change.new, entry: nil)
+            }.map(\.path)
+            if !edited.isEmpty {
+                report.keptCommit = try keepLocalBytes(edited, why: "local edits replaced by incoming changes")
+                report.replacedLocal = edited
+                replace = Set(edited)
+                var held = loadHeld()
+                for path in edited { held[path] = nil }
+                saveHeld(held)
+            }
+        }
         var unapplied = loadUnapplied()
         // Removals first, deepest first, so a directory can become a file and a file a directory.
         let removals = changes.filter { $0.new == nil }.sorted { $1.path.bytes.lexicographicallyPrecedes($0.path.bytes) }
         for change in removals {
             let entry = index.entry(change.path)
-            if !diskMatches(change.path, change.old, entry: entry) && !diskMatches(change.path, nil, entry: nil) {
+            if !replace.contains(change.path) && !diskMatches(change.path, change.old, entry: entry) && !diskMatches(change.path, nil, entry: nil) {
                 report.localChanges.append(change.path)
             } else {
                 do {
                     try Files.remove(data.pushing(change.path))
                     report.removed += 1
+                    report.touched.append(change.path)
                     unapplied[change.path] = nil
                     pruneEmptyParents(of: change.path)
                 } catch {
@@ -78,7 +111,7 @@ extension Store {
             }
             let unappliedOld = unapplied[change.path].map { $0 == Self.absent ? nil : $0 }
             let untouchedSinceFailure = unappliedOld.map { diskMatches(change.path, $0, entry: nil) } ?? false
-            guard diskMatches(change.path, change.old, entry: entry) || untouchedSinceFailure else {
+            guard replace.contains(change.path) || diskMatches(change.path, change.old, entry: entry) || untouchedSinceFailure else {
                 report.localChanges.append(change.path)
                 try index.add(change.path, blob: new.oid, mode: new.mode)
                 continue
@@ -93,6 +126,7 @@ extension Store {
             }
             try stage(index, change.path, new)
             report.written += 1
+            report.touched.append(change.path)
             unapplied[change.path] = nil
         }
         try index.write()

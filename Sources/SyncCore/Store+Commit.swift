@@ -12,13 +12,21 @@ public struct CommitOutcome: Sendable {
     public var retry: Set<FilePath>
     /// Special files (FIFOs, sockets, devices) seen for the first time and skipped.
     public var skipped: [(path: FilePath, kind: FileStat.Kind)]
+    /// Changes the rules keep back that were not held before (`syncagent held`).
+    public var newlyHeld: [HeldChange] = []
 }
 
 extension Store {
     /// Commits the current on-disk state of exactly these paths (relative to the data directory).
     /// Costs O(paths): only their index entries are updated; the tree cache covers the rest.
-    /// - Parameter reason: put first in the message (e.g. which conflict a resolution settles).
-    public func commit(paths: Set<FilePath>, now: Date = Date(), reason: String? = nil) throws(GitError) -> CommitOutcome {
+    /// Paths the rules keep local (`never`, or not this device's under `devices`) are left alone;
+    /// changes the rules hold back (`manual`, over `max_bytes`, any change on a receive-only device)
+    /// are kept in the store and listed as held instead of committed, unless `send` lists them.
+    /// - Parameters:
+    ///   - reason: put first in the message (e.g. which conflict a resolution settles).
+    ///   - send: held paths to commit anyway (`syncagent send`).
+    public func commit(paths: Set<FilePath>, now: Date = Date(), reason: String? = nil,
+                       send: Set<FilePath> = []) throws(GitError) -> CommitOutcome {
         let index = try repo.index()
         try index.read()
         var changes: [(path: FilePath, before: Oid?, after: Oid?)] = []
@@ -41,16 +49,30 @@ extension Store {
 
         let unapplied = loadUnapplied()
         var unappliedTouched = false
+        var heldList = loadHeld()
+        var newlyHeld: [HeldChange] = []
         // Parents sort before their children, so a directory replaced by a file (or the reverse)
         // is cleared before the new entries go in.
         for path in paths.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
             guard !path.isEmpty, !PathRules.isIgnored(path: path) else { continue }
+            guard policy.materializes(path) else { continue }  // this device's own, or not its to hold
+            let stat = (try? FileStat.of(data.pushing(path))) ?? nil
+            if !send.contains(path), let why = policy.holdReason(path, size: stat?.isStorable == true ? stat?.size : nil) {
+                let entry = index.entry(path)
+                if diskMatches(path, entry.map { ConflictSide(oid: $0.oid, mode: $0.mode) }, entry: entry) {
+                    heldList[path] = nil  // back to what the store has: nothing to hold
+                } else if let change = hold(path, stat: stat, reason: why), heldList[path] != change {
+                    if heldList[path]?.reason != why { newlyHeld.append(change) }
+                    heldList[path] = change
+                }
+                continue
+            }
+            heldList[path] = nil
             if unapplied[path] != nil {
                 // A merge could not write it here: its old state is not a change of this device's.
                 if isUnappliedAndUntouched(path, unapplied: unapplied) { continue }
                 unappliedTouched = true
             }
-            let stat = (try? FileStat.of(data.pushing(path))) ?? nil
             guard let stat else {
                 try unstage(path)
                 try unstageDirectory(path)
@@ -105,13 +127,14 @@ extension Store {
             for path in paths where rest[path] != nil && !isUnappliedAndUntouched(path, unapplied: unapplied) { rest[path] = nil }
             saveUnapplied(rest)
         }
+        saveHeld(heldList)
         let tree = try index.writeTree()
         let parent = try repo.headCommit()
         let parentTree = try parent.map { id throws(GitError) in try repo.commit(id).tree }
         // Nothing changed, or nothing to store yet: empty batches make no commit.
         guard tree != parentTree, parent != nil || index.count > 0 else {
             try index.write()
-            return CommitOutcome(commit: nil, summary: ChangeSummary(), retry: retry, skipped: skipped)
+            return CommitOutcome(commit: nil, summary: ChangeSummary(), retry: retry, skipped: skipped, newlyHeld: newlyHeld)
         }
         let summary = ChangeSummary(changes: changes)
         let when = newestMtime ?? Int64(now.timeIntervalSince1970)
@@ -123,7 +146,7 @@ extension Store {
                                        updateRef: nil)
         try moveRef("refs/heads/main", to: id, expected: parent, message: "syncagent: commit")
         try index.write()
-        return CommitOutcome(commit: id, summary: summary, retry: retry, skipped: skipped)
+        return CommitOutcome(commit: id, summary: summary, retry: retry, skipped: skipped, newlyHeld: newlyHeld)
     }
 
     /// Every path that differs between the data directory and the index: a full scan, for start-up,

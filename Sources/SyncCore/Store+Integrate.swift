@@ -16,6 +16,10 @@ public struct SyncOutcome: Sendable {
     public var notes: [String] = []
     /// What writing the result into the data directory did, path by path.
     public var applied = ApplyReport()
+    /// Records open now that were not open in this device's book before (found here or by a peer).
+    public var opened: [ConflictRecord] = []
+    /// Records that were open here and are resolved now (here or by a peer).
+    public var resolved: [ConflictRecord] = []
 }
 
 /// A peer's history the agent refuses to apply, naming the paths and why.
@@ -46,10 +50,20 @@ extension Store {
     /// first; a file that changed on disk since is left as it is (see `ApplyReport.localChanges`).
     public func integrate(peer: String, now: Date = Date()) throws -> SyncOutcome {
         let theirBookTip = try repo.resolveReference(ConflictBook.peerRef(peer))
-        var book = ConflictBook.union(try ConflictBook.load(repo), try ConflictBook.load(repo, ref: ConflictBook.peerRef(peer)))
-        let outcome = try integrateMain(peer: peer, book: &book, now: Int64(now.timeIntervalSince1970))
+        let ourBook = try ConflictBook.load(repo)
+        var book = ConflictBook.union(ourBook, try ConflictBook.load(repo, ref: ConflictBook.peerRef(peer)))
+        var outcome = try integrateMain(peer: peer, book: &book, now: Int64(now.timeIntervalSince1970))
         try ConflictBook.save(repo, book, device: device, message: "\(device): conflict records from \(peer)",
                               adopt: theirBookTip.map { [$0] } ?? [])
+        let madeHere = Set(outcome.newConflicts.map(\.id))
+        for (id, record) in book.sorted(by: { $0.key < $1.key }) {
+            let wasOpen = ourBook[id]?.status == .open
+            if record.status == .open, !wasOpen { outcome.opened.append(record) }
+            // Settled here by a strategy, or elsewhere while open here.
+            if record.status == .resolved, wasOpen || (madeHere.contains(id) && ourBook[id]?.status != .resolved) {
+                outcome.resolved.append(record)
+            }
+        }
         return outcome
     }
 
@@ -70,8 +84,10 @@ extension Store {
             beginApply(target: theirs, expected: ours)
             var applied = try apply(changes)
             defer { endApply() }
+            let heldBack = splitHeldBack(&applied)
             guard !applied.localChanges.isEmpty else {
                 try moveRef("refs/heads/main", to: theirs, expected: ours, message: "syncagent: fast-forward to \(peer)")
+                applied.localChanges = heldBack
                 return SyncOutcome(action: .fastForward, head: theirs, applied: applied)
             }
             // Files changed on disk meanwhile: they go on top of the peer's commit, each one a
@@ -79,6 +95,7 @@ extension Store {
             var records: [ConflictRecord] = []
             let head = try commitKeptLocal(&applied, target: theirTree, baseTree: ourTree, parents: [theirs], expected: ours,
                                            peer: peer, theirTip: theirs, book: &book, records: &records, now: now)
+            applied.localChanges += heldBack
             return SyncOutcome(action: .merged, head: head, newConflicts: records, applied: applied)
         }
         guard let ours, let ourTree else { return SyncOutcome(action: .upToDate, head: nil) }
@@ -150,13 +167,16 @@ extension Store {
         beginApply(target: commit, expected: ours)
         defer { endApply() }
         var applied = try apply(changes)
+        let heldBack = splitHeldBack(&applied)
         if !applied.localChanges.isEmpty {
             let head = try commitKeptLocal(&applied, target: tree, baseTree: ourTree, parents: [ours, theirs], expected: ours,
                                            peer: peer, theirTip: theirs, book: &book, records: &records, now: now,
                                            message: message)
+            applied.localChanges += heldBack
             return SyncOutcome(action: .merged, head: head, newConflicts: records, notes: notes, applied: applied)
         }
         try moveRef("refs/heads/main", to: commit, expected: ours, message: "syncagent: merge \(peer)")
+        applied.localChanges = heldBack
         return SyncOutcome(action: .merged, head: commit, newConflicts: records, notes: notes, applied: applied)
     }
 
@@ -215,6 +235,19 @@ extension Store {
         applied.keptLocal = applied.localChanges
         applied.localChanges = []
         return commit
+    }
+
+    /// Local changes the rules hold back (manual, over max_bytes) that met an incoming change: they
+    /// stay on disk and held, never shared through the merge; the incoming version is in `main`
+    /// (nothing is lost either way). Returns them; `applied.localChanges` keeps the rest.
+    private func splitHeldBack(_ applied: inout ApplyReport) -> [FilePath] {
+        guard !policy.rules.isEmpty || policy.mode == .receiveOnly else { return [] }
+        let heldBack = applied.localChanges.filter { path in
+            let stat = (try? FileStat.of(data.pushing(path))) ?? nil
+            return policy.holdReason(path, size: stat?.isStorable == true ? stat?.size : nil) != nil
+        }
+        applied.localChanges.removeAll { heldBack.contains($0) }
+        return heldBack
     }
 
     /// The author email of join commits: a device name never holds a '.', so no device's own.

@@ -19,12 +19,17 @@ public final class Store {
     public var rules: [ResolverRule] = []
     /// Paths a merge could not write (`<store>/syncagent/unapplied`), once read.
     let unappliedCache = Cache<[FilePath: ConflictSide]>()
+    /// Local changes held back (`<store>/syncagent/held`), once read.
+    let heldCache = Cache<[FilePath: HeldChange]>()
+    /// The `[[rule]]`s and `mode`: what is committed, held, written.
+    public var policy: PathPolicy
 
     private init(device: String, data: FilePath, gitDir: FilePath, repo: Repository) {
         self.device = device
         self.data = data
         self.gitDir = gitDir
         self.repo = repo
+        policy = PathPolicy(device: device)
     }
 
     /// Sizes libgit2's caches for this process from `[store]` (see `StoreMemorySettings`). Call it

@@ -14,7 +14,7 @@ struct SyncAgentCommand: AsyncParsableCommand {
             else $XDG_CONFIG_HOME/syncagent/config.toml.
             """,
         version: "syncagent \(SyncAgentVersion.string)",
-        subcommands: [RunCommand.self, InitCommand.self, StatusCommand.self, SyncCommand.self, SendCommand.self, ConflictsCommand.self, ShowCommand.self, ResolveCommand.self]
+        subcommands: [RunCommand.self, InitCommand.self, StatusCommand.self, SyncCommand.self, SendCommand.self, HeldCommand.self, RevertCommand.self, EventsCommand.self, ConflictsCommand.self, ShowCommand.self, ResolveCommand.self]
     )
 }
 
@@ -31,7 +31,9 @@ struct ConfigOption: ParsableArguments {
         let cwd = FilePath(FileManager.default.currentDirectoryPath)
         let env = ProcessInfo.processInfo.environment
         let file = try ConfigLocator.locate(explicit: config, environment: env, currentDirectory: cwd)
-        return try Config.load(file: file, environment: env)
+        let loaded = try Config.load(file: file, environment: env)
+        for warning in loaded.warnings { FileHandle.standardError.write(Data("warning: \(warning)\n".utf8)) }
+        return loaded
     }
 }
 

@@ -19,6 +19,18 @@ public struct Config: Sendable, Equatable {
     /// When a batch of deletions is held for confirmation.
     public var safety: SafetySettings = SafetySettings()
     public var memory: StoreMemorySettings = StoreMemorySettings()
+    /// `[[rule]]`: per-path policy, first match wins.
+    public var rules: [SyncRule] = []
+    /// `[[hook]]`: commands run for chosen events.
+    public var hooks: [HookConfig] = []
+    /// `mode`: send-receive (default) or receive-only.
+    public var mode: DeviceMode = .sendReceive
+    /// What is legal but most likely a mistake (a glob that can never match, an unknown device):
+    /// shown at every start, never silent.
+    public var warnings: [ConfigError] = []
+
+    /// The rules as the store applies them.
+    public var policy: PathPolicy { PathPolicy(device: device, rules: rules, mode: mode) }
 
     public init(
         file: FilePath, device: String, data: FilePath, state: FilePath,
@@ -93,6 +105,25 @@ public struct StoreMemorySettings: Sendable, Equatable {
         self.cacheMB = cacheMB
         self.packWindowMB = packWindowMB
     }
+}
+
+/// One `[[hook]]`: a command run for chosen event types, with the event as one JSON line on stdin.
+public struct HookConfig: Sendable, Equatable {
+    public var events: [String]
+    public var command: [String]
+    public var timeoutSeconds: Int = 10
+
+    public init(events: [String], command: [String], timeoutSeconds: Int = 10) {
+        self.events = events
+        self.command = command
+        self.timeoutSeconds = timeoutSeconds
+    }
+}
+
+/// The event types `[[hook]] events` may name (SPEC "Events").
+public enum EventTypes {
+    public static let all = ["committed", "received", "conflict-opened", "conflict-resolved", "peer-reachable",
+                             "peer-unreachable", "held", "problem", "started", "stopped"]
 }
 
 public struct SafetySettings: Sendable, Equatable {
@@ -196,6 +227,11 @@ private enum Rule {
         "one of manual, newest, keep:<device>, both, union, json, command (a device name is letters, digits, '-' and '_'), e.g. strategy = \"newest\""
     static let command =
         "a non-empty array of strings, e.g. command = [\"merge-tool\", \"{base}\", \"{ours}\", \"{theirs}\", \"{out}\"]"
+    static let sync = "one of auto, manual, never, e.g. sync = \"manual\""
+    static let devices = "a non-empty array of device names (letters, digits, '-' and '_'), e.g. devices = [\"phone\", \"tablet\"]"
+    static let mode = "one of send-receive, receive-only, e.g. mode = \"receive-only\""
+    static let events = "a non-empty array of event types (\(EventTypes.all.joined(separator: ", "))), e.g. events = [\"received\"]"
+    static let hookCommand = "a non-empty array of strings: the program and its arguments, e.g. command = [\"/usr/local/bin/reload-ui\"]"
 }
 
 /// A table of the document, where it sits, and the keys it may hold.
@@ -223,7 +259,8 @@ private struct ConfigParser {
     let lines: KeyLines
 
     /// How the tables of the top level are written, for messages.
-    private static let tableForms = ["watch": "[watch]", "peer": "[[peer]]", "resolver": "[[resolver]]", "safety": "[safety]", "store": "[store]"]
+    private static let tableForms = ["watch": "[watch]", "peer": "[[peer]]", "resolver": "[[resolver]]", "safety": "[safety]", "store": "[store]",
+                                     "rule": "[[rule]]", "hook": "[[hook]]"]
 
     init(text: String, file: FilePath, environment: [String: String]) throws {
         do {
@@ -238,7 +275,7 @@ private struct ConfigParser {
 
     func parse() throws -> Config {
         let top = Section(
-            table: root, path: [], title: nil, keys: ["device", "data", "state", "watch", "peer", "resolver", "safety", "store"])
+            table: root, path: [], title: nil, keys: ["device", "data", "state", "mode", "watch", "peer", "resolver", "rule", "hook", "safety", "store"])
         try checkKeys(top)
         let device = try required("device", in: top, rule: Rule.device) { Config.isValidName($0) ? $0 : nil }
         let data = try directory(required("data", in: top, rule: Rule.data) { $0.isEmpty ? nil : $0 }, key: "data")
@@ -252,6 +289,11 @@ private struct ConfigParser {
             watch: watch, peers: peers, resolvers: resolvers)
         config.safety = try safetySettings(in: top)
         config.memory = try storeSettings(in: top)
+        config.mode = try string("mode", in: top, rule: Rule.mode) { DeviceMode(rawValue: $0) } ?? .sendReceive
+        var warnings: [ConfigError] = []
+        config.rules = try syncRules(in: top, device: device, peers: peers, warnings: &warnings)
+        config.hooks = try hooks(in: top)
+        config.warnings = warnings
         try checkApart(data: config.data, state: config.state)
         return config
     }
@@ -324,6 +366,53 @@ private struct ConfigParser {
                            "is only used with strategy = \"command\"; remove it or set strategy = \"command\"")
             }
             return ResolverRule(path: path, strategy: strategy, command: command)
+        }
+    }
+
+    private func syncRules(in top: Section, device: String, peers: [PeerConfig],
+                           warnings: inout [ConfigError]) throws -> [SyncRule] {
+        let known = Set([device] + peers.map(\.name))
+        return try tables("rule", in: top, keys: ["path", "sync", "max_bytes", "devices"]).map { rule in
+            let path = try required("path", in: rule, rule: Rule.glob) { $0.isEmpty ? nil : $0 }
+            if let why = Glob.neverMatches(path) {
+                warnings.append(fail(rule.path + ["path"], key: "rule.path", "'\(path)' can never match: it \(why)"))
+            }
+            let sync = try string("sync", in: rule, rule: Rule.sync) { SyncMode(rawValue: $0) } ?? .auto
+            let maxBytes = try int("max_bytes", in: rule, unit: "bytes", 0...Int.max)
+            if maxBytes != nil, sync != .auto {
+                throw fail(rule.path + ["max_bytes"], key: "rule.max_bytes",
+                           "is only used with sync = \"auto\" (this rule has sync = \"\(sync.rawValue)\"); remove it or set sync = \"auto\"")
+            }
+            let devices = try stringArray("devices", in: rule, rule: Rule.devices)
+            if let devices {
+                if let bad = devices.first(where: { !Config.isValidName($0) }) {
+                    throw fail(rule.path + ["devices"], key: "rule.devices", "'\(bad)' is not a device name; must be \(Rule.devices)")
+                }
+                if !peers.isEmpty {
+                    for name in devices where !known.contains(name) {
+                        warnings.append(fail(rule.path + ["devices"], key: "rule.devices",
+                                             "'\(name)' is neither this device (\(device)) nor one of its peers (\(peers.map(\.name).joined(separator: ", "))); check the spelling"))
+                    }
+                }
+            }
+            return SyncRule(path: path, sync: sync, maxBytes: maxBytes.map(Int64.init), devices: devices)
+        }
+    }
+
+    private func hooks(in top: Section) throws -> [HookConfig] {
+        try tables("hook", in: top, keys: ["events", "command", "timeout_seconds"]).map { hook in
+            guard let events = try stringArray("events", in: hook, rule: Rule.events) else {
+                throw fail(hook.path, key: nil, "missing required key 'events' in [[hook]] (\(Rule.events))")
+            }
+            if let bad = events.first(where: { !EventTypes.all.contains($0) }) {
+                throw fail(hook.path + ["events"], key: "hook.events", "'\(bad)' is not an event type; must be \(Rule.events)")
+            }
+            guard let command = try stringArray("command", in: hook, rule: Rule.hookCommand) else {
+                throw fail(hook.path, key: nil, "missing required key 'command' in [[hook]] (\(Rule.hookCommand))")
+            }
+            var config = HookConfig(events: events, command: command)
+            config.timeoutSeconds = try int("timeout_seconds", in: hook, unit: "seconds", 1...3600) ?? config.timeoutSeconds
+            return config
         }
     }
 

@@ -26,20 +26,3 @@ public protocol ConflictResolver: Sendable {
     ///   - versions: each device's bytes, nil for a deletion.
     func resolve(_ record: ConflictRecord, base: [UInt8]?, versions: [String: [UInt8]?]) -> ResolverDecision?
 }
-
-/// Resolver path globs: a pattern with a '/' matches the whole relative path, one without matches
-/// the file name at any depth ("*.json" matches "settings/app.json").
-enum Glob {
-    static func matches(_ pattern: String, path: String) -> Bool {
-        matches(pattern, pathBytes: Array(path.utf8))
-    }
-
-    /// Matches the path's own bytes (a name that is not UTF-8 still matches `*.json`).
-    static func matches(_ pattern: String, pathBytes: [UInt8]) -> Bool {
-        let subject = pattern.contains("/") ? pathBytes
-            : Array(pathBytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).last ?? [])
-        return (subject + [0]).withUnsafeBufferPointer { buf in
-            buf.withMemoryRebound(to: CChar.self) { fnmatch(pattern, $0.baseAddress!, pattern.contains("/") ? FNM_PATHNAME : 0) == 0 }
-        }
-    }
-}
