@@ -108,7 +108,7 @@ printf '{"brightness": 9, "units": "km", "alarm": "7:00"}\n' | put phone prefs.s
 printf '{"brightness": 5, "units": "miles", "alarm": "6:30"}\n' | put watch prefs.settings.json $((now - 1))
 "$SYNCAGENT" sync --config "$T/phone/syncagent.toml" >/dev/null || fail "phone commit failed"
 # The watch runs the embedding program: it detects the conflict and its resolver merges the fields.
-"$SETTINGS_AGENT" --config "$T/watch/syncagent.toml" 2>"$T/settings-agent.log" &
+"$SETTINGS_AGENT" --config "$T/watch/syncagent.toml" >"$T/settings-agent.out" 2>"$T/settings-agent.log" &
 SA_PID=$!
 track_pid $SA_PID
 poll_until python3 - "$W/prefs.settings.json" <<'PY' || fail "settings-agent did not merge field by field: $(cat "$W/prefs.settings.json"); log: $(tail -5 "$T/settings-agent.log")"
@@ -118,4 +118,6 @@ sys.exit(0 if d == {"brightness": 9, "units": "miles", "alarm": "6:30"} else 1)
 PY
 poll_until record_status_is watch prefs.settings.json resolved || fail "the sample's resolution is not recorded"
 assert_eq settings-fields "$(conflict_field watch prefs.settings.json resolution strategy)" "sample resolver name"
+# The sample also listens to the agent's events (AgentService.events()), as an app's UI would.
+wait_until grep -q "settings reloaded: prefs.settings.json (from phone" "$T/settings-agent.out"
 kill -TERM $SA_PID; wait $SA_PID || fail "settings-agent did not exit 0 on SIGTERM"

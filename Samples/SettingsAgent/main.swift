@@ -3,7 +3,9 @@
 //
 //   settings-agent --config phone.toml
 //
-// Everything else behaves like `syncagent run`.
+// Everything else behaves like `syncagent run`. It also listens to the agent's events, as an app
+// updating its UI would: "settings reloaded: PATH" on stdout each time a peer's change to a settings
+// file lands in the data directory.
 import Agent
 import Foundation
 import Logging
@@ -48,6 +50,15 @@ struct SettingsAgent {
         do {
             let config = try Config.load(file: FilePath(args[i + 1]))
             let agent = try await AgentService.prepare(config: config, logger: logger, resolvers: [SettingsResolver()])
+            let events = agent.events()
+            Task {
+                for await event in events where event.type == "received" {
+                    for path in event.paths ?? [] where path.hasSuffix(".settings.json") {
+                        let line = "settings reloaded: \(path) (from \(event.peer ?? "?"), event \(event.seq ?? 0))\n"
+                        FileHandle.standardOutput.write(Data(line.utf8))
+                    }
+                }
+            }
             let group = ServiceGroup(configuration: .init(services: [.init(service: agent)],
                                                           gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()

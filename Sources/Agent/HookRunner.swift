@@ -38,62 +38,17 @@ final class HookRunner: Sendable {
 
     private func run(_ event: AgentEvent) {
         let name = hook.command[0]
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = hook.command
-        let stdin = Pipe(), stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = stderr
-        do {
-            try process.run()
-        } catch {
-            logger.error("hook \(name) could not start for event \(event.seq ?? 0) (\(event.type)): \(error); check [[hook]] command in the config")
-            return
+        let what = "event \(event.seq ?? 0) (\(event.type))"
+        switch HookProcess.run(hook.command, stdin: event.jsonLine + [UInt8(ascii: "\n")], timeoutSeconds: hook.timeoutSeconds) {
+        case .exited(0, _):
+            break
+        case .exited(let status, let stderr):
+            let said = stderr.trimmingCharacters(in: .whitespacesAndNewlines)
+            logger.warning("hook \(name) exited \(status) for \(what)\(said.isEmpty ? "" : ": \(said)")")
+        case .timedOut:
+            logger.warning("hook \(name) did not finish within \(hook.timeoutSeconds) s for \(what); it was stopped (with what it started). Raise timeout_seconds in [[hook]] or make the hook faster")
+        case .cannotStart(let why):
+            logger.error("hook \(name) could not start for \(what): \(why); check [[hook]] command in the config")
         }
-        // The event line, then EOF; a hook that does not read stdin must not block us.
-        let line = Data(event.jsonLine + [UInt8(ascii: "\n")])
-        let writer = stdin.fileHandleForWriting
-        DispatchQueue.global().async {
-            try? writer.write(contentsOf: line)
-            try? writer.close()
-        }
-        let errors = ErrorTail()
-        let reader = stderr.fileHandleForReading
-        reader.readabilityHandler = { handle in errors.add(handle.availableData) }
-        let deadline = Date(timeIntervalSinceNow: TimeInterval(hook.timeoutSeconds))
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning {
-            process.terminate()
-            let grace = Date(timeIntervalSinceNow: 2)
-            while process.isRunning && Date() < grace { usleep(10_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-            reader.readabilityHandler = nil
-            logger.warning("hook \(name) did not finish within \(hook.timeoutSeconds) s for event \(event.seq ?? 0) (\(event.type)); it was stopped. Raise timeout_seconds or make the hook faster")
-            return
-        }
-        process.waitUntilExit()
-        reader.readabilityHandler = nil
-        if process.terminationStatus != 0 {
-            logger.warning("hook \(name) exited \(process.terminationStatus) for event \(event.seq ?? 0) (\(event.type)): \(errors.text)")
-        }
-    }
-}
-
-/// The last 2 KB a hook wrote to stderr.
-private final class ErrorTail: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-    func add(_ more: Data) {
-        lock.lock()
-        data.append(more)
-        if data.count > 2048 { data = data.suffix(2048) }
-        lock.unlock()
-    }
-    var text: String {
-        lock.lock()
-        defer { lock.unlock() }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

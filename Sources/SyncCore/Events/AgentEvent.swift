@@ -95,10 +95,31 @@ public struct AgentEvent: Codable, Sendable, Equatable {
         return e
     }
 
-    /// One JSON line (no newline).
+    /// One JSON line (no newline), keys in a fixed order: seq, time, type, then the type's fields.
     public var jsonLine: [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.withoutEscapingSlashes]
-        return Array((try? encoder.encode(self)) ?? Data())
+        var parts: [String] = []
+        func add<V: Encodable>(_ key: String, _ value: V?) {
+            guard let value, let data = try? encoder.encode(value) else { return }
+            parts.append("\"\(key)\":" + String(decoding: data, as: UTF8.self))
+        }
+        add("seq", seq)
+        add("time", time)
+        add("type", type)
+        add("commit", commit)
+        add("peer", peer)
+        add("id", id)
+        add("path", path)
+        add("reason", reason)
+        add("strategy", strategy)
+        add("by", by)
+        add("count", count)
+        add("paths", paths)
+        add("error", error)
+        add("message", message)
+        add("since", since)
+        add("oldest", oldest)
+        return Array(("{" + parts.joined(separator: ",") + "}").utf8)
     }
 }

@@ -1,0 +1,93 @@
+import Glibc
+
+/// Runs one hook command in a process group of its own: the event on stdin, stdout discarded, the
+/// tail of stderr kept. At the timeout the whole group (the command and anything it started) gets
+/// SIGTERM, then SIGKILL two seconds later. Blocking: call it on a thread of its own.
+enum HookProcess {
+    enum Outcome: Equatable {
+        case exited(status: Int32, stderr: String)
+        case timedOut
+        case cannotStart(String)
+    }
+
+    static func run(_ argv: [String], stdin: [UInt8], timeoutSeconds: Int) -> Outcome {
+        var input: [Int32] = [0, 0], errors: [Int32] = [0, 0]
+        guard pipe(&input) == 0 else { return .cannotStart("pipe: \(String(cString: strerror(errno)))") }
+        guard pipe(&errors) == 0 else {
+            close(input[0]); close(input[1])
+            return .cannotStart("pipe: \(String(cString: strerror(errno)))")
+        }
+        for fd in input + errors { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, errors[1], 2)
+        var attr = posix_spawnattr_t()
+        posix_spawnattr_init(&attr)
+        defer { posix_spawnattr_destroy(&attr) }
+        // Its own process group (so a timeout stops all of it), default signals (the agent ignores
+        // SIGPIPE; a hook should not inherit that), nothing blocked.
+        var defaults = sigset_t(), none = sigset_t()
+        sigemptyset(&defaults); sigaddset(&defaults, SIGPIPE); sigaddset(&defaults, SIGTERM); sigaddset(&defaults, SIGINT)
+        sigemptyset(&none)
+        posix_spawnattr_setsigdefault(&attr, &defaults)
+        posix_spawnattr_setsigmask(&attr, &none)
+        posix_spawnattr_setpgroup(&attr, 0)
+        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        var pid: pid_t = 0
+        let cArgs = argv.map { strdup($0) } + [nil]
+        defer { for a in cArgs { free(a) } }
+        let rc = posix_spawnp(&pid, argv[0], &actions, &attr, cArgs, environ)
+        close(input[0]); close(errors[1])
+        guard rc == 0 else {
+            close(input[1]); close(errors[0])
+            return .cannotStart(String(cString: strerror(rc)))
+        }
+        // The event, then EOF; a hook that does not read it must not block us.
+        _ = fcntl(input[1], F_SETFL, fcntl(input[1], F_GETFL) | O_NONBLOCK)
+        _ = stdin.withUnsafeBytes { write(input[1], $0.baseAddress, $0.count) }
+        close(input[1])
+        _ = fcntl(errors[0], F_SETFL, fcntl(errors[0], F_GETFL) | O_NONBLOCK)
+        defer { close(errors[0]) }
+        var tail: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        func drain() {
+            while true {
+                let n = read(errors[0], &buffer, buffer.count)
+                guard n > 0 else { return }
+                tail += buffer[0..<n]
+                if tail.count > 2048 { tail.removeFirst(tail.count - 2048) }
+            }
+        }
+        var status: Int32 = 0
+        let deadline = monotonicSeconds() + Double(timeoutSeconds)
+        while true {
+            drain()
+            let done = waitpid(pid, &status, WNOHANG)
+            if done == pid { break }
+            if done < 0 && errno != EINTR { break }
+            if monotonicSeconds() >= deadline {
+                kill(-pid, SIGTERM)
+                let grace = monotonicSeconds() + 2
+                while waitpid(pid, &status, WNOHANG) == 0 {
+                    if monotonicSeconds() >= grace { kill(-pid, SIGKILL); _ = waitpid(pid, &status, 0); break }
+                    usleep(10_000)
+                }
+                kill(-pid, SIGKILL)  // whatever it started is stopped too
+                return .timedOut
+            }
+            usleep(10_000)
+        }
+        drain()
+        let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return .exited(status: exit, stderr: String(decoding: tail, as: UTF8.self))
+    }
+
+    private static func monotonicSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}
