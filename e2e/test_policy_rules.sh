@@ -109,7 +109,7 @@ assert_eq "phone's held draft" "$(cat "$P/drafts/e.txt")" "the phone's disk keep
 held_is phone drafts/e.txt manual || fail "the phone's held drafts/e.txt is no longer listed as held"
 kept=$(git hash-object "$T/held")
 on phone g cat-file -e "$kept" || fail "the held bytes are not in the phone's store"
-on phone g log --format=%B refs/syncagent/kept | grep -q "$kept" || fail "refs/syncagent/kept does not name the held bytes"
+assert_contains "$(on phone g log --format=%B refs/syncagent/kept)" "$kept" "refs/syncagent/kept does not name the held bytes"
 on watch head_blob_is drafts/e.txt "$T/theirs" || fail "the watch lost its own sent draft"
 absent watch drafts/e.txt && fail "the watch's draft vanished"
 assert_eq "watch's draft, sent" "$(cat "$W/drafts/e.txt")" "the watch keeps what it sent"

@@ -40,17 +40,32 @@ extension Store {
                 changes.append((path, old.oid, nil))
             }
         }
+        var heldList = loadHeld()
+        var newlyHeld: [HeldChange] = []
         func unstageDirectory(_ path: FilePath) throws(GitError) {
             let under = index.entries(under: path)
             guard !under.isEmpty else { return }
-            try index.removeDirectory(path)
-            changes.append(contentsOf: under.map { ($0.path, $0.oid, nil) })
+            if policy.rules.isEmpty && policy.mode == .sendReceive {
+                try index.removeDirectory(path)
+                changes.append(contentsOf: under.map { ($0.path, $0.oid, nil) })
+                return
+            }
+            // The rules still apply file by file: a path this device does not keep is not deleted
+            // by its directory's absence, and a held path's deletion is held.
+            for entry in under where policy.materializes(entry.path) {
+                if !send.contains(entry.path), let why = policy.holdReason(entry.path, size: nil) {
+                    let change = HeldChange(path: entry.path, reason: why, bytes: nil, blob: nil)
+                    if heldList[entry.path]?.reason != why { newlyHeld.append(change) }
+                    heldList[entry.path] = change
+                    continue
+                }
+                try index.remove(entry.path)
+                changes.append((entry.path, entry.oid, nil))
+            }
         }
 
         let unapplied = loadUnapplied()
         var unappliedTouched = false
-        var heldList = loadHeld()
-        var newlyHeld: [HeldChange] = []
         // Parents sort before their children, so a directory replaced by a file (or the reverse)
         // is cleared before the new entries go in.
         for path in paths.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {

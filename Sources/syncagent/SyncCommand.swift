@@ -96,7 +96,7 @@ struct HeldCommand: AsyncParsableCommand {
         let list = try OneShot.held(config: config)
         if json {
             let encoder = JSONEncoder()
-            encoder.outputFormatting = [.withoutEscapingSlashes]
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             print(String(decoding: try encoder.encode(list), as: UTF8.self))
             return
         }
