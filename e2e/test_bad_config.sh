@@ -109,6 +109,61 @@ state = "$T/state-peer-without-url"
 name = "watch"
 EOF2
 
+# [[rule]] and [[hook]] (issue 8): a bad sync value, max_bytes without auto, a hook for an event type
+# that does not exist, a mode nobody knows
+expect_refused rule-sync 7 rule.sync "auto, manual, never" <<EOF2
+device = "phone"
+data = "$T/data"
+state = "$T/state-rule-sync"
+
+[[rule]]
+path = "drafts/**"
+sync = "sometimes"
+EOF2
+expect_refused rule-max-bytes 8 rule.max_bytes 'only used with sync' <<EOF2
+device = "phone"
+data = "$T/data"
+state = "$T/state-rule-max-bytes"
+
+[[rule]]
+path = "drafts/**"
+sync = "manual"
+max_bytes = 10
+EOF2
+expect_refused hook-event 6 hook.events "conflict-opened" <<EOF2
+device = "phone"
+data = "$T/data"
+state = "$T/state-hook-event"
+
+[[hook]]
+events = ["recieved"]
+command = ["true"]
+EOF2
+expect_refused mode 4 mode "receive-only" <<EOF2
+device = "phone"
+data = "$T/data"
+state = "$T/state-mode"
+mode = "read-only"
+EOF2
+
+# what is legal but surely a mistake is a warning with file:line:key, and the agent still starts
+cat >"$T/warn.toml" <<EOF2
+device = "phone"
+data = "$T/data"
+state = "$T/state-warn"
+
+[[peer]]
+name = "watch"
+url = "$T/nowhere.git"
+
+[[rule]]
+path = "/photos/**"
+devices = ["phone", "tablte"]
+EOF2
+"$SYNCAGENT" status --config "$T/warn.toml" >"$T/warn.out" 2>"$T/warn.err" || true
+assert_contains "$(cat "$T/warn.err")" "warning: $T/warn.toml:10: rule.path: '/photos/**' can never match"
+assert_contains "$(cat "$T/warn.err")" "warning: $T/warn.toml:11: rule.devices: 'tablte' is neither this device (phone) nor one of its peers (watch)"
+
 # a config that init wrote and a user then broke: refused, and nothing of the data is committed
 init_agent edited
 printf 'must wait for a good config\n' >"$DATA/waiting.txt"

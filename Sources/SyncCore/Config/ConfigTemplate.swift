@@ -21,6 +21,10 @@ public enum ConfigTemplate {
             # Default: $XDG_STATE_HOME/syncagent/<device>, with XDG_STATE_HOME defaulting to ~/.local/state.
             \(stateLine)
 
+            # send-receive (default), or receive-only: apply peers' changes, never commit or send local
+            # edits (`syncagent revert` puts the store's version back).
+            # mode = "send-receive"
+
             [watch]
             # Quiet period before a commit, in milliseconds (0 to 600000).
             # debounce_ms = \(defaults.debounceMs)
@@ -44,6 +48,26 @@ public enum ConfigTemplate {
             # path = "*.ods"
             # strategy = "command"
             # command = ["merge-tool", "{base}", "{ours}", "{theirs}", "{out}"]
+
+            # Per-path policy, each a [[rule]] table: the first whose path matches wins; no match: auto, every device.
+            #   path: a glob ("*.json", "photos/**", "drafts/")
+            #   sync: auto | manual (held until `syncagent send`) | never (local to this device)
+            #   max_bytes: auto only; a larger file is held as if manual
+            #   devices: only these devices write matching paths into their data directory
+            # [[rule]]
+            # path = "cache/**"
+            # sync = "never"
+            #
+            # [[rule]]
+            # path = "photos/**"
+            # max_bytes = 10485760
+            # devices = ["phone", "tablet"]
+
+            # Commands run for chosen events (`syncagent events` lists the types), the event as JSON on stdin.
+            # [[hook]]
+            # events = ["received"]
+            # command = ["/usr/local/bin/reload-ui"]
+            # timeout_seconds = 10
 
             # Memory libgit2 may keep for the store (its own defaults suit a server, not a watch).
             # [store]
