@@ -40,7 +40,10 @@ enum StatusReporter {
             if let error = peer.lastError { lines.append("          last error: \(error)") }
         }
         lines.append("conflicts: \(r.conflicts.open) open")
-        if r.held > 0 { lines.append("held:     \(r.held) deletion\(r.held == 1 ? "" : "s") (confirm with `syncagent send --deletes`)") }
+        if r.mode != "send-receive" {
+            lines.append("mode:     \(r.mode), \(r.localChanges) local change\(r.localChanges == 1 ? "" : "s") (never sent; `syncagent revert` undoes them)")
+        }
+        if r.held > 0 { lines.append("held:     \(r.held) change\(r.held == 1 ? "" : "s") kept back (`syncagent held` lists them, `syncagent send` shares them)") }
         for problem in r.problems { lines.append("problem:  \(problem)") }
         return lines.joined(separator: "\n")
     }

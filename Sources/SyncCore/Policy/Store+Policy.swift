@@ -149,9 +149,10 @@ extension Store {
     private var materializedFile: FilePath { gitDir.appending("syncagent").appending("materialize-rules.json") }
 
     /// At start-up, when the rules that decide what the data directory holds changed since the last
-    /// run: writes the files this device now keeps (a device added to a `devices` list) and takes out
-    /// the ones it no longer keeps (only when the disk holds exactly the store's version; the store
-    /// keeps them either way). Returns what it did.
+    /// run: writes the files this device now keeps (a device added to a `devices` list, a `never`
+    /// rule dropped) and takes out the ones a `devices` list no longer gives it (only when the disk
+    /// holds exactly the store's version; the store keeps them either way). A new `never` rule
+    /// leaves the files as they are: they become the device's own. Returns what it did.
     public func followRules() throws -> (written: Int, removed: Int, leftAlone: [FilePath]) {
         let key = policy.materializeKey
         let encoder = JSONEncoder()
@@ -164,8 +165,9 @@ extension Store {
             try? Files.remove(materializedFile)
             try? Files.create(materializedFile, bytes: current, executable: false)
         }
-        guard let previousBytes, let head = try head() else { return (0, 0, []) }  // first run: nothing was materialized
-        let previousRules = (try? JSONDecoder().decode([SyncRule].self, from: Data(previousBytes))) ?? []
+        guard let head = try head() else { return (0, 0, []) }  // a new store: nothing was written yet
+        // No record yet (a store from before rules existed): everything was written.
+        let previousRules = previousBytes.flatMap { try? JSONDecoder().decode([SyncRule].self, from: Data($0)) } ?? []
         let before = PathPolicy(device: device, rules: previousRules)
         var additions: [TreeChange] = []
         var removed = 0
@@ -179,6 +181,8 @@ extension Store {
                 if try FileStat.of(data.pushing(file.path)) == nil {
                     additions.append(TreeChange(path: file.path, old: nil, new: side))
                 }
+            } else if policy.rule(for: file.path)?.sync == .never {
+                continue  // `never` makes the file this device's own: it stays as it is
             } else if diskMatches(file.path, side, entry: index.entry(file.path)) {
                 // Out of the data directory only: the index (and so `main`) keeps it.
                 if (try? Files.remove(data.pushing(file.path))) != nil {
