@@ -39,7 +39,7 @@ final class HookRunner: Sendable {
     private func run(_ event: AgentEvent) {
         let name = hook.command[0]
         let what = "event \(event.seq ?? 0) (\(event.type))"
-        switch HookProcess.run(hook.command, stdin: event.jsonLine + [UInt8(ascii: "\n")], timeoutSeconds: hook.timeoutSeconds) {
+        switch ChildProcess.run(hook.command, stdin: event.jsonLine + [UInt8(ascii: "\n")], timeoutSeconds: hook.timeoutSeconds) {
         case .exited(0, _):
             break
         case .exited(let status, let stderr):

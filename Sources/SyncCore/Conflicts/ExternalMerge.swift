@@ -25,26 +25,16 @@ enum ExternalMerge {
             let args = command.map { arg in
                 paths.reduce(arg) { $0.replacingOccurrences(of: "{\($1.key)}", with: $1.value) }
             }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = args
-            let stderr = Pipe()
-            process.standardError = stderr
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            let deadline = ContinuousClock.now + timeout
-            while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
-            if process.isRunning {
-                process.terminate()
-                let grace = ContinuousClock.now + .seconds(2)
-                while process.isRunning && ContinuousClock.now < grace { usleep(10_000) }
-                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-                process.waitUntilExit()
+            let seconds = Int((timeout.components.seconds)) + (timeout.components.attoseconds > 0 ? 1 : 0)
+            switch ChildProcess.run(args, timeoutSeconds: max(1, seconds)) {
+            case .exited(0, _):
+                break
+            case .exited(let status, let stderr):
+                throw Failure(description: "\(command[0]) exited \(status) for \(path): \(stderr.trimmingCharacters(in: .whitespacesAndNewlines))")
+            case .timedOut:
                 throw Failure(description: "\(command[0]) did not finish within \(timeout) for \(path)")
-            }
-            let message = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            guard process.terminationStatus == 0 else {
-                throw Failure(description: "\(command[0]) exited \(process.terminationStatus) for \(path): \(message)")
+            case .cannotStart(let why):
+                throw Failure(description: "cannot run \(command[0]) for \(path): \(why)")
             }
             guard let out = FileManager.default.contents(atPath: paths["out"]!) else {
                 throw Failure(description: "\(command[0]) exited 0 but wrote no {out} for \(path)")

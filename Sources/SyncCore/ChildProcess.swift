@@ -1,16 +1,17 @@
 import Glibc
 
-/// Runs one hook command in a process group of its own: the event on stdin, stdout discarded, the
-/// tail of stderr kept. At the timeout the whole group (the command and anything it started) gets
-/// SIGTERM, then SIGKILL two seconds later. Blocking: call it on a thread of its own.
-enum HookProcess {
-    enum Outcome: Equatable {
+/// Runs an external program (a hook, a merge command) in a process group of its own: `stdin` fed to
+/// it, stdout discarded, the tail of stderr kept. At the timeout the whole group (the program and
+/// anything it started) gets SIGTERM, then SIGKILL two seconds later. Blocking: call it on a thread
+/// of its own (the engine's, a hook's), never on the cooperative pool.
+public enum ChildProcess {
+    public enum Outcome: Equatable, Sendable {
         case exited(status: Int32, stderr: String)
         case timedOut
         case cannotStart(String)
     }
 
-    static func run(_ argv: [String], stdin: [UInt8], timeoutSeconds: Int) -> Outcome {
+    public static func run(_ argv: [String], stdin: [UInt8] = [], timeoutSeconds: Int) -> Outcome {
         var input: [Int32] = [0, 0], errors: [Int32] = [0, 0]
         guard pipe(&input) == 0 else { return .cannotStart("pipe: \(String(cString: strerror(errno)))") }
         guard pipe(&errors) == 0 else {
