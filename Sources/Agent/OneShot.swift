@@ -18,6 +18,7 @@ public enum OneShot {
             return [SyncResult(peer: peer, error: "no peer named '\(peer)' in \(config.file)")]
         }
         let session = try Startup.openUnderLock(config: config, logger: quietLogger)
+        defer { session.events.finish() }  // every event written before the lock is let go
         await session.engine.commitStartupChanges(stopping: { false })
         let ledger = PeerLedger.load(state: config.state)
         var results: [SyncResult] = []
@@ -37,6 +38,7 @@ public enum OneShot {
             return try JSONDecoder().decode(MessageResult.self, from: Data(line))
         }
         let session = try Startup.openUnderLock(config: config, logger: quietLogger)
+        defer { session.events.finish() }  // every event written before the lock is let go
         await session.engine.commitStartupChanges(stopping: { false })
         return MessageResult(message: await session.engine.confirmDeletes(), error: nil)
     }
@@ -49,10 +51,9 @@ public enum OneShot {
             return try JSONDecoder().decode(T.self, from: Data(line))
         }
         let session = try Startup.openUnderLock(config: config, logger: quietLogger)
+        defer { session.events.finish() }  // every event written before the lock is let go
         await session.engine.commitStartupChanges(stopping: { false })
-        let result = await work(session.engine)
-        session.events.finish()
-        return result
+        return await work(session.engine)
     }
 
     /// `syncagent held`: through the running agent, else read from the store (mass deletions are

@@ -61,6 +61,7 @@ extension OneShot {
             return try JSONDecoder().decode([ResolveResult].self, from: Data(line))
         }
         let session = try Startup.openUnderLock(config: config, logger: quietLogger)
+        defer { session.events.finish() }  // every event written before the lock is let go
         return await session.engine.resolve(targets: targets, all: all, choice: choice)
     }
 }
