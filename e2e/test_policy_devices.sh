@@ -49,11 +49,24 @@ wait_until same_file phone marker.txt "$T/m"
 absent phone photos/stray.jpg || fail "the watch shared a path its rule keeps off it"
 rm -rf "$W/photos"
 
+log "25 more photos; a restart of the watch does not take the photos it lacks for a mass deletion"
+for i in $(seq 1 25); do echo "photo $i" >"$TB/photos/2026/p$i.jpg"; done
+wait_until same_file phone photos/2026/p25.jpg "$TB/photos/2026/p25.jpg"
+wait_until on watch head_has photos/2026/p25.jpg
+stop_device watch
+start_device watch
+echo "after restart" >"$T/m3"; cp "$T/m3" "$W/after-restart.txt"
+wait_until same_file phone after-restart.txt "$T/m3"
+assert_eq 0 "$(on watch status_field held)" "held on the watch after a restart"
+assert_eq "[]" "$(on watch status_field problems)" "problems on the watch after a restart"
+same_file phone photos/2026/p25.jpg "$TB/photos/2026/p25.jpg" || fail "the photos were deleted on the phone"
+
 log "the watch joins the list: the photos come in"
 stop_device watch
 rule watch '["phone", "tablet", "watch"]'
 start_device watch
 wait_until same_file watch photos/2026/beach.jpg "$T/pic"
+wait_until same_file watch photos/2026/p25.jpg "$TB/photos/2026/p25.jpg"
 log "and leaves it again: out of the data directory, still in the store"
 stop_device watch
 rule watch '["phone", "tablet"]'

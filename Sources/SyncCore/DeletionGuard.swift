@@ -57,6 +57,9 @@ extension Store {
             guard stat == nil else { continue }
             var tracked = index.entries(under: path).map(\.path).filter { unapplied[$0] == nil }
             if index.entry(path) != nil, unapplied[path] == nil { tracked.append(path) }
+            // Paths this device does not keep on disk, and deletions the rules hold anyway, are not
+            // deletions this batch would commit.
+            tracked.removeAll { !policy.materializes($0) || policy.holdReason($0, size: nil) != nil }
             if !tracked.isEmpty {
                 gone.insert(path)
                 files.formUnion(tracked)
@@ -69,6 +72,7 @@ extension Store {
     public func trackedCount() throws(GitError) -> Int {
         let index = try repo.index()
         try index.read()
-        return index.count
+        guard !policy.rules.isEmpty else { return index.count }
+        return index.entries().filter { policy.materializes($0.path) }.count
     }
 }
