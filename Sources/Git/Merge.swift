@@ -114,12 +114,50 @@ extension Repository {
 }
 
 extension Repository {
-    /// Writes the file at `absolutePath` into the object database as a blob (read from disk by
-    /// libgit2, not through Swift memory) and returns its id.
-    public func createBlob(fromFile absolutePath: FilePath) throws(GitError) -> Oid {
+    /// What `writeBlob(fromFile:)` found.
+    public enum FileBlob: Sendable, Equatable {
+        /// The file's bytes are in the object database as this blob.
+        case written(Oid)
+        /// Nothing (or no regular file) is at the path.
+        case missing
+        /// The file's size changed while it was read: read it again later.
+        case changedWhileRead
+    }
+
+    /// Writes the regular file at `absolutePath` into the object database as a blob, byte for byte:
+    /// streamed in 1 MiB pieces (memory does not grow with the file), never through a filter
+    /// (libgit2's own add-from-disk applies the data directory's .gitattributes: `text`, `eol`,
+    /// `ident`... would change what is stored).
+    public func writeBlob(fromFile absolutePath: FilePath) throws(GitError) -> FileBlob {
+        let fd = absolutePath.withPlatformString { Glibc.open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+        guard fd >= 0 else { return .missing }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return .missing }
+        let size = Int(st.st_size)
+        var odb: OpaquePointer?
+        try check(git_repository_odb(&odb, handle), "git_repository_odb")
+        defer { git_odb_free(odb) }
+        var stream: UnsafeMutablePointer<git_odb_stream>?
+        try check(git_odb_open_wstream(&stream, odb, git_object_size_t(size), GIT_OBJECT_BLOB), "git_odb_open_wstream(\(absolutePath))")
+        defer { git_odb_stream_free(stream) }
+        var buffer = [UInt8](repeating: 0, count: min(max(size, 1), 1 << 20))
+        var done = 0
+        while done < size {
+            let want = min(buffer.count, size - done)
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, want) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return .changedWhileRead }  // shorter than its size said
+            let rc = buffer.withUnsafeBytes { raw in
+                raw.baseAddress!.withMemoryRebound(to: CChar.self, capacity: n) { git_odb_stream_write(stream, $0, n) }
+            }
+            try check(rc, "git_odb_stream_write(\(absolutePath))")
+            done += n
+        }
+        var extra: UInt8 = 0
+        if read(fd, &extra, 1) > 0 { return .changedWhileRead }  // longer than its size said
         var out = git_oid()
-        let rc = absolutePath.withPlatformString { git_blob_create_from_disk(&out, handle, $0) }
-        try check(rc, "git_blob_create_from_disk(\(absolutePath))")
-        return Oid(out)
+        try check(git_odb_stream_finalize_write(&out, stream), "git_odb_stream_finalize_write(\(absolutePath))")
+        return .written(Oid(out))
     }
 }

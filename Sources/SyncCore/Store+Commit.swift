@@ -66,6 +66,8 @@ extension Store {
 
         let unapplied = loadUnapplied()
         var unappliedTouched = false
+        // Many files at once (a start-up commit, a bulk copy): hash them on every core first.
+        let prehashed = paths.count >= Self.prehashThreshold ? prehash(paths) : [:]
         // Parents sort before their children, so a directory replaced by a file (or the reverse)
         // is cleared before the new entries go in.
         for path in paths.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
@@ -99,36 +101,38 @@ extension Store {
             case .regular, .symlink:
                 try unstageDirectory(path)
                 // No stat shortcut here: the watcher saw a write, and two same-size writes in one
-                // clock tick leave identical stat data. Hashing is what tells.
+                // clock tick leave identical stat data. Hashing is what tells. The bytes are read
+                // exactly as they are (never through .gitattributes filters).
                 let before = index.entry(path)
-                let outcome: Index.AddOutcome
-                do {
-                    outcome = try index.add(path)
-                } catch {
-                    // libgit2 refuses a file whose size changes while it reads it (appends). Commit
-                    // the bytes there are now and read it again in a later batch.
-                    guard let snapshot = snapshot(path, stat: stat) else { throw error }
+                let blob: Oid
+                switch try blobFromDisk(path, stat: stat, prehashed: prehashed[path]) {
+                case .written(let id):
+                    blob = id
+                case .missing:
+                    retry.insert(path)  // it changed kind or went away meanwhile: look again
+                    continue
+                case .changedWhileRead:
+                    // Its size changed while it was read (appends). Commit the bytes there are now
+                    // and read it again in a later batch.
+                    guard let snapshot = snapshot(path, stat: stat) else {
+                        retry.insert(path)
+                        continue
+                    }
                     try index.add(path, blob: snapshot, mode: Self.gitMode(stat))
                     changes.append((path, before?.oid, snapshot))
                     newestMtime = max(newestMtime ?? stat.mtimeSeconds, stat.mtimeSeconds)
                     retry.insert(path)
                     continue
                 }
-                switch outcome {
-                case .added:
-                    guard let after = index.entry(path) else { continue }
-                    if before?.oid != after.oid || before?.mode != after.mode {
-                        changes.append((path, before?.oid, after.oid))
-                        newestMtime = max(newestMtime ?? stat.mtimeSeconds, stat.mtimeSeconds)
-                    }
-                    // Rewritten while we read it? Then what we hashed may be stale: read it again later.
-                    if let again = try? FileStat.of(data.pushing(path)), !Self.statMatches(after, again) {
-                        retry.insert(path)
-                    }
-                case .missing:
-                    try unstage(path)
-                case .directory:
-                    try unstage(path)
+                let mode = Self.gitMode(stat)
+                try index.add(path, blob: blob, mode: mode, stat: IndexStat(stat))
+                if before?.oid != blob || before?.mode != mode {
+                    changes.append((path, before?.oid, blob))
+                    newestMtime = max(newestMtime ?? stat.mtimeSeconds, stat.mtimeSeconds)
+                }
+                // Rewritten while we read it? Then what we hashed may be stale: read it again later.
+                if let again = try? FileStat.of(data.pushing(path)), again != stat {
+                    retry.insert(path)
                 }
             default:
                 try unstage(path)
@@ -188,6 +192,18 @@ extension Store {
             changed.insert(entry.path)
         }
         return changed
+    }
+
+    /// The blob of the file or link at `path`, written into the store byte for byte (a pre-hashed
+    /// result is used when the file's stat data is still the one it was hashed with).
+    func blobFromDisk(_ path: FilePath, stat: FileStat, prehashed: Prehashed? = nil) throws(GitError) -> Repository.FileBlob {
+        if let prehashed, prehashed.stat == stat { return .written(prehashed.oid) }
+        let abs = data.pushing(path)
+        if stat.kind == .symlink {
+            guard let target = try? Files.readLink(abs) else { return .missing }
+            return .written(try repo.createBlob(target))
+        }
+        return try repo.writeBlob(fromFile: abs)
     }
 
     /// Reads a regular file that keeps changing into a blob, as it is at this moment.

@@ -193,10 +193,9 @@ extension Store {
             // is left to the commit path and its safety rules; the peer's version stays in `main`,
             // as "a modification beats a deletion" wants. Special files are never read (a FIFO blocks).
             guard let stat = try? FileStat.of(data.pushing(path)), stat.isStorable else { continue }
-            switch try index.add(path) {
-            case .added: kept.append(path)
-            case .missing, .directory: continue
-            }
+            guard case .written(let blob) = try blobFromDisk(path, stat: stat) else { continue }
+            try index.add(path, blob: blob, mode: Self.gitMode(stat), stat: IndexStat(stat))
+            kept.append(path)
         }
         applied.localChanges = kept
         guard !kept.isEmpty else {

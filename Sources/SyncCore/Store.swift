@@ -48,6 +48,7 @@ public final class Store {
             // 256 MiB and its delta window unbounded by default: cap both (git reads them too).
             try repo.ensureConfig("pack.deltaCacheSize", int64: 2 << 20)
             try repo.ensureConfig("pack.windowMemory", int64: 8 << 20)
+            neutralizeAttributes(gitDir: gitDir)
             return Store(device: device, data: data, gitDir: gitDir, repo: repo)
         } catch let error as GitError {
             throw StoreError(path: gitDir, message: "cannot open the store: \(error)",
@@ -55,6 +56,23 @@ public final class Store {
         } catch {
             throw StoreError(path: gitDir, message: "cannot read the store: \(error)", hint: "check the permissions of \(gitDir)")
         }
+    }
+
+    /// A `.gitattributes` in the data directory is the user's data, never instructions to the store:
+    /// `info/attributes` (which git and libgit2 rank above every in-tree file) leaves every attribute
+    /// that changes bytes or merges unspecified. The agent reads and writes bytes itself anyway;
+    /// this keeps libgit2's merge and plain `git` on the store from obeying the data directory.
+    static let neutralAttributes = "# written by syncagent: files in the data directory are stored byte for byte\n"
+        + "* !text !eol !crlf !ident !filter !merge !diff !working-tree-encoding\n"
+
+    private static func neutralizeAttributes(gitDir: FilePath) {
+        let file = gitDir.appending("info").appending("attributes")
+        let bytes = Array(neutralAttributes.utf8)
+        guard (try? Files.read(file)) != bytes else { return }
+        try? Files.makeDirectories(file.removingLastComponent())
+        let temp = gitDir.appending("info").appending("attributes.new")
+        try? Files.remove(temp)
+        if (try? Files.create(temp, bytes: bytes, executable: false)) != nil { try? Files.rename(temp, to: file) }
     }
 
     /// Opens an existing store; fails with a clear message when there is none.

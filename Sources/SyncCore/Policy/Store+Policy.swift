@@ -27,9 +27,8 @@ extension Store {
         var change = HeldChange(path: path, reason: reason, bytes: stat.size, blob: nil)
         if reason != .localChange {
             let abs = data.pushing(path)
-            change.blob = stat.kind == .symlink
-                ? (try? Files.readLink(abs)).flatMap { try? repo.createBlob($0) }
-                : try? repo.createBlob(fromFile: abs)
+            if case .written(let oid)? = try? blobFromDisk(path, stat: stat) { change.blob = oid }
+            _ = abs
             if let blob = change.blob, heldCache.value?[path]?.blob != blob {
                 _ = try? keep([(path, ConflictSide(oid: blob, mode: Self.gitMode(stat)))], why: "held (\(reason.rawValue))")
             }
@@ -129,8 +128,12 @@ extension Store {
         var versions: [(path: FilePath, side: ConflictSide)] = []
         for path in paths {
             guard let stat = try? FileStat.of(data.pushing(path)), stat.isStorable else { continue }
-            let abs = data.pushing(path)
-            let blob = stat.kind == .symlink ? try repo.createBlob(try Files.readLink(abs)) : try repo.createBlob(fromFile: abs)
+            var blob: Oid?
+            if case .written(let oid) = try blobFromDisk(path, stat: stat) { blob = oid }
+            if blob == nil, stat.kind == .regular, let bytes = try? Files.read(data.pushing(path)) {
+                blob = try repo.createBlob(bytes)  // it keeps changing: keep what is there now
+            }
+            guard let blob else { continue }
             versions.append((path, ConflictSide(oid: blob, mode: Self.gitMode(stat))))
         }
         return try keep(versions, why: why)

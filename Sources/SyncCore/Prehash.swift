@@ -1,0 +1,50 @@
+import FileSystem
+import Foundation
+import Git
+import Synchronization
+import SystemPackage
+
+/// A regular file's blob, written ahead of the commit loop, with the stat data it had before it was
+/// read (the loop uses it only while the file still has exactly that stat data).
+struct Prehashed: Sendable {
+    let oid: Oid
+    let stat: FileStat
+}
+
+extension Store {
+    /// Below this many paths a batch is hashed in the commit loop itself.
+    static let prehashThreshold = 256
+
+    /// Writes the blobs of the regular files among `paths` on as many threads as there are cores
+    /// (at most 4), each with a repository handle of its own (libgit2 objects are never shared
+    /// between threads). A file that changes while it is read is left to the commit loop.
+    func prehash(_ paths: Set<FilePath>) -> [FilePath: Prehashed] {
+        let list = Array(paths)
+        let workers = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
+        guard workers > 1 else { return [:] }
+        let found = Mutex<[FilePath: Prehashed]>([:])
+        let gitDir = self.gitDir, data = self.data
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            guard let repo = try? Repository.open(gitDir: gitDir, workdir: data) else { return }
+            var mine: [FilePath: Prehashed] = [:]
+            for i in stride(from: worker, to: list.count, by: workers) {
+                let path = list[i]
+                guard !PathRules.isIgnored(path: path),
+                      let stat = (try? FileStat.of(data.pushing(path))) ?? nil, stat.kind == .regular,
+                      case .written(let oid)? = try? repo.writeBlob(fromFile: data.pushing(path)),
+                      let again = (try? FileStat.of(data.pushing(path))) ?? nil, again == stat else { continue }
+                mine[path] = Prehashed(oid: oid, stat: stat)
+            }
+            found.withLock { $0.merge(mine) { a, _ in a } }
+        }
+        return found.withLock { $0 }
+    }
+}
+
+extension IndexStat {
+    /// The stat data of a file as `lstat` gave it.
+    init(_ st: FileStat) {
+        self.init(size: st.size, mtimeSeconds: st.mtimeSeconds, mtimeNanoseconds: st.mtimeNanoseconds,
+                  ctimeSeconds: st.ctimeSeconds, ctimeNanoseconds: st.ctimeNanoseconds, inode: st.inode, device: st.device)
+    }
+}
