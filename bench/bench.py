@@ -34,7 +34,8 @@ tree differs from the data directory, or a device does not end with every file's
 fails to commit or to propagate in time, or does not exit 0 on SIGTERM.
 
 Environment: SYNCAGENT (the binary; required), BENCH_KEEP=1 keeps the temp dir (removed otherwise),
-BENCH_SCALE (default 1.0) scales the file counts down for a quick smoke run.
+BENCH_SCALE (default 1.0) scales the file counts down for a quick smoke run, BENCH_ONLY=bulk,sync runs
+only the named rows (latency, bulk, propagation, sync, big).
 Standard library only.
 """
 
@@ -798,11 +799,11 @@ def main():
     started = time.perf_counter()
     failed = None
     try:
-        bench_latency(syncagent, tmp, rows, notes, agents)
-        bench_bulk(syncagent, tmp, rows, notes, agents)
-        bench_propagation(syncagent, tmp, rows, notes, agents)
-        bench_sync(syncagent, tmp, rows, notes, agents)
-        bench_big_tree(syncagent, tmp, rows, notes, agents)
+        only = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))
+        for name, row in [("latency", bench_latency), ("bulk", bench_bulk), ("propagation", bench_propagation),
+                          ("sync", bench_sync), ("big", bench_big_tree)]:
+            if not only or name in only:
+                row(syncagent, tmp, rows, notes, agents)
     except BenchError as e:
         failed = str(e)
     except KeyboardInterrupt:

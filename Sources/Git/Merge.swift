@@ -125,7 +125,8 @@ extension Repository {
     }
 
     /// Writes the regular file at `absolutePath` into the object database as a blob, byte for byte:
-    /// streamed in 1 MiB pieces (memory does not grow with the file), never through a filter
+    /// a file up to 1 MiB in one read (and only when the store lacks it), a larger one streamed in
+    /// 1 MiB pieces (memory does not grow with the file); never through a filter
     /// (libgit2's own add-from-disk applies the data directory's .gitattributes: `text`, `eol`,
     /// `ident`... would change what is stored).
     public func writeBlob(fromFile absolutePath: FilePath) throws(GitError) -> FileBlob {
@@ -138,6 +139,27 @@ extension Repository {
         var odb: OpaquePointer?
         try check(git_repository_odb(&odb, handle), "git_repository_odb")
         defer { git_odb_free(odb) }
+        if size <= 1 << 20 {
+            // Small: one read, then write only if the store lacks it (a file the agent itself wrote
+            // after a sync, or one touched without a change, costs a hash, not a new object file).
+            var bytes = [UInt8](repeating: 0, count: size + 1)
+            var got = 0
+            while got < bytes.count {
+                let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, $0.count - got) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                got += n
+            }
+            guard got == size else { return .changedWhileRead }
+            var out = git_oid()
+            let rc = bytes.withUnsafeBytes { git_odb_hash(&out, $0.baseAddress, size, GIT_OBJECT_BLOB) }
+            try check(rc, "git_odb_hash(\(absolutePath))")
+            if git_odb_exists(odb, &out) == 0 {
+                let wrc = bytes.withUnsafeBytes { git_odb_write(&out, odb, $0.baseAddress, size, GIT_OBJECT_BLOB) }
+                try check(wrc, "git_odb_write(\(absolutePath))")
+            }
+            return .written(Oid(out))
+        }
         var stream: UnsafeMutablePointer<git_odb_stream>?
         try check(git_odb_open_wstream(&stream, odb, git_object_size_t(size), GIT_OBJECT_BLOB), "git_odb_open_wstream(\(absolutePath))")
         defer { git_odb_stream_free(stream) }
