@@ -213,6 +213,7 @@ actor SyncEngine {
         if start < rest.count {
             logger.notice("stopping: \(rest.count - start) changes made while stopped are left for the next start")
         }
+        if changed.count >= Store.prehashThreshold { FreeMemory.returnToSystem() }  // the scan's sets are gone
     }
 
     /// Periodic care: notices the data directory coming back, retries a failed commit and paths a

@@ -13,7 +13,7 @@ struct Prehashed: Sendable {
 
 extension Store {
     /// Below this many paths a batch is hashed in the commit loop itself.
-    static let prehashThreshold = 256
+    public static let prehashThreshold = 256
 
     /// Writes the blobs of the regular files among `paths` on as many threads as there are cores
     /// (at most 4), each with a repository handle of its own (libgit2 objects are never shared
