@@ -16,7 +16,27 @@ agents running), waits by condition for quiescence, and checks the invariants:
   * memory: at the end, each agent process's RssAnon (sampled after every heal) may have grown by at
     most RSS_WARMUP_MB plus RSS_PER_1000_MB per 1,000 commits on its main (printed as `rss ...` lines).
 
+--policy (env POLICY=1; off by default) adds the per-path rules and a receive-only device: every device
+gets the same [[rule]]s -- `*.local` never (the driver gives some leaves that suffix), "<dir>/**" for
+every device but one (the excluded device; the driver never writes there on it), `*.dat` max_bytes 2048,
+`notes.md` manual -- and the last device is `mode = "receive-only"` (the driver edits it like any other).
+Before each quiescence check the judge runs `send --all` on a device that holds changes and `revert` on
+the receive-only one (and, when an agent says a directory is where a peer's file must be, deletes the
+device's own never files in it, as the agent asks). The invariants hold where the rules say they do:
+
+  * data dirs identical and HEAD == data dir on the paths a device should hold: never paths are each
+    device's own; the excluded device's HEAD has the rule's directory, its disk holds nothing there;
+  * each device's never files are exactly what the driver last wrote there; no never path is in
+    main's history;
+  * nothing lost: the receive-only device's reverted or replaced bytes are reachable from a ref
+    (refs/syncagent/kept) or still on its disk; main has no commit of its own content (merges only);
+  * `resolve --all` runs on a send-receive device.
+
+The rules' random choices come from a second generator, so a seed run without --policy replays exactly
+as before.
+
     python3 e2e/convergence.py --binary .build/release/syncagent --seed 42 --rounds 5 --devices 4
+    python3 e2e/convergence.py --binary .build/release/syncagent --seed 42 --rounds 5 --devices 4 --policy
 
 The seed fixes every decision the driver makes (which device, which operation, which path, which bytes,
 when to stop or kill an agent); the agents' own timing can still differ from one run to the next, so a
@@ -67,6 +87,24 @@ DIR_NAMES = [b"d1", b"d2", b"notes", b"x", b"dir with space", "\u00fc-dir".encod
 LINK_TARGETS = [b"a.txt", b"../a.txt", b"d1/notes.md", b"nowhere/at all", b"bad-\xff",
                 b"x", b"./notes", "caf\u00e9".encode(), b"../../outside"]
 CONFLICT_COPY = re.compile(rb"\.conflict-")
+
+# ---- --policy: per-path [[rule]]s and a receive-only device -----------------------------------------
+# Every device gets the same rules, first match wins:
+#   NEVER_GLOB (a file name pattern): local to each device, never committed, never written by a merge;
+#     the driver gives a leaf NEVER_SUFFIX now and then (policy runs only);
+#   "<dir>/**" with devices = every device but one (the excluded device): the excluded device keeps
+#     those paths in its store, never on its disk; the driver never writes there on it;
+#   MAX_BYTES_GLOB with max_bytes = MAX_BYTES, MANUAL_GLOB with sync = "manual": held changes, shared
+#     by `syncagent send --all` (the judge sends them before each quiescence check).
+# The last device is mode = "receive-only": the driver edits it like any other, the judge runs
+# `syncagent revert` on it before each quiescence check.
+NEVER_GLOB = "*.local"
+NEVER_SUFFIX = b".local"
+MAX_BYTES_GLOB = "*.dat"
+MAX_BYTES = 2048
+MANUAL_GLOB = "notes.md"
+# Candidates for the devices rule's directory: names the agent's config can carry (UTF-8).
+DEVICES_RULE_DIRS = [n for n in DIR_NAMES if n == n.decode("utf-8", "replace").encode()]
 
 
 def show(p):
@@ -396,6 +434,14 @@ class Run:
         self.objfmt = "sha1"
         self.tmpn = 0
         self.oplog = None
+        # --policy: its decisions draw from a generator of their own, so the main one draws exactly
+        # what it draws without --policy (and runs without --policy replay as before)
+        self.policy = bool(args.policy)
+        self.prng = random.Random(seed * 1000003 + 8)
+        self.excluded = None        # the device the devices rule leaves out
+        self.rule_dir = None        # that rule's directory (top level, bytes)
+        self.ro = None              # the receive-only device
+        self.acted = {"revert": 0, "send": 0}   # this round's reverts and sends
 
     def label(self):
         return "in round %d, op %d, at %s" % (self.round, self.opn, self.clock())
@@ -435,7 +481,36 @@ class Run:
             leaf = self.pick(PLAIN_LEAVES)
         else:
             leaf = b"f%02d" % self.rng.randrange(30)
+        if self.policy:
+            if self.prng.random() < 0.12 and len(leaf) < 200:
+                leaf += NEVER_SUFFIX               # a `never` path: each device's own
+            if self.prng.random() < 0.3 and comps:
+                comps[0] = self.rule_dir           # the devices rule's directory, more often
         return b"/".join(comps + [leaf])
+
+    # -- --policy: what the rules say about a path --
+    def is_never(self, rel):
+        """rel matches the `never` rule (the first rule: it wins over the others)."""
+        return self.policy and rel.split(b"/")[-1].endswith(NEVER_SUFFIX)
+
+    def under_rule_dir(self, rel):
+        """rel is inside the devices rule's directory (whatever rule decides it)."""
+        if not self.policy:
+            return False
+        comps = rel.split(b"/")
+        return len(comps) > 1 and comps[0] == self.rule_dir
+
+    def holds(self, dev, rel):
+        """dev should hold rel in its data dir as every other device does: not a never path, and not
+        a path the devices rule keeps off dev."""
+        if self.is_never(rel):
+            return False
+        return not (dev is self.excluded and self.under_rule_dir(rel))
+
+    def off_limits(self, dev, rel):
+        """The driver never writes rel on dev: the devices rule keeps it off dev's disk (a real app on
+        that device would not write there; what it wrote would only stay uncommitted)."""
+        return self.policy and dev is self.excluded and self.under_rule_dir(rel)
 
     def content(self, dev, tag=b"w"):
         hdr = b"%s %s seed=%d round=%d op=%d\n" % (dev.name.encode(), tag, self.seed, self.round, self.opn)
@@ -464,6 +539,10 @@ class Run:
             os.environ.pop(k, None)
         n = self.args.devices
         self.devices = [Device(self, i, DEVICE_NAMES[i], self.root) for i in range(n)]
+        if self.policy:
+            self.ro = self.devices[-1]
+            self.excluded = self.devices[int(self.prng.random() * n)]
+            self.rule_dir = DEVICES_RULE_DIRS[int(self.prng.random() * len(DEVICES_RULE_DIRS))]
         for d in self.devices:
             if self.args.topology == "mesh":
                 peers = [o for o in self.devices if o is not d]
@@ -479,12 +558,40 @@ class Run:
             with open(d.config) as f:
                 text = f.read()
             with open(d.config, "w") as f:
-                f.write(edit_config(text))
+                f.write(edit_config(text) + self.policy_config(d))
+        if self.policy:
+            self.set_mode_line(self.ro)
+            self.note("policy: rules %s never; %s/** only on %s (not on %s); %s max_bytes %d; %s manual; %s is receive-only" % (
+                NEVER_GLOB, show(self.rule_dir), ", ".join(d.name for d in self.devices if d is not self.excluded),
+                self.excluded.name, MAX_BYTES_GLOB, MAX_BYTES, MANUAL_GLOB, self.ro.name))
         for d in self.devices:
             d.status()       # the edited config must load
         r = self.devices[0].git("rev-parse", "--show-object-format")
         if r.returncode == 0 and r.stdout.strip():
             self.objfmt = r.stdout.decode().strip()
+
+    def policy_config(self, dev):
+        """--policy: the [[rule]]s every device gets (and the mode line of the receive-only device)."""
+        if not self.policy:
+            return ""
+        q = lambda v: json.dumps(v, ensure_ascii=False)
+        text = "\n# convergence.py --policy\n"
+        text += "[[rule]]\npath = %s\nsync = \"never\"\n\n" % q(NEVER_GLOB)
+        text += "[[rule]]\npath = %s\ndevices = [%s]\n\n" % (
+            q(self.rule_dir.decode() + "/**"), ", ".join(q(d.name) for d in self.devices if d is not self.excluded))
+        text += "[[rule]]\npath = %s\nmax_bytes = %d\n\n" % (q(MAX_BYTES_GLOB), MAX_BYTES)
+        text += "[[rule]]\npath = %s\nsync = \"manual\"\n" % q(MANUAL_GLOB)
+        return text
+
+    def set_mode_line(self, dev):
+        """mode = "receive-only" at the top level (before any table), right after the device line."""
+        with open(dev.config) as f:
+            text = f.read()
+        new, n = re.subn(r'(?m)^(device = .*)$', r'\1\nmode = "receive-only"', text, count=1)
+        if n != 1:
+            raise Failure("no `device = ` line in %s to put the mode after" % dev.config)
+        with open(dev.config, "w") as f:
+            f.write(new)
 
     # -- file operations (bytes paths, exact names); each returns a description or None (skipped) --
     def ensure_parent(self, dev, rel):
@@ -515,6 +622,8 @@ class Run:
     def write_file(self, dev, rel, data, exe=False, atomic=None, mtime=None):
         if atomic is None:
             atomic = self.chance(0.4)
+        if self.off_limits(dev, rel):
+            return None
         if not self.ensure_parent(dev, rel):
             return None
         p = dev.abs(rel)
@@ -564,6 +673,8 @@ class Run:
         return "write %s (%d bytes%s%s)" % (show(rel), len(data), ", exec" if exe else "", ", atomic" if atomic else "")
 
     def make_link(self, dev, rel, target, mtime=None):
+        if self.off_limits(dev, rel):
+            return None
         if not self.ensure_parent(dev, rel):
             return None
         p = dev.abs(rel)
@@ -612,6 +723,8 @@ class Run:
     def rename(self, dev, src, dst):
         if src == dst or dst.startswith(src + b"/"):
             return None
+        if self.off_limits(dev, dst):
+            return None
         if not self.ensure_parent(dev, dst):
             return None
         ps, pd = dev.abs(src), dev.abs(dst)
@@ -652,6 +765,8 @@ class Run:
     def file_to_dir(self, dev, rel):
         inner = rel + b"/" + self.pick(PLAIN_LEAVES + [b"inner.txt"])
         data = self.content(dev, b"swap-in")
+        if self.is_never(rel) or self.off_limits(dev, inner):
+            return None                    # no directory named like a never file; nothing in the rule's dir
         if self.remove(dev, rel) is None:
             return None
         try:
@@ -871,11 +986,14 @@ class Run:
         for snap in snaps.values():
             keys |= set(snap)
         for k in sorted(keys):
-            vals = [snaps[d.name].get(k) for d in self.devices]
+            # --policy: only the devices that should hold the path (no never path; not the rule's
+            # directory on the excluded device: check_invariants sees that it holds nothing there)
+            devs = [d for d in self.devices if self.holds(d, k)] if self.policy else self.devices
+            vals = [snaps[d.name].get(k) for d in devs]
             if all(v == vals[0] for v in vals):
                 continue
             out.append("%s: %s" % (show(k), ", ".join("%s=%s" % (d.name, self.describe_entry(v))
-                                                       for d, v in zip(self.devices, vals))))
+                                                       for d, v in zip(devs, vals))))
             if len(out) >= limit:
                 out.append("...")
                 break
@@ -884,6 +1002,10 @@ class Run:
     def quiescence_problem(self):
         """None when every device is quiescent and identical, else what is not (yet) so."""
         self.check_all_alive()
+        if self.policy:
+            acted = self.release_held()
+            if acted:
+                return acted
         mains = {d.name: d.main() for d in self.devices}
         if None in mains.values() or len(set(mains.values())) != 1:
             return "main differs: " + ", ".join("%s=%s" % (n, (m or "none")[:12]) for n, m in mains.items())
@@ -903,6 +1025,11 @@ class Run:
             want, err = d.data_tree()
             if err:
                 return "%s: %s" % (d.name, err)
+            if self.policy:
+                problem = self.policy_tree_problem(d)
+                if problem:
+                    return problem
+                continue
             have = d.head_tree()
             if want != have:
                 return "%s: HEAD tree %s is not its data directory %s: %s" % (
@@ -910,6 +1037,87 @@ class Run:
         if self.mains_snapshot() != mains:
             return "main moved during the check"
         return None
+
+    def release_held(self):
+        """--policy, before every quiescence check: the receive-only device reverts its local edits
+        (`syncagent revert`), every other device shares what it holds (`send --all`). Returns what it
+        did (the check waits for the result) or None."""
+        done = []
+        for d in self.devices:
+            st = d.status(quiet=True)
+            if st is None:
+                return "status --json failed on %s" % d.name
+            if any("where a file must be" in p for p in st.get("problems") or []):
+                moved = self.clear_never_blockers(d)
+                if moved:
+                    done.append("%s: its own never files %s were where a peer's file must be; moved away" % (
+                        d.name, ", ".join(show(k) for k in moved[:5])))
+            if d is self.ro:
+                n, args = st.get("localChanges"), ("revert",)
+            else:
+                n, args = st.get("held"), ("send", "--all")
+            if not n:
+                continue
+            r = d.cli(*args, timeout=90)
+            self.acted[args[0]] += 1
+            out = (r.stdout + r.stderr).decode(errors="replace").strip()
+            self.note("%s on %s (%s held): exit %d: %s" % (" ".join(args), d.name, n, r.returncode, out[-300:]))
+            if r.returncode != 0:
+                raise Failure("`syncagent %s` on %s failed (%d): %s" % (" ".join(args), d.name, r.returncode, out[-500:]))
+            h = d.cli("held", "--json", timeout=30)
+            done.append("%s: %s held before `%s`, now %s" % (d.name, n, " ".join(args), h.stdout.decode(errors="replace").strip()[:300]))
+        return "; ".join(done) or None
+
+    def clear_never_blockers(self, d):
+        """A peer made a file of a directory in which d holds never files of its own: the merge does
+        not touch them, so the agent cannot write the file and says "move it away" (a problem in
+        status). The driver does what the user would: it deletes those never files. Returns them."""
+        r = d.git("ls-tree", "-r", "-z", "--name-only", "--full-tree", "HEAD")
+        files = set(p for p in r.stdout.split(b"\0") if p) if r.returncode == 0 else set()
+        moved = []
+        for k in sorted(k for k in d.written if self.is_never(k)):
+            comps = k.split(b"/")
+            if any(b"/".join(comps[:i]) in files for i in range(1, len(comps))):
+                if self.remove(d, k):
+                    moved.append(k)
+        if moved:
+            self.note("%s: never files in the way of a peer's file, deleted as the agent asks: %s" % (
+                d.name, ", ".join(show(k) for k in moved)))
+        return moved
+
+    @staticmethod
+    def parse_entries(out, head):
+        """`ls-tree -r -z` (head) or `ls-files -s -z` output: path -> (mode, oid)."""
+        entries = {}
+        for rec in out.split(b"\0"):
+            if not rec:
+                continue
+            meta, path = rec.split(b"\t", 1)
+            f = meta.split(b" ")
+            entries[path] = (f[0], f[2]) if head else (f[0], f[1])
+        return entries
+
+    def policy_tree_problem(self, d):
+        """--policy: HEAD is the data directory (run after d.data_tree(), which leaves the data dir in
+        the scratch index) on the paths d holds: never paths are nobody's, and the excluded device's
+        HEAD has the rule's directory, its disk not."""
+        r = d.git("ls-tree", "-r", "-z", "--full-tree", "HEAD")
+        if r.returncode != 0:
+            return "%s: no HEAD tree: %s" % (d.name, r.stderr.decode(errors="replace")[-200:])
+        have = {k: v for k, v in self.parse_entries(r.stdout, True).items() if self.holds(d, k)}
+        r = subprocess.run(["git", "--git-dir=" + d.store, "ls-files", "-s", "-z"], capture_output=True,
+                           env=d.scratch_env(), timeout=60)
+        if r.returncode != 0:
+            return "%s: git ls-files failed: %s" % (d.name, r.stderr.decode(errors="replace")[-200:])
+        want = {k: v for k, v in self.parse_entries(r.stdout, False).items() if self.holds(d, k)}
+        if have == want:
+            return None
+        diffs = []
+        for k in sorted(set(have) | set(want)):
+            if have.get(k) != want.get(k):
+                what = "only in data" if k not in have else "only in HEAD" if k not in want else "differs"
+                diffs.append("%s: %s" % (show(k), what))
+        return "%s: HEAD tree is not its data directory (on the paths it holds): %s" % (d.name, "; ".join(diffs[:10]))
 
     def mains_snapshot(self):
         return {d.name: d.main() for d in self.devices}
@@ -968,7 +1176,11 @@ class Run:
                 raise Failure("%s: git rev-list --all --objects failed: %s" % (d.name, r.stderr.decode(errors="replace")[-300:]))
             have = set(line[:64].split(b" ")[0].decode() for line in r.stdout.splitlines())
             for rel, (data, label) in sorted(d.written.items()):
+                if self.is_never(rel):
+                    continue                        # never stored: check_policy sees it on the disk
                 oid = blob_id(data, self.objfmt)
+                if oid not in have and d is self.ro and self.disk_holds(d, rel, data):
+                    continue                        # a local edit not reverted (yet): on the disk
                 if oid not in have:
                     where = ("the object is in the store, but no ref reaches it (dropped from history)"
                              if d.git("cat-file", "-e", oid).returncode == 0 else "the object is not in the store at all")
@@ -981,6 +1193,71 @@ class Run:
             out = (r.stdout + r.stderr).decode(errors="replace").strip()
             if r.returncode != 0 or out:
                 raise Failure("%s: git fsck --no-dangling (exit %d, %s): %s" % (d.name, r.returncode, phase, out[-800:]))
+        if self.policy:
+            self.check_policy(phase)
+
+    def policy_summary(self):
+        """--policy: what this round exercised (and a fresh count for the next one)."""
+        if not self.policy:
+            return ""
+        never = sum(1 for d in self.devices for k in d.written if self.is_never(k))
+        in_dir = sum(1 for k in self.devices[0].git("ls-tree", "-r", "-z", "--name-only", "--full-tree", "main").stdout.split(b"\0")
+                     if k and self.under_rule_dir(k))
+        out = "; policy: %d revert, %d send --all, %d never files, %d paths in %s/" % (
+            self.acted["revert"], self.acted["send"], never, in_dir, show(self.rule_dir))
+        self.acted = {"revert": 0, "send": 0}
+        return out
+
+    def disk_holds(self, dev, rel, data):
+        try:
+            return self.read_blob(dev, rel) == data
+        except OSError:
+            return False
+
+    def check_policy(self, phase):
+        """--policy: the rules held (run after quiescence, when every main is the same commit)."""
+        for d in self.devices:
+            snap = d.snapshot()
+            # the excluded device holds nothing in the rule's directory
+            if d is self.excluded:
+                there = sorted(k for k in snap if self.under_rule_dir(k))
+                if there:
+                    raise Failure("%s: holds %s in %s/, which its devices rule keeps off its disk (%s)"
+                                  % (d.name, ", ".join(show(k) for k in there[:5]), show(self.rule_dir), phase))
+            # each device's never files are exactly what the driver last wrote there
+            disk = {k: (v[2] if v[0] == "file" else v[1]) for k, v in snap.items() if self.is_never(k)}
+            model = {k: data for k, (data, _) in d.written.items() if self.is_never(k)}
+            if disk != model:
+                bad = []
+                for k in sorted(set(disk) | set(model)):
+                    if disk.get(k) != model.get(k):
+                        label = d.written[k][1] if k in d.written else "-"
+                        bad.append("%s: disk=%s, driver wrote %s (%s)" % (
+                            show(k), "absent" if k not in disk else "%d bytes %s" % (len(disk[k]), hashlib.sha1(disk[k]).hexdigest()[:8]),
+                            "nothing" if k not in model else "%d bytes %s" % (len(model[k]), hashlib.sha1(model[k]).hexdigest()[:8]), label))
+                raise Failure("%s: its never paths (%s) are not what the driver left there (%s): %s"
+                              % (d.name, NEVER_GLOB, phase, "; ".join(bad[:8])))
+        # never committed: no never path in any tree of main's history (every main is this commit)
+        d = self.devices[0]
+        r = d.git("log", "-m", "--root", "--no-renames", "--format=", "--name-only", "-z", "main")
+        if r.returncode != 0:
+            raise Failure("%s: git log failed: %s" % (d.name, r.stderr.decode(errors="replace")[-300:]))
+        committed = sorted(set(p for p in r.stdout.replace(b"\n", b"\0").split(b"\0") if p and self.is_never(p)))
+        if committed:
+            raise Failure("never paths were committed to main (%s): %s" % (phase, ", ".join(show(p) for p in committed[:8])))
+        # the receive-only device committed nothing of its own: no commit of its on main but merges,
+        # and no merge that kept its local bytes
+        r = self.ro.git("log", "--format=%H %P%x00%an%x00%B%x01", "main")
+        for rec in r.stdout.split(b"\x01"):
+            rec = rec.strip(b"\n")
+            if not rec:
+                continue
+            ids, author, body = rec.split(b"\0", 2)
+            if author.decode(errors="replace") != self.ro.name:
+                continue
+            if len(ids.split()) < 3 or b"changed on disk during the merge" in body:
+                raise Failure("%s is receive-only, but main has a commit of its own content (%s): %s %s"
+                              % (self.ro.name, phase, ids.split()[0].decode()[:12], body.decode(errors="replace").strip()[:300]))
 
     def check_idle(self):
         before = self.mains_snapshot()
@@ -1032,7 +1309,8 @@ class Run:
                 raise Failure("%s: status says %s open conflicts, `conflicts --json` lists %d" % (d.name, (st.get("conflicts") or {}).get("open"), n))
         if n == 0:
             return 0, None
-        d = self.pick(self.devices)
+        # (never on the receive-only device: it settles nothing of its own)
+        d = self.pick([x for x in self.devices if x is not self.ro])
         r = d.cli("resolve", "--all", "--keep", "newest", timeout=90)
         if r.returncode != 0:
             raise Failure("`resolve --all --keep newest` on %s failed (%d): %s" % (d.name, r.returncode, (r.stdout + r.stderr).decode(errors="replace")[-500:]))
@@ -1079,9 +1357,9 @@ class Run:
             n, rsettle = self.check_conflicts()
             self.check_invariants("after resolve --all" if n else "after the idle check")
             self.settles.append(settle)
-            print("seed=%d round=%d/%d%s: settle %d ms%s" % (
+            print("seed=%d round=%d/%d%s: settle %d ms%s%s" % (
                 self.seed, rnd, self.args.rounds, " (partitioned)" if conflict else "", settle,
-                ", %d conflicts resolved, settle %d ms" % (n, rsettle) if n else ""), flush=True)
+                ", %d conflicts resolved, settle %d ms" % (n, rsettle) if n else "", self.policy_summary()), flush=True)
         self.check_rss()
 
     def sample_rss(self):
@@ -1145,6 +1423,9 @@ def main():
     ap.add_argument("--idle-seconds", type=float, default=3, help="how long to watch idle devices for commits")
     ap.add_argument("--log-level", default="info")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every operation")
+    ap.add_argument("--policy", action="store_true", default=env.get("POLICY", "") not in ("", "0"),
+                    help="per-path [[rule]]s (never, devices, max_bytes, manual) on every device and the last "
+                         "device receive-only, with the invariants adapted (env POLICY=1; default off)")
     args = ap.parse_args()
     if not 3 <= args.devices <= 5:
         ap.error("--devices must be 3..5")
@@ -1165,8 +1446,8 @@ def main():
         os.environ.clear()
         os.environ.update(saved_env)
         run = Run(args, seed)
-        print("convergence: seed=%d rounds=%d devices=%d topology=%s binary=%s" % (
-            seed, args.rounds, args.devices, args.topology, args.binary), flush=True)
+        print("convergence: seed=%d rounds=%d devices=%d topology=%s%s binary=%s" % (
+            seed, args.rounds, args.devices, args.topology, " policy" if args.policy else "", args.binary), flush=True)
         ok = False
         try:
             run.execute()
@@ -1180,8 +1461,8 @@ def main():
         finally:
             run.stop_all()
         if not ok:
-            print("  replay: python3 %s --binary %s --seed %d --rounds %d --devices %d --topology %s" % (
-                sys.argv[0], args.binary, seed, args.rounds, args.devices, args.topology))
+            print("  replay: python3 %s --binary %s --seed %d --rounds %d --devices %d --topology %s%s" % (
+                sys.argv[0], args.binary, seed, args.rounds, args.devices, args.topology, " --policy" if args.policy else ""))
             print("  kept %s (every operation: %s/ops.log)" % (run.root, run.root))
             for d in run.devices:
                 tail = d.log_tail()

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The randomized convergence suite, short form: every regression seed in convergence-seeds.txt, then
 # one fixed extra seed, each for 2 rounds on 3 devices, mesh and star in turn (e2e/convergence.py does
-# the work and states the invariants; `make soak` is the long run). Exit status non-zero when any seed
-# fails; each failure prints `FAILED seed=N round=R: reason`, the kept temp dir and the agents' logs.
-# Every seed runs every time; e2e/run.sh gives this test 8 minutes.
+# the work and states the invariants; `make soak` is the long run), then one fixed seed with --policy
+# (per-path [[rule]]s on every device, the last one receive-only; 2 rounds, 3 devices, mesh). Exit
+# status non-zero when any seed fails; each failure prints `FAILED seed=N round=R: reason`, the kept
+# temp dir and the agents' logs. Every seed runs every time; e2e/run.sh gives this test 8 minutes.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -13,10 +14,16 @@ case "$SYNCAGENT" in /*) ;; *) SYNCAGENT="$PWD/$SYNCAGENT" ;; esac
 command -v python3 >/dev/null || { echo "python3 is needed by the convergence suite" >&2; exit 2; }
 
 EXTRA_SEED=20261122
+POLICY_SEED=20261123
 
+# A line "N" is a plain seed; "N policy TOPOLOGY DEVICES ROUNDS" replays a seed of the --policy mode.
 seeds=()
-while read -r seed _; do seeds+=("$seed"); done < <(sed 's/#.*//' "$here/convergence-seeds.txt" | awk 'NF')
+policy=()
+while read -r seed kind rest; do
+    if [ "$kind" = policy ]; then policy+=("$seed $rest"); else seeds+=("$seed"); fi
+done < <(sed 's/#.*//' "$here/convergence-seeds.txt" | awk 'NF')
 seeds+=("$EXTRA_SEED")
+policy+=("$POLICY_SEED mesh 3 2")
 
 # Every seed runs, every time (a regression seed that is skipped proves nothing). A failing seed
 # fails fast: quiescence gets 40 s here (the soak run gives 120 s).
@@ -30,8 +37,14 @@ for seed in "${seeds[@]}"; do
     python3 "$here/convergence.py" --binary "$SYNCAGENT" --seed "$seed" --rounds 2 --devices 3 \
         --topology "$topology" --timeout 40 --idle-seconds 2 || failed+=("$seed($topology)")
 done
+for line in "${policy[@]}"; do
+    read -r seed topology devices rounds <<<"$line"
+    python3 "$here/convergence.py" --binary "$SYNCAGENT" --policy --seed "$seed" --rounds "$rounds" \
+        --devices "$devices" --topology "$topology" --timeout 40 --idle-seconds 2 \
+        || failed+=("$seed($topology, policy)")
+done
 
-echo "convergence: ${#seeds[@]} seeds, $((SECONDS - start))s"
+echo "convergence: ${#seeds[@]} seeds and ${#policy[@]} policy seeds, $((SECONDS - start))s"
 if [ "${#failed[@]}" -gt 0 ]; then
     echo "convergence: FAILED seeds: ${failed[*]}"
     exit 1

@@ -11,5 +11,5 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 : "${SYNCAGENT:?set SYNCAGENT to the syncagent binary (make e2e does)}"
 command -v python3 >/dev/null || { echo "python3 is needed" >&2; exit 2; }
-python3 "$here/memory.py" --binary "$SYNCAGENT" --commits 1000 --sample 250 --files 200 --dead-peer \
+python3 "$here/memory.py" --binary "$SYNCAGENT" --commits 600 --sample 150 --files 200 --dead-peer \
     --cache-mb 1 --max-growth-mb-per-1000 4 --max-rss-mb 64
