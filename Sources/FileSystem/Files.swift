@@ -45,6 +45,14 @@ public enum Files {
         if rc != 0 { throw Errno(rawValue: errno) }
     }
 
+    /// Swaps two existing names atomically (`renameat2` with `RENAME_EXCHANGE`): each name then
+    /// holds what the other held. Lets a writer replace a file and still get at the old one,
+    /// including bytes written into it up to the very moment of the swap.
+    public static func exchange(_ a: FilePath, _ b: FilePath) throws(Errno) {
+        let rc = a.withPlatformString { x in b.withPlatformString { y in linuxRenameat2(AT_FDCWD, x, AT_FDCWD, y, 2 /* RENAME_EXCHANGE */) } }
+        if rc != 0 { throw Errno(rawValue: errno) }
+    }
+
     /// Creates a directory and its missing parents. A non-directory in the way throws `.fileExists`.
     public static func makeDirectories(_ path: FilePath, mode: mode_t = 0o755) throws(Errno) {
         if let stat = try FileStat.of(path) {
@@ -155,3 +163,8 @@ public enum AgentTemporary {
         return removed
     }
 }
+
+/// glibc declares it only under _GNU_SOURCE, which Swift's Glibc module does not set.
+@_silgen_name("renameat2")
+private func linuxRenameat2(_ olddirfd: Int32, _ oldpath: UnsafePointer<CChar>, _ newdirfd: Int32,
+                            _ newpath: UnsafePointer<CChar>, _ flags: UInt32) -> Int32

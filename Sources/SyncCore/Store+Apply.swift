@@ -66,12 +66,38 @@ extension Store {
         // A receive-only device: an incoming change takes a locally edited path; the local bytes
         // go into the store first.
         var replace: Set<FilePath> = []
+        var keptSides: [FilePath: ConflictSide] = [:]
+        /// A replaced path must still hold what was kept; bytes written since are kept too.
+        func keepAgainIfChanged(_ path: FilePath) throws {
+            guard replace.contains(path), (try? diskSide(path)) ?? nil != keptSides[path] else { return }
+            let again = try keepLocalVersions([path], why: "local edits replaced by incoming changes")
+            if let side = again.kept[path] { keptSides[path] = side }
+            report.keptCommit = again.commit ?? report.keptCommit
+        }
+        /// The local file an incoming version displaced (now at a temporary name): its bytes are kept
+        /// as `path`'s unless they are what was kept already; then the temporary goes.
+        func keepDisplaced(_ temp: FilePath, as path: FilePath) {
+            if let stat = try? FileStat.of(temp), stat.isStorable {
+                let bytes = stat.kind == .symlink ? try? Files.readLink(temp) : try? Files.read(temp)
+                if let bytes {
+                    let side = ConflictSide(oid: Oid.hashing(bytes), mode: Self.gitMode(stat))
+                    if side != keptSides[path], let blob = try? repo.createBlob(bytes) {
+                        let kept = ConflictSide(oid: blob, mode: side.mode)
+                        report.keptCommit = (try? keep([(path, kept)], why: "local edits replaced by incoming changes")) ?? report.keptCommit
+                        keptSides[path] = kept
+                    }
+                }
+            }
+            try? Files.remove(temp)
+        }
         if policy.mode == .receiveOnly {
             let edited = changes.filter { change in
                 !diskMatches(change.path, change.old, entry: index.entry(change.path)) && !diskMatches(change.path, change.new, entry: nil)
             }.map(\.path)
             if !edited.isEmpty {
-                report.keptCommit = try keepLocalBytes(edited, why: "local edits replaced by incoming changes")
+                let saved = try keepLocalVersions(edited, why: "local edits replaced by incoming changes")
+                report.keptCommit = saved.commit
+                keptSides = saved.kept
                 report.replacedLocal = edited
                 replace = Set(edited)
                 var held = loadHeld()
@@ -87,6 +113,7 @@ extension Store {
             if !replace.contains(change.path) && !diskMatches(change.path, change.old, entry: entry) && !diskMatches(change.path, nil, entry: nil) {
                 report.localChanges.append(change.path)
             } else {
+                try keepAgainIfChanged(change.path)
                 do {
                     try Files.remove(data.pushing(change.path))
                     report.removed += 1
@@ -117,7 +144,11 @@ extension Store {
                 continue
             }
             do {
-                try place(new, at: change.path, counter: &counter)
+                if let displaced = try place(new, at: change.path, counter: &counter, displace: replace.contains(change.path)) {
+                    // What the local file held at the very moment it was replaced: kept unless it
+                    // is what was kept already.
+                    keepDisplaced(displaced, as: change.path)
+                }
             } catch {
                 report.failures.append(ApplyFailure(path: change.path, errno: error))
                 if unapplied[change.path] == nil { unapplied[change.path] = change.old ?? Self.absent }
@@ -154,7 +185,10 @@ extension Store {
     public var unappliedPaths: [FilePath] { Array(loadUnapplied().keys) }
 
     /// Writes one entry at `path` through a short-named temporary beside it, then `rename`.
-    private func place(_ side: ConflictSide, at path: FilePath, counter: inout UInt64) throws(Errno) {
+    /// With `displace`, a file or link already at the path is swapped out atomically and left at the
+    /// returned temporary name (for the caller to keep, then remove) instead of being dropped.
+    @discardableResult
+    private func place(_ side: ConflictSide, at path: FilePath, counter: inout UInt64, displace: Bool = false) throws(Errno) -> FilePath? {
         let target = data.pushing(path)
         let dir = target.removingLastComponent()
         // Never write through a link: a directory above the path that is now a symbolic link (not
@@ -178,11 +212,16 @@ extension Store {
             try Files.create(temp, bytes: bytes, executable: side.mode == 0o100755)
         }
         do {
+            if displace, let old = try FileStat.of(target), old.isStorable {
+                try Files.exchange(temp, target)
+                return temp
+            }
             try Files.rename(temp, to: target)
         } catch {
             try? Files.remove(temp)
             throw error
         }
+        return nil
     }
 
     /// Stages `side` at `path` with the stat data of the file now there.

@@ -74,7 +74,10 @@ extension Store {
             guard !path.isEmpty, !PathRules.isIgnored(path: path) else { continue }
             guard policy.materializes(path) else { continue }  // this device's own, or not its to hold
             let stat = (try? FileStat.of(data.pushing(path))) ?? nil
-            if !send.contains(path), let why = policy.holdReason(path, size: stat?.isStorable == true ? stat?.size : nil) {
+            // The rules hold files, not directories: a directory that went away (or came) is
+            // handled below, file by file, under the same rules.
+            let fileLevel = stat?.isStorable == true || index.entry(path) != nil
+            if fileLevel, !send.contains(path), let why = policy.holdReason(path, size: stat?.isStorable == true ? stat?.size : nil) {
                 let entry = index.entry(path)
                 if diskMatches(path, entry.map { ConflictSide(oid: $0.oid, mode: $0.mode) }, entry: entry) {
                     heldList[path] = nil  // back to what the store has: nothing to hold

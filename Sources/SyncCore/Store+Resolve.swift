@@ -118,14 +118,37 @@ extension Store {
             guard let entry = ConflictPolicy.entry(of: v) else { return nil }
             return (ConflictPolicy.copyPath(path, device: v.device, time: ISOTime.seconds(v.time)), entry)
         }
+        // A path the rules keep off this device's disk (`never`, `devices`) is settled in the
+        // index alone: the store holds it, the data directory never does.
+        func indexOnly(_ target: FilePath) -> Bool { !policy.materializes(target) }
+        func removeVersion(_ target: FilePath) throws {
+            guard indexOnly(target) else { return try removeFromData(target) }
+            let index = try repo.index()
+            try index.remove(target)
+            if !index.entries(under: target).isEmpty { try index.removeDirectory(target) }
+            try index.write()
+        }
         func removeCopies() throws {
             // Only a copy that still holds that version's bytes: one the user edited stays.
-            for copy in copies where diskMatches(copy.path, copy.side, entry: nil) {
-                try removeFromData(copy.path)
+            for copy in copies {
+                if indexOnly(copy.path) {
+                    guard try repo.index().entry(copy.path)?.oid == copy.side.oid else { continue }
+                } else if !diskMatches(copy.path, copy.side, entry: nil) {
+                    continue
+                }
+                try removeVersion(copy.path)
                 touched.insert(copy.path)
             }
         }
         func put(_ bytes: [UInt8], mode: UInt32, at target: FilePath) throws {
+            if indexOnly(target) {
+                let index = try repo.index()
+                if !index.entries(under: target).isEmpty { try index.removeDirectory(target) }
+                try index.add(target, blob: try repo.createBlob(bytes), mode: mode)
+                try index.write()
+                touched.insert(target)
+                return
+            }
             do {
                 let abs = data.pushing(target)
                 try Files.makeDirectories(abs.removingLastComponent())
@@ -157,7 +180,7 @@ extension Store {
                 return
             }
             guard let hex = v.blob, let oid = Oid(hex: hex) else {
-                try removeFromData(path)
+                try removeVersion(path)
                 if !keepCopies { try removeCopies() }
                 return
             }
@@ -198,7 +221,7 @@ extension Store {
                 try put(bytes, mode: 0o100644, at: path)
                 try removeCopies()
             case .delete:
-                try removeFromData(path)
+                try removeVersion(path)
                 try removeCopies()
             }
         }

@@ -125,6 +125,11 @@ extension Store {
     /// Saves what the disk holds at these paths into `refs/syncagent/kept` (nothing for a path with
     /// no file or link).
     func keepLocalBytes(_ paths: [FilePath], why: String) throws -> Oid? {
+        try keepLocalVersions(paths, why: why).commit
+    }
+
+    /// `keepLocalBytes`, also saying what was kept at each path (no entry: nothing storable there).
+    func keepLocalVersions(_ paths: [FilePath], why: String) throws -> (commit: Oid?, kept: [FilePath: ConflictSide]) {
         var versions: [(path: FilePath, side: ConflictSide)] = []
         for path in paths {
             guard let stat = try? FileStat.of(data.pushing(path)), stat.isStorable else { continue }
@@ -136,7 +141,8 @@ extension Store {
             guard let blob else { continue }
             versions.append((path, ConflictSide(oid: blob, mode: Self.gitMode(stat))))
         }
-        return try keep(versions, why: why)
+        let commit = try keep(versions, why: why)
+        return (commit, Dictionary(versions.map { ($0.path, $0.side) }, uniquingKeysWith: { a, _ in a }))
     }
 
     /// The file or link at `path` as a tree entry would have it (without writing it); nil if none.
