@@ -213,8 +213,13 @@ extension Store {
         }
         do {
             if displace, let old = try FileStat.of(target), old.isStorable {
-                try Files.exchange(temp, target)
-                return temp
+                do {
+                    try Files.exchange(temp, target)
+                    return temp
+                } catch where error == .invalidArgument || error == .notSupported {
+                    // A file system without RENAME_EXCHANGE: the bytes kept before the merge are
+                    // what is kept; replace as usual.
+                }
             }
             try Files.rename(temp, to: target)
         } catch {
