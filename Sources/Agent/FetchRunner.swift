@@ -12,7 +12,7 @@ enum FetchRunner {
         let url: String
         let timeout: Duration
         var description: String {
-            "no answer from \(url) within \(timeout); the fetch was abandoned and will be retried. Check that the peer's host is up and reachable."
+            "no data from \(url) for \(timeout); the fetch was abandoned and will be retried. Check that the peer's host is up and reachable."
         }
     }
 
@@ -22,6 +22,17 @@ enum FetchRunner {
         private let continuation = Mutex<CheckedContinuation<Void, any Error>?>(nil)
         /// The timeout; cancelled when the fetch ends first (no sleeping task left per round).
         let timer = Mutex<Task<Void, Never>?>(nil)
+
+        /// When data last arrived (or the attempt began), in uptime nanoseconds.
+        private let lastProgress = Atomic<UInt64>(DispatchTime.now().uptimeNanoseconds)
+
+        func madeProgress() { lastProgress.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed) }
+
+        func silence() -> Duration {
+            .nanoseconds(Int64(DispatchTime.now().uptimeNanoseconds &- lastProgress.load(ordering: .relaxed)))
+        }
+
+        func untilSilent(_ timeout: Duration) -> Duration { max(.milliseconds(10), timeout - silence()) }
 
         func install(_ c: CheckedContinuation<Void, any Error>) { continuation.withLock { $0 = c } }
 
@@ -33,14 +44,17 @@ enum FetchRunner {
 
     /// Fetches; throws `GitError` from libgit2, or `Abandoned`. `attempt` lets the caller see whether a
     /// previous fetch's thread is still stuck.
-    static func fetch(gitDir: FilePath, data: FilePath, peer: String, url: String, timeout: Duration,
-                      attempt: Attempt) async throws {
+    static func fetch(gitDir: FilePath, data: FilePath, peer: String, url: String, localGitDir: FilePath?,
+                      timeout: Duration, attempt: Attempt) async throws {
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
             attempt.install(c)
             let thread = Thread {
                 let result = Result<Void, any Error> {
-                    try Store.fetch(gitDir: gitDir, data: data, peer: peer, url: url,
-                                    shouldCancel: { attempt.cancelled.load(ordering: .relaxed) })
+                    try Store.fetch(gitDir: gitDir, data: data, peer: peer, url: url, localGitDir: localGitDir,
+                                    shouldCancel: {
+                                        attempt.madeProgress()
+                                        return attempt.cancelled.load(ordering: .relaxed)
+                                    })
                 }
                 attempt.finished.store(true, ordering: .releasing)
                 attempt.timer.withLock { $0?.cancel(); $0 = nil }
@@ -49,8 +63,13 @@ enum FetchRunner {
             thread.name = "syncagent-fetch-\(peer)"
             thread.start()
             let timer = Task {
-                try? await Task.sleep(for: timeout)
-                guard !Task.isCancelled, !attempt.finished.load(ordering: .acquiring) else { return }
+                // A timeout of silence, not of the whole fetch: a big file may take minutes, and
+                // every chunk that arrives proves the peer is there.
+                while true {
+                    try? await Task.sleep(for: attempt.untilSilent(timeout))
+                    if Task.isCancelled || attempt.finished.load(ordering: .acquiring) { return }
+                    if attempt.silence() >= timeout { break }
+                }
                 attempt.cancelled.store(true, ordering: .relaxed)
                 attempt.resume(.failure(Abandoned(url: url, timeout: timeout)))
             }

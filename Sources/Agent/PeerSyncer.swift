@@ -96,7 +96,8 @@ final class PeerSyncer: Sendable {
         do {
             if link.localGitDir == nil { try await FetchRunner.probe(url: link.fetchURL, timeout: .seconds(5)) }
             try await FetchRunner.fetch(gitDir: config.storePath, data: config.data, peer: link.name,
-                                        url: link.fetchURL, timeout: fetchTimeout, attempt: attempt)
+                                        url: link.fetchURL, localGitDir: link.localGitDir,
+                                        timeout: fetchTimeout, attempt: attempt)
         } catch {
             // Only a fetch abandoned after its timeout can still have a thread blocked in libgit2. A
             // probe that failed started none: counting it as stuck made three refused connections

@@ -16,6 +16,15 @@ extension Repository {
         git_reference_free(out)
     }
 
+    /// Points `name` at `id` whatever it pointed at (a tracking reference); no write when it already does.
+    public func setReference(_ name: String, to id: Oid, message: String) throws(GitError) {
+        if try resolveReference(name) == id { return }
+        var out: OpaquePointer?
+        var target = id.raw
+        try check(git_reference_create(&out, handle, name, &target, 1, message), "git_reference_create(\(name))")
+        git_reference_free(out)
+    }
+
     /// The best common ancestor of two commits, or nil when their histories never met.
     public func mergeBase(_ a: Oid, _ b: Oid) throws(GitError) -> Oid? {
         var out = git_oid()

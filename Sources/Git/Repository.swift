@@ -10,7 +10,7 @@ public final class Repository {
     public let workdir: FilePath
     private var cachedIndex: Index?
 
-    private init(handle: OpaquePointer, gitDir: FilePath, workdir: FilePath) {
+    init(handle: OpaquePointer, gitDir: FilePath, workdir: FilePath) {
         self.handle = handle
         self.gitDir = gitDir
         self.workdir = workdir

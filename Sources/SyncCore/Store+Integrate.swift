@@ -37,9 +37,24 @@ extension Store {
 
     /// Fetches a peer's `main` and conflict records into tracking refs. Opens its own repository
     /// object, so it may run on any thread while the store's owner goes on.
-    public static func fetch(gitDir: FilePath, data: FilePath, peer: String, url: String,
+    /// A peer whose store is on this machine (`localGitDir`) is not fetched through libgit2's
+    /// local transport, which builds a pack in memory (a 1 GiB file cost 2 GiB): the objects this
+    /// store lacks are copied one by one, big blobs through a fixed buffer, then the tracking
+    /// references move once the copies are durable.
+    public static func fetch(gitDir: FilePath, data: FilePath, peer: String, url: String, localGitDir: FilePath? = nil,
                              shouldCancel: @escaping () -> Bool = { false }) throws(GitError) {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
+        if let localGitDir {
+            let source = try Repository.openForReading(gitDir: localGitDir)
+            let main = try source.resolveReference("refs/heads/main")
+            let book = try source.resolveReference(ConflictBook.ref)
+            let report = try repo.copyMissingObjects(from: source, tips: [main, book].compactMap { $0 },
+                                                     progress: { _ in !shouldCancel() })
+            if report.objects > 0 { Durability.flushFileSystem(containing: gitDir) }
+            if let main { try repo.setReference(trackingRef(peer), to: main, message: "syncagent: copy from \(peer)") }
+            if let book { try repo.setReference(ConflictBook.peerRef(peer), to: book, message: "syncagent: copy from \(peer)") }
+            return
+        }
         try repo.fetch(url: url, refspecs: ["+refs/heads/main:\(trackingRef(peer))",
                                             "+\(ConflictBook.ref):\(ConflictBook.peerRef(peer))"],
                        shouldCancel: shouldCancel)

@@ -1,0 +1,214 @@
+import CLibgit2
+import SystemPackage
+
+/// What copying a peer's objects did.
+public struct ObjectCopyReport: Sendable, Equatable {
+    public var objects = 0
+    public var bytes = 0
+    /// Blobs streamed through a fixed buffer instead of read whole.
+    public var streamed = 0
+}
+
+extension Repository {
+    /// Opens a git directory only to read its objects and references (a peer's store on this
+    /// machine): no work tree is attached and nothing is written.
+    public static func openForReading(gitDir: FilePath) throws(GitError) -> Repository {
+        try Libgit2.initialize()
+        var out: OpaquePointer?
+        let rc = gitDir.withPlatformString {
+            git_repository_open_ext(&out, $0, GIT_REPOSITORY_OPEN_NO_SEARCH.rawValue | GIT_REPOSITORY_OPEN_BARE.rawValue, nil)
+        }
+        try check(rc, "git_repository_open_ext(\(gitDir))")
+        return Repository(handle: out!, gitDir: gitDir, workdir: gitDir)
+    }
+
+    /// Copies into this repository every object reachable from `tips` in `source` that it lacks:
+    /// the "fetch" of a peer whose store is on this machine, in O(objects it lacks) (no pack is
+    /// built, no negotiation). Every object's id is recomputed from what is written, so a damaged
+    /// peer object is refused rather than stored. Blobs larger than `streamAbove` go through a
+    /// fixed buffer when the peer keeps them loose, so a 1 GiB file costs no 1 GiB of memory.
+    /// A commit is written only after its tree and its parents: a commit present here always has
+    /// everything it reaches, which is what lets the walk stop at the first commit it finds.
+    /// Objects are written loose and not synced: make them durable before a reference names them.
+    /// `progress` is called after each object; returning false abandons the copy (it throws).
+    @discardableResult
+    public func copyMissingObjects(from source: Repository, tips: [Oid], streamAbove: Int = 16 << 20,
+                                   progress: @escaping (ObjectCopyReport) -> Bool = { _ in true }) throws(GitError) -> ObjectCopyReport {
+        var copier = try ObjectCopier(from: source, to: self, streamAbove: streamAbove, progress: progress)
+        defer { copier.close() }
+        try copier.copy(tips: tips)
+        return copier.report
+    }
+}
+
+private struct ObjectCopier: ~Copyable {
+    let source: Repository
+    let sourceOdb: OpaquePointer
+    let odb: OpaquePointer
+    let streamAbove: Int
+    let progress: (ObjectCopyReport) -> Bool
+    var report = ObjectCopyReport()
+
+    init(from source: Repository, to target: Repository, streamAbove: Int,
+         progress: @escaping (ObjectCopyReport) -> Bool) throws(GitError) {
+        var s: OpaquePointer?, t: OpaquePointer?
+        try check(git_repository_odb(&s, source.handle), "git_repository_odb(\(source.gitDir))")
+        guard git_repository_odb(&t, target.handle) == 0 else {
+            let error = lastError(code: -1, call: "git_repository_odb(\(target.gitDir))")
+            git_odb_free(s)
+            throw error
+        }
+        self.source = source
+        self.sourceOdb = s!
+        self.odb = t!
+        self.streamAbove = streamAbove
+        self.progress = progress
+    }
+
+    func close() {
+        git_odb_free(sourceOdb)
+        git_odb_free(odb)
+    }
+
+    func has(_ id: Oid) -> Bool {
+        var raw = id.raw
+        return git_odb_exists(odb, &raw) == 1
+    }
+
+    mutating func copy(tips: [Oid]) throws(GitError) {
+        // Commits this repository lacks, parents before children (iterative post-order: a history
+        // of many thousands of commits must not exhaust the thread's stack).
+        var order: [Oid] = []
+        var seen = Set<Oid>()
+        var stack: [(Oid, expanded: Bool)] = tips.map { ($0, false) }
+        while let (id, expanded) = stack.popLast() {
+            if expanded { order.append(id); continue }
+            guard !seen.contains(id), !has(id) else { continue }
+            seen.insert(id)
+            stack.append((id, true))
+            for parent in try source.commit(id).parents where !seen.contains(parent) {
+                stack.append((parent, false))
+            }
+        }
+        for id in order {
+            try copyTree(try source.commit(id).tree)
+            try copyWhole(id, expecting: GIT_OBJECT_COMMIT)
+        }
+    }
+
+    /// A tree after everything in it (subtrees first), skipping what is already here.
+    mutating func copyTree(_ root: Oid) throws(GitError) {
+        guard !has(root) else { return }
+        var stack: [(Oid, expanded: Bool)] = [(root, false)]
+        var scheduled: Set<Oid> = [root]
+        while let (id, expanded) = stack.popLast() {
+            if expanded {
+                try copyWhole(id, expecting: GIT_OBJECT_TREE)
+                continue
+            }
+            stack.append((id, true))
+            var tree: OpaquePointer?
+            var raw = id.raw
+            try check(git_tree_lookup(&tree, source.handle, &raw), "git_tree_lookup(\(id)) in \(source.gitDir)")
+            defer { git_tree_free(tree) }
+            for i in 0..<git_tree_entrycount(tree) {
+                guard let entry = git_tree_entry_byindex(tree, i) else { continue }
+                let child = Oid(git_tree_entry_id(entry))
+                switch git_tree_entry_type(entry) {
+                case GIT_OBJECT_TREE:
+                    if !scheduled.contains(child), !has(child) {
+                        scheduled.insert(child)
+                        stack.append((child, false))
+                    }
+                case GIT_OBJECT_BLOB:
+                    if !has(child) { try copyBlob(child) }
+                default:
+                    continue  // a submodule's commit is not ours to have
+                }
+            }
+        }
+    }
+
+    mutating func copyBlob(_ id: Oid) throws(GitError) {
+        var size = 0
+        var type = GIT_OBJECT_INVALID
+        var raw = id.raw
+        try check(git_odb_read_header(&size, &type, sourceOdb, &raw), "git_odb_read_header(\(id)) in \(source.gitDir)")
+        if size > streamAbove, try copyStreaming(id, size: size) { return }
+        try copyWhole(id, expecting: GIT_OBJECT_BLOB)
+    }
+
+    /// Read whole, written whole; libgit2 verifies the id on the read and we compare on the write.
+    mutating func copyWhole(_ id: Oid, expecting type: git_object_t) throws(GitError) {
+        var object: OpaquePointer?
+        var raw = id.raw
+        try check(git_odb_read(&object, sourceOdb, &raw), "git_odb_read(\(id)) in \(source.gitDir)")
+        defer { git_odb_object_free(object) }
+        guard git_odb_object_type(object) == type else {
+            throw GitError(code: -1, errorClass: 0, message: "object \(id) is not the \(Self.name(type)) its parent names",
+                           call: "copy from \(source.gitDir)")
+        }
+        let size = git_odb_object_size(object)
+        var out = git_oid()
+        try check(git_odb_write(&out, odb, git_odb_object_data(object), size, type), "git_odb_write(\(id))")
+        try verify(Oid(out), id)
+        try count(bytes: size)
+    }
+
+    /// Copies a blob through a fixed buffer. False when the peer cannot stream it (a packed object:
+    /// libgit2 1.5 streams only loose ones); the caller then reads it whole.
+    mutating func copyStreaming(_ id: Oid, size: Int) throws(GitError) -> Bool {
+        var reader: UnsafeMutablePointer<git_odb_stream>?
+        var length = 0
+        var type = GIT_OBJECT_INVALID
+        var raw = id.raw
+        guard git_odb_open_rstream(&reader, &length, &type, sourceOdb, &raw) == 0, let reader else { return false }
+        defer { git_odb_stream_free(reader) }
+        var writer: UnsafeMutablePointer<git_odb_stream>?
+        try check(git_odb_open_wstream(&writer, odb, git_object_size_t(length), GIT_OBJECT_BLOB), "git_odb_open_wstream(\(id))")
+        defer { git_odb_stream_free(writer) }
+        var buffer = [CChar](repeating: 0, count: 1 << 20)
+        var done = 0
+        while true {
+            let n = buffer.withUnsafeMutableBufferPointer { git_odb_stream_read(reader, $0.baseAddress, $0.count) }
+            try check(Int32(clamping: n), "git_odb_stream_read(\(id)) in \(source.gitDir)")
+            if n == 0 { break }
+            try check(buffer.withUnsafeBufferPointer { git_odb_stream_write(writer, $0.baseAddress, Int(n)) },
+                      "git_odb_stream_write(\(id))")
+            done += Int(n)
+            guard progress(report) else { throw Self.cancelled(source) }
+        }
+        var out = git_oid()
+        try check(git_odb_stream_finalize_write(&out, writer), "git_odb_stream_finalize_write(\(id)) after \(done) bytes")
+        try verify(Oid(out), id)
+        report.streamed += 1
+        try count(bytes: done)
+        return true
+    }
+
+    func verify(_ got: Oid, _ want: Oid) throws(GitError) {
+        guard got == want else {
+            throw GitError(code: -1, errorClass: 0,
+                           message: "object \(want) in \(source.gitDir) holds the content of \(got): the peer's store is damaged",
+                           call: "copy from \(source.gitDir)")
+        }
+    }
+
+    mutating func count(bytes: Int) throws(GitError) {
+        report.objects += 1
+        report.bytes += bytes
+        guard progress(report) else { throw Self.cancelled(source) }
+    }
+
+    static func cancelled(_ source: Repository) -> GitError {
+        GitError(code: -1, errorClass: 0, message: "copy from \(source.gitDir) cancelled", call: "copy")
+    }
+
+    static func name(_ type: git_object_t) -> String {
+        switch type {
+        case GIT_OBJECT_COMMIT: "commit"
+        case GIT_OBJECT_TREE: "tree"
+        default: "blob"
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import Git
+import SystemPackage
+import Testing
+
+/// Copying a peer's objects from a store on the same machine (the fetch of a path peer).
+@Suite struct ObjectCopyTests {
+    let sig = Signature(name: "phone", email: "phone@syncagent", time: 1_700_000_000)
+
+    /// A commit of `files` (path -> bytes) on top of `parent` in `repo`.
+    func commit(_ t: TempStore, _ repo: Repository, _ files: [String: [UInt8]], parent: Oid?) throws -> Oid {
+        let index = try repo.index()
+        for (path, bytes) in files {
+            let url = URL(fileURLWithPath: t.data.appending(path).string)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(bytes).write(to: url)
+            guard case .written(let blob) = try repo.writeBlob(fromFile: t.data.appending(path)) else {
+                Issue.record("could not store \(path)"); continue
+            }
+            try index.add(FilePath(path), blob: blob, mode: 0o100644)
+        }
+        let tree = try index.writeTree()
+        return try repo.createCommit(tree: tree, parents: parent.map { [$0] } ?? [], author: sig, committer: sig,
+                                     message: "c\n", updateRef: "refs/heads/main")
+    }
+
+    func looseObjectPath(_ gitDir: FilePath, _ id: Oid) -> String {
+        let hex = id.hex
+        return gitDir.appending("objects").appending(String(hex.prefix(2))).appending(String(hex.dropFirst(2))).string
+    }
+
+    @Test func copiesOnlyWhatIsMissingAndStreamsBigBlobs() throws {
+        let phone = try TempStore(), watch = try TempStore()
+        let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+        let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+        let big = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 7) }
+        let first = try commit(phone, source, ["a.txt": Array("one\n".utf8), "deep/er/b.bin": big], parent: nil)
+        var report = try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [first],
+                                                   streamAbove: 1 << 20)
+        // commit, root tree, deep/, deep/er/, two blobs
+        #expect(report.objects == 6)
+        #expect(report.streamed == 1)
+        let files = try target.treeFiles(try target.commit(first).tree)
+        #expect(files.map(\.path) == ["a.txt", "deep/er/b.bin"])
+        #expect(try target.blobData(files[1].oid) == big)
+
+        // A second commit changing one small file: only that file, its tree and the commit travel.
+        let second = try commit(phone, source, ["a.txt": Array("two\n".utf8)], parent: first)
+        report = try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [second])
+        #expect(report.objects == 3)
+        #expect(try target.commit(second).parents == [first])
+        // Nothing left to copy.
+        report = try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [second])
+        #expect(report.objects == 0)
+    }
+
+    @Test func refusesADamagedPeerObjectAndStoresNothingUnderItsName() throws {
+        for streamAbove in [1 << 20, 1 << 30] {
+            let phone = try TempStore(), watch = try TempStore()
+            let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+            let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+            let big = [UInt8](repeating: 7, count: 2 << 20)
+            let other = [UInt8](repeating: 8, count: 2 << 20)
+            let tip = try commit(phone, source, ["big.bin": big, "other.bin": other], parent: nil)
+            let files = try source.treeFiles(try source.commit(tip).tree)
+            // The peer's object for big.bin now holds other.bin's bytes.
+            let victim = looseObjectPath(phone.gitDir, files[0].oid)
+            try FileManager.default.removeItem(atPath: victim)
+            try FileManager.default.copyItem(atPath: looseObjectPath(phone.gitDir, files[1].oid), toPath: victim)
+            #expect(throws: GitError.self) {
+                try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [tip],
+                                              streamAbove: streamAbove)
+            }
+            #expect(!target.hasObject(files[0].oid))
+            #expect(!target.hasObject(tip))
+        }
+    }
+
+    @Test func cancellingStopsTheCopyBeforeTheCommit() throws {
+        let phone = try TempStore(), watch = try TempStore()
+        let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+        let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+        let tip = try commit(phone, source, ["a": [1], "b": [2], "c": [3]], parent: nil)
+        #expect(throws: GitError.self) {
+            try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [tip],
+                                          progress: { $0.objects < 2 })
+        }
+        #expect(!target.hasObject(tip))
+    }
+}
