@@ -2,6 +2,12 @@
 #define SYNCAGENT_CLIBGIT2_SHIM_H
 #include <git2.h>
 #include <git2/sys/repository.h>
+#include <zlib.h>
+
+/* inflateInit is a macro: a function Swift can call. */
+static inline int syncagent_inflate_init(z_stream *stream) {
+    return inflateInit(stream);
+}
 
 /* git_libgit2_opts is variadic and not imported into Swift: one wrapper per option we use. */
 static inline int syncagent_git_set_owner_validation(int enabled) {

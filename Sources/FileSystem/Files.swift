@@ -96,19 +96,25 @@ public enum Files {
     /// Creates a new regular file (it must not exist) holding `bytes`, with mode 0644 or 0755.
     /// On any failure nothing is left behind.
     public static func create(_ path: FilePath, bytes: some Collection<UInt8>, executable: Bool) throws(Errno) {
+        let all = Array(bytes)
+        try create(path, executable: executable) { sink in
+            try all.withUnsafeBytes { buffer in try sink.write(buffer) }
+        }
+    }
+
+    /// Creates a new regular file (it must not exist) whose bytes `contents` hands to the sink,
+    /// chunk by chunk, with mode 0644 or 0755. On any failure, the sink's or one `contents`
+    /// throws, nothing is left behind; an error that is not an `Errno` becomes `EIO`.
+    public static func create(_ path: FilePath, executable: Bool, contents: (FileSink) throws -> Void) throws(Errno) {
         let fd = path.withPlatformString { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, executable ? 0o755 : 0o644) }
         guard fd >= 0 else { throw Errno(rawValue: errno) }
         var failure: Errno?
-        let all = Array(bytes)
-        var offset = 0
-        while offset < all.count {
-            let n = all.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                failure = Errno(rawValue: errno)
-                break
-            }
-            offset += n
+        do {
+            try contents(FileSink(fd: fd))
+        } catch let error as Errno {
+            failure = error
+        } catch {
+            failure = .ioError
         }
         // The umask may have taken the execute bit: set the mode we mean.
         if failure == nil, fchmod(fd, executable ? 0o755 : 0o644) != 0 { failure = Errno(rawValue: errno) }
@@ -116,6 +122,23 @@ public enum Files {
         if let failure {
             _ = path.withPlatformString { unlink($0) }
             throw failure
+        }
+    }
+
+    /// Where `create` writes: every byte handed over is written before `write` returns.
+    public struct FileSink {
+        let fd: Int32
+
+        public func write(_ buffer: UnsafeRawBufferPointer) throws(Errno) {
+            var offset = 0
+            while offset < buffer.count {
+                let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw Errno(rawValue: errno)
+                }
+                offset += n
+            }
         }
     }
 

@@ -155,28 +155,30 @@ private struct ObjectCopier: ~Copyable {
         try count(bytes: size)
     }
 
-    /// Copies a blob through a fixed buffer. False when the peer cannot stream it (a packed object:
-    /// libgit2 1.5 streams only loose ones); the caller then reads it whole.
+    /// Copies a blob through a fixed buffer. False when the peer keeps it packed (libgit2 1.5 reads
+    /// packed objects only whole); the caller then reads it whole.
     mutating func copyStreaming(_ id: Oid, size: Int) throws(GitError) -> Bool {
-        var reader: UnsafeMutablePointer<git_odb_stream>?
-        var length = 0
-        var type = GIT_OBJECT_INVALID
-        var raw = id.raw
-        guard git_odb_open_rstream(&reader, &length, &type, sourceOdb, &raw) == 0, let reader else { return false }
-        defer { git_odb_stream_free(reader) }
         var writer: UnsafeMutablePointer<git_odb_stream>?
-        try check(git_odb_open_wstream(&writer, odb, git_object_size_t(length), GIT_OBJECT_BLOB), "git_odb_open_wstream(\(id))")
+        try check(git_odb_open_wstream(&writer, odb, git_object_size_t(size), GIT_OBJECT_BLOB), "git_odb_open_wstream(\(id))")
         defer { git_odb_stream_free(writer) }
-        var buffer = [CChar](repeating: 0, count: 1 << 20)
         var done = 0
-        while true {
-            let n = buffer.withUnsafeMutableBufferPointer { git_odb_stream_read(reader, $0.baseAddress, $0.count) }
-            try check(Int32(clamping: n), "git_odb_stream_read(\(id)) in \(source.gitDir)")
-            if n == 0 { break }
-            try check(buffer.withUnsafeBufferPointer { git_odb_stream_write(writer, $0.baseAddress, Int(n)) },
-                      "git_odb_stream_write(\(id))")
-            done += Int(n)
-            guard progress(report) else { throw Self.cancelled(source) }
+        let found: (type: String, size: Int)?
+        do {
+            found = try LooseObject.stream(objects: source.gitDir.appending("objects"), id: id, chunk: 1 << 20) { chunk in
+                try check(chunk.withMemoryRebound(to: CChar.self) { git_odb_stream_write(writer, $0.baseAddress, $0.count) },
+                          "git_odb_stream_write(\(id))")
+                done += chunk.count
+                guard progress(report) else { throw Self.cancelled(source) }
+            }
+        } catch let error as GitError {
+            throw error
+        } catch {
+            throw GitError(code: -1, errorClass: 0, message: "\(error)", call: "copy of \(id) from \(source.gitDir)")
+        }
+        guard let found else { return false }
+        guard found.type == "blob", found.size == size else {
+            throw GitError(code: -1, errorClass: 0, message: "object \(id) in \(source.gitDir) is a \(found.type) of \(found.size) bytes, not the blob its tree names",
+                           call: "copy from \(source.gitDir)")
         }
         var out = git_oid()
         try check(git_odb_stream_finalize_write(&out, writer), "git_odb_stream_finalize_write(\(id)) after \(done) bytes")

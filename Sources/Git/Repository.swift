@@ -170,6 +170,29 @@ public final class Repository {
         return Array(UnsafeRawBufferPointer(start: content, count: size))
     }
 
+    /// Hands the bytes of a blob to `body`: in chunks of at most `chunk` bytes when the blob is
+    /// bigger than that and loose (read with read(2) and zlib, see `LooseObject`), else at once
+    /// from libgit2's own buffer (no copy). A 1 GiB file written by the commit path or copied from a peer
+    /// on this machine is loose, so writing it out costs `chunk` bytes of memory, not 1 GiB.
+    public func streamBlob(_ id: Oid, chunk: Int = 1 << 20, into body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        var raw = id.raw
+        var odb: OpaquePointer?
+        try check(git_repository_odb(&odb, handle), "git_repository_odb")
+        defer { git_odb_free(odb) }
+        var size = 0
+        var type = GIT_OBJECT_INVALID
+        try check(git_odb_read_header(&size, &type, odb, &raw), "git_odb_read_header(\(id))")
+        if size > chunk, type == GIT_OBJECT_BLOB,
+           try LooseObject.stream(objects: gitDir.appending("objects"), id: id, chunk: chunk, into: body) != nil {
+            return
+        }
+        var blob: OpaquePointer?
+        try check(git_blob_lookup(&blob, handle, &raw), "git_blob_lookup(\(id))")
+        defer { git_blob_free(blob) }
+        let length = Int(git_blob_rawsize(blob))
+        try body(UnsafeRawBufferPointer(start: git_blob_rawcontent(blob), count: length))
+    }
+
     /// Every blob and link in a tree, recursively, with full paths.
     public func treeFiles(_ tree: Oid) throws(GitError) -> [TreeFile] {
         var treeObj: OpaquePointer?

@@ -8,6 +8,14 @@ extension Oid {
         _ = bytes.withUnsafeBytes { git_odb_hash(&out, $0.baseAddress, $0.count, GIT_OBJECT_BLOB) }
         return Oid(out)
     }
+
+    /// The id git gives the bytes of the file at `path` as a blob, read in chunks (no filters; a
+    /// symbolic link is followed, so check the kind first). Nil when it cannot be read.
+    public static func hashing(file path: FilePath) -> Oid? {
+        var out = git_oid()
+        let rc = path.withPlatformString { git_odb_hashfile(&out, $0, GIT_OBJECT_BLOB) }
+        return rc == 0 ? Oid(out) : nil
+    }
 }
 
 extension Repository {

@@ -78,10 +78,15 @@ extension Store {
         /// as `path`'s unless they are what was kept already; then the temporary goes.
         func keepDisplaced(_ temp: FilePath, as path: FilePath) {
             if let stat = try? FileStat.of(temp), stat.isStorable {
-                let bytes = stat.kind == .symlink ? try? Files.readLink(temp) : try? Files.read(temp)
-                if let bytes {
-                    let side = ConflictSide(oid: Oid.hashing(bytes), mode: Self.gitMode(stat))
-                    if side != keptSides[path], let blob = try? repo.createBlob(bytes) {
+                var blob: Oid?
+                if stat.kind == .symlink {
+                    blob = (try? Files.readLink(temp)).flatMap { try? repo.createBlob($0) }
+                } else if case .written(let id) = try? repo.writeBlob(fromFile: temp) {
+                    blob = id  // streamed when big; nothing else writes to the temporary
+                }
+                if let blob {
+                    let side = ConflictSide(oid: blob, mode: Self.gitMode(stat))
+                    if side != keptSides[path] {
                         let kept = ConflictSide(oid: blob, mode: side.mode)
                         report.keptCommit = (try? keep([(path, kept)], why: "local edits replaced by incoming changes")) ?? report.keptCommit
                         keptSides[path] = kept
@@ -203,13 +208,16 @@ extension Store {
             guard Files.removeDirectoryWithoutFiles(target) else { throw .directoryNotEmpty }
         }
         try Files.makeDirectories(dir)
-        let bytes: [UInt8]
-        do { bytes = try repo.blobData(side.oid) } catch { throw .ioError }
         let temp = AgentTemporary.path(in: dir, counter: &counter)
         if side.mode == 0o120000 {
+            let bytes: [UInt8]
+            do { bytes = try repo.blobData(side.oid) } catch { throw .ioError }
             try Files.createLink(temp, target: bytes)
         } else {
-            try Files.create(temp, bytes: bytes, executable: side.mode == 0o100755)
+            // Streamed: a big file costs a fixed buffer, not its size.
+            try Files.create(temp, executable: side.mode == 0o100755) { [repo] sink in
+                try repo.streamBlob(side.oid) { chunk in try sink.write(chunk) }
+            }
         }
         do {
             if displace, let old = try FileStat.of(target), old.isStorable {
@@ -251,8 +259,9 @@ extension Store {
         }
         switch stat.kind {
         case .regular:
-            guard (side.mode == 0o100755) == stat.isExecutable, side.mode != 0o120000,
-                  let bytes = try? Files.read(abs) else { return false }
+            guard (side.mode == 0o100755) == stat.isExecutable, side.mode != 0o120000 else { return false }
+            if stat.size > 1 << 20 { return Oid.hashing(file: abs) == side.oid }
+            guard let bytes = try? Files.read(abs) else { return false }
             return Oid.hashing(bytes) == side.oid
         case .symlink:
             guard side.mode == 0o120000, let target = try? Files.readLink(abs) else { return false }

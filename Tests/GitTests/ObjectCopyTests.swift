@@ -43,6 +43,12 @@ import Testing
         let files = try target.treeFiles(try target.commit(first).tree)
         #expect(files.map(\.path) == ["a.txt", "deep/er/b.bin"])
         #expect(try target.blobData(files[1].oid) == big)
+        // Written out in chunks of the size asked for, the bytes are the same.
+        var chunks: [Int] = [], streamed: [UInt8] = []
+        try target.streamBlob(files[1].oid, chunk: 1 << 20) { chunks.append($0.count); streamed += $0 }
+        #expect(chunks.count >= 3 && chunks.allSatisfy { $0 <= 1 << 20 })
+        #expect(streamed == big)
+        #expect(Oid.hashing(file: phone.data.appending("deep/er/b.bin")) == files[1].oid)
 
         // A second commit changing one small file: only that file, its tree and the commit travel.
         let second = try commit(phone, source, ["a.txt": Array("two\n".utf8)], parent: first)

@@ -149,6 +149,9 @@ extension Store {
     func diskSide(_ path: FilePath) throws -> ConflictSide? {
         let abs = data.pushing(path)
         guard let stat = try? FileStat.of(abs), stat.isStorable else { return nil }
+        if stat.kind == .regular, stat.size > 1 << 20, let id = Oid.hashing(file: abs) {
+            return ConflictSide(oid: id, mode: Self.gitMode(stat))
+        }
         let bytes = stat.kind == .symlink ? try Files.readLink(abs) : try Files.read(abs)
         return ConflictSide(oid: Oid.hashing(bytes), mode: Self.gitMode(stat))
     }
