@@ -156,6 +156,14 @@ public struct PeerConfig: Sendable, Equatable {
     public var url: String
     /// How often to fetch when the agent cannot see the peer's refs change.
     public var pollSeconds: Int = 30
+    /// An ordinary git server shared by many devices (SPEC "Hub").
+    public var hub = false
+    /// ssh only: the private key to offer (default: ssh-agent, then ~/.ssh/id_ed25519, id_rsa).
+    public var identity: FilePath?
+    /// ssh only: where the server's host key must be (default ~/.ssh/known_hosts).
+    public var knownHosts: FilePath?
+    /// http(s) only: a file holding "user:password".
+    public var credentials: FilePath?
 
     public init(name: String, url: String, pollSeconds: Int = 30) {
         self.name = name
@@ -334,7 +342,7 @@ private struct ConfigParser {
 
     private func peers(in top: Section, device: String) throws -> [PeerConfig] {
         var peers: [PeerConfig] = []
-        for peer in try tables("peer", in: top, keys: ["name", "url", "poll_seconds"]) {
+        for peer in try tables("peer", in: top, keys: ["name", "url", "poll_seconds", "hub", "identity", "known_hosts", "credentials"]) {
             let name = try required("name", in: peer, rule: Rule.peerName) { Config.isValidName($0) ? $0 : nil }
             if name == device {
                 throw fail(peer.path + ["name"], key: "peer.name",
@@ -347,6 +355,20 @@ private struct ConfigParser {
             }
             var config = PeerConfig(name: name, url: try required("url", in: peer, rule: Rule.url) { $0.isEmpty ? nil : $0 })
             config.pollSeconds = try int("poll_seconds", in: peer, unit: "seconds", 1...86_400) ?? config.pollSeconds
+            if let value = peer.table["hub"] {
+                guard let flag = value.bool else { throw invalid("hub", in: peer, "true or false, e.g. hub = true", value) }
+                config.hub = flag
+            }
+            for (key, keyPath) in [("identity", \PeerConfig.identity), ("known_hosts", \PeerConfig.knownHosts),
+                                   ("credentials", \PeerConfig.credentials)] {
+                if let text = try string(key, in: peer, rule: "a file path (absolute, starting with ~/, or relative to this file)",
+                                         { $0.isEmpty ? nil : $0 }) {
+                    config[keyPath: keyPath] = try directory(text, key: "peer.\(key)")
+                }
+            }
+            if config.hub, peers.contains(where: \.hub) {
+                throw fail(peer.path + ["hub"], key: "peer.hub", "only one [[peer]] may be a hub; keep one and remove hub = true from the others")
+            }
             peers.append(config)
         }
         return peers

@@ -1,0 +1,80 @@
+import CLibgit2
+import Glibc
+
+/// A reference the server would not update, and why (its own words).
+public struct PushRefusal: Sendable, Equatable {
+    public let ref: String
+    public let reason: String
+}
+
+extension Repository {
+    /// Pushes `refspecs` ("refs/heads/main:refs/heads/devices/phone"; give no '+', a push is never
+    /// forced) to `url`. Returns the references the server refused with its reason (e.g. not a
+    /// fast-forward); throws when the push itself failed.
+    public func push(url: String, refspecs: [String], shouldCancel: @escaping () -> Bool = { false }) throws(GitError) -> [PushRefusal] {
+        var remote: OpaquePointer?
+        var createOpts = git_remote_create_options()
+        try check(git_remote_create_options_init(&createOpts, UInt32(GIT_REMOTE_CREATE_OPTIONS_VERSION)),
+                  "git_remote_create_options_init")
+        createOpts.repository = handle
+        createOpts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF.rawValue | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC.rawValue
+        try check(git_remote_create_with_opts(&remote, url, &createOpts), "git_remote_create_with_opts(\(url))")
+        defer { git_remote_free(remote) }
+        var opts = git_push_options()
+        try check(git_push_options_init(&opts, UInt32(GIT_PUSH_OPTIONS_VERSION)), "git_push_options_init")
+        opts.pb_parallelism = 1
+        final class Box {
+            let cancel: () -> Bool
+            var refused: [PushRefusal] = []
+            init(_ c: @escaping () -> Bool) { cancel = c }
+        }
+        let box = Box(shouldCancel)
+        let payload = Unmanaged.passRetained(box)
+        defer { payload.release() }
+        opts.callbacks.payload = payload.toOpaque()
+        opts.callbacks.push_update_reference = { ref, status, payload in
+            let box = Unmanaged<Box>.fromOpaque(payload!).takeUnretainedValue()
+            if let status, let ref { box.refused.append(PushRefusal(ref: String(cString: ref), reason: String(cString: status))) }
+            return 0
+        }
+        opts.callbacks.push_transfer_progress = { _, _, _, payload in
+            Unmanaged<Box>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
+        }
+        opts.callbacks.sideband_progress = { _, _, payload in
+            Unmanaged<Box>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
+        }
+        var cStrings = refspecs.map { strdup($0) }
+        defer { cStrings.forEach { free($0) } }
+        let rc = cStrings.withUnsafeMutableBufferPointer { buf -> Int32 in
+            var array = git_strarray(strings: buf.baseAddress, count: buf.count)
+            return git_remote_push(remote, &array, &opts)
+        }
+        try check(rc, "git_remote_push(\(url))")
+        return box.refused
+    }
+
+    /// References whose names match `glob` (e.g. "refs/hubs/family/heads/*"), with what they point at.
+    public func references(matching glob: String) throws(GitError) -> [(name: String, target: Oid)] {
+        var iterator: OpaquePointer?
+        try check(git_reference_iterator_glob_new(&iterator, handle, glob), "git_reference_iterator_glob_new(\(glob))")
+        defer { git_reference_iterator_free(iterator) }
+        var out: [(String, Oid)] = []
+        var ref: OpaquePointer?
+        while git_reference_next(&ref, iterator) == 0 {
+            defer { git_reference_free(ref) }
+            guard let target = git_reference_target(ref), let name = git_reference_name(ref) else { continue }
+            out.append((String(cString: name), Oid(target)))
+        }
+        return out
+    }
+
+    /// Removes a reference; nothing when there is none.
+    public func deleteReference(_ name: String) throws(GitError) {
+        var ref: OpaquePointer?
+        let rc = git_reference_lookup(&ref, handle, name)
+        if rc == GitError.Code.notFound { return }
+        try check(rc, "git_reference_lookup(\(name))")
+        defer { git_reference_free(ref) }
+        try check(git_reference_delete(ref), "git_reference_delete(\(name))")
+    }
+}
