@@ -46,24 +46,36 @@ enum FetchRunner {
     /// previous fetch's thread is still stuck.
     static func fetch(gitDir: FilePath, data: FilePath, peer: String, url: String, localGitDir: FilePath?,
                       timeout: Duration, attempt: Attempt) async throws {
+        try await perform(label: "fetch-\(peer)", url: url, timeout: timeout, attempt: attempt) { shouldCancel in
+            try Store.fetch(gitDir: gitDir, data: data, peer: peer, url: url, localGitDir: localGitDir,
+                            shouldCancel: shouldCancel)
+        }
+    }
+
+    /// Runs `work` (a fetch or a push through libgit2) on a thread of its own; throws what it throws,
+    /// or `Abandoned` after `timeout` without progress. `work` gets the question to ask whenever data
+    /// moves: it says whether to give up.
+    static func perform<T: Sendable>(label: String, url: String, timeout: Duration, attempt: Attempt,
+                                     work: @escaping @Sendable (_ shouldCancel: @escaping () -> Bool) throws -> T) async throws -> T {
+        let box = Mutex<T?>(nil)
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
             attempt.install(c)
             let thread = Thread {
                 let result = Result<Void, any Error> {
-                    try Store.fetch(gitDir: gitDir, data: data, peer: peer, url: url, localGitDir: localGitDir,
-                                    shouldCancel: {
-                                        attempt.madeProgress()
-                                        return attempt.cancelled.load(ordering: .relaxed)
-                                    })
+                    let value = try work {
+                        attempt.madeProgress()
+                        return attempt.cancelled.load(ordering: .relaxed)
+                    }
+                    box.withLock { $0 = value }
                 }
                 attempt.finished.store(true, ordering: .releasing)
                 attempt.timer.withLock { $0?.cancel(); $0 = nil }
                 attempt.resume(result)
             }
-            thread.name = "syncagent-fetch-\(peer)"
+            thread.name = "syncagent-\(label)"
             thread.start()
             let timer = Task {
-                // A timeout of silence, not of the whole fetch: a big file may take minutes, and
+                // A timeout of silence, not of the whole transfer: a big file may take minutes, and
                 // every chunk that arrives proves the peer is there.
                 while true {
                     try? await Task.sleep(for: attempt.untilSilent(timeout))
@@ -77,6 +89,8 @@ enum FetchRunner {
                 if attempt.finished.load(ordering: .acquiring) { timer.cancel() } else { slot = timer }
             }
         }
+        guard let value = box.withLock({ $0 }) else { throw Abandoned(url: url, timeout: timeout) }
+        return value
     }
 
     /// For network URLs: a TCP connect with our own timeout, because libgit2 1.5 has none. Runs on a

@@ -2,6 +2,8 @@
 #define SYNCAGENT_CLIBGIT2_SHIM_H
 #include <git2.h>
 #include <git2/sys/repository.h>
+#include <git2/sys/odb_backend.h>
+#include <git2/sys/mempack.h>
 #include <zlib.h>
 
 /* inflateInit is a macro: a function Swift can call. */

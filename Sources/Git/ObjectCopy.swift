@@ -43,11 +43,22 @@ extension Repository {
 
 private struct ObjectCopier: ~Copyable {
     let source: Repository
+    let target: Repository
     let sourceOdb: OpaquePointer
     let odb: OpaquePointer
     let streamAbove: Int
     let progress: (ObjectCopyReport) -> Bool
     var report = ObjectCopyReport()
+    /// Past this many loose objects, the rest go into packs: every new file costs an inode, and
+    /// on ext4 that is most of the time of a big copy (git's own unpackLimit is 100).
+    static let looseLimit = 64
+    static let batchLimit = 32 << 20
+    var loose = 0
+    /// Objects waiting in memory for the next pack: an object database with a mempack in front,
+    /// and a repository around it for libgit2's pack builder.
+    var batch: (odb: OpaquePointer, mempack: UnsafeMutablePointer<git_odb_backend>, repo: OpaquePointer)?
+    var batchBytes = 0
+    var batchCount = 0
 
     init(from source: Repository, to target: Repository, streamAbove: Int,
          progress: @escaping (ObjectCopyReport) -> Bool) throws(GitError) {
@@ -59,6 +70,7 @@ private struct ObjectCopier: ~Copyable {
             throw error
         }
         self.source = source
+        self.target = target
         self.sourceOdb = s!
         self.odb = t!
         self.streamAbove = streamAbove
@@ -66,13 +78,68 @@ private struct ObjectCopier: ~Copyable {
     }
 
     func close() {
+        if let batch {
+            git_repository_free(batch.repo)
+            git_odb_free(batch.odb)
+        }
         git_odb_free(sourceOdb)
         git_odb_free(odb)
     }
 
     func has(_ id: Oid) -> Bool {
         var raw = id.raw
-        return git_odb_exists(odb, &raw) == 1
+        if git_odb_exists(odb, &raw) == 1 { return true }
+        return batch.map { git_odb_exists($0.odb, &raw) == 1 } ?? false
+    }
+
+    /// Writes a small object: loose for the first few, then into the batch for the next pack.
+    mutating func write(_ data: UnsafeRawPointer?, _ size: Int, _ type: git_object_t, _ id: Oid) throws(GitError) {
+        var out = git_oid()
+        if loose < Self.looseLimit {
+            loose += 1
+            try check(git_odb_write(&out, odb, data, size, type), "git_odb_write(\(id))")
+        } else {
+            let batch = try openBatch()
+            try check(git_odb_write(&out, batch.odb, data, size, type), "git_odb_write(\(id)) to the batch")
+            batchBytes += size
+            batchCount += 1
+        }
+        try verify(Oid(out), id)
+        if batchBytes >= Self.batchLimit { try flush() }
+    }
+
+    mutating func openBatch() throws(GitError) -> (odb: OpaquePointer, mempack: UnsafeMutablePointer<git_odb_backend>, repo: OpaquePointer) {
+        if let batch { return batch }
+        var odb: OpaquePointer?
+        let objects = target.gitDir.appending("objects")
+        try check(objects.withPlatformString { git_odb_open(&odb, $0) }, "git_odb_open(\(objects))")
+        var mempack: UnsafeMutablePointer<git_odb_backend>?
+        var repo: OpaquePointer?
+        guard git_mempack_new(&mempack) == 0, git_odb_add_backend(odb, mempack, 999) == 0,
+              git_repository_wrap_odb(&repo, odb) == 0 else {
+            let error = lastError(code: -1, call: "git_mempack_new / git_repository_wrap_odb")
+            git_odb_free(odb)
+            throw error
+        }
+        batch = (odb!, mempack!, repo!)
+        return batch!
+    }
+
+    /// Writes the batch as one pack (with its index) beside the others, then empties it.
+    mutating func flush() throws(GitError) {
+        guard let batch, batchCount > 0 else { return }
+        var buffer = git_buf()
+        defer { git_buf_dispose(&buffer) }
+        try check(git_mempack_dump(&buffer, batch.repo, batch.mempack), "git_mempack_dump")
+        var writer: UnsafeMutablePointer<git_odb_writepack>?
+        try check(git_odb_write_pack(&writer, odb, nil, nil), "git_odb_write_pack(\(target.gitDir))")
+        defer { writer?.pointee.free(writer) }
+        var stats = git_indexer_progress()
+        try check(writer!.pointee.append(writer, buffer.ptr, buffer.size, &stats), "writing a pack into \(target.gitDir)")
+        try check(writer!.pointee.commit(writer, &stats), "indexing a pack in \(target.gitDir)")
+        try check(git_mempack_reset(batch.mempack), "git_mempack_reset")
+        batchBytes = 0
+        batchCount = 0
     }
 
     mutating func copy(tips: [Oid]) throws(GitError) {
@@ -94,6 +161,7 @@ private struct ObjectCopier: ~Copyable {
             try copyTree(try source.commit(id).tree)
             try copyWhole(id, expecting: GIT_OBJECT_COMMIT)
         }
+        try flush()
     }
 
     /// A tree after everything in it (subtrees first), skipping what is already here.
@@ -149,9 +217,7 @@ private struct ObjectCopier: ~Copyable {
                            call: "copy from \(source.gitDir)")
         }
         let size = git_odb_object_size(object)
-        var out = git_oid()
-        try check(git_odb_write(&out, odb, git_odb_object_data(object), size, type), "git_odb_write(\(id))")
-        try verify(Oid(out), id)
+        try write(git_odb_object_data(object), size, type, id)
         try count(bytes: size)
     }
 

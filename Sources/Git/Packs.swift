@@ -11,7 +11,7 @@ extension Repository {
         try check(git_odb_new(&odb), "git_odb_new")
         defer { git_odb_free(odb) }
         for (i, idx) in indexFiles.enumerated() {
-            var backend: OpaquePointer?
+            var backend: UnsafeMutablePointer<git_odb_backend>?
             try check(idx.withPlatformString { git_odb_backend_one_pack(&backend, $0) }, "git_odb_backend_one_pack(\(idx))")
             // Once added, the backend belongs to the odb (freed with it).
             try check(git_odb_add_backend(odb, backend, Int32(i + 1)), "git_odb_add_backend(\(idx))")

@@ -60,6 +60,23 @@ import Testing
         #expect(report.objects == 0)
     }
 
+    @Test func manyObjectsGoIntoAPackAndAllArrive() throws {
+        let phone = try TempStore(), watch = try TempStore()
+        let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+        let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+        var files: [String: [UInt8]] = [:]
+        for i in 0..<300 { files["d\(i % 7)/f\(i)"] = Array("file \(i)\n".utf8) }
+        let tip = try commit(phone, source, files, parent: nil)
+        let report = try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [tip])
+        #expect(report.objects == 300 + 7 + 1 + 1)
+        let packs = try FileManager.default.contentsOfDirectory(atPath: watch.gitDir.appending("objects/pack").string)
+        #expect(packs.filter { $0.hasSuffix(".pack") }.count == 1)
+        let copied = try Repository.open(gitDir: watch.gitDir, workdir: watch.data)
+        let tree = try copied.treeFiles(try copied.commit(tip).tree)
+        #expect(tree.count == 300)
+        for file in tree { #expect(try copied.blobData(file.oid) == files[file.path.string]) }
+    }
+
     @Test func refusesADamagedPeerObjectAndStoresNothingUnderItsName() throws {
         for streamAbove in [1 << 20, 1 << 30] {
             let phone = try TempStore(), watch = try TempStore()

@@ -1,0 +1,124 @@
+import FileSystem
+import Foundation
+import Git
+import SystemPackage
+
+/// A hub refused to take this device's branch: another device pushes under the same name.
+public struct HubRefusal: Error, Sendable, CustomStringConvertible {
+    public let hub: String
+    public let url: String
+    public let device: String
+    public let detail: String
+    public var description: String {
+        "the hub \(hub) (\(url)) holds a devices/\(device) branch this device did not push (\(detail)): another device "
+            + "uses the name '\(device)' too. Give every device its own `device` name in its config; nothing was forced."
+    }
+}
+
+/// What one push to a hub did.
+public enum HubPush: Sendable, Equatable {
+    case upToDate
+    case pushed(Oid)
+}
+
+/// SPEC "Hub": an ordinary git repository shared by many devices. Each device pushes only
+/// `refs/heads/devices/<device>` and `refs/syncagent/devices/<device>/conflicts`, fast-forward only,
+/// and merges every other device's branch like a direct peer named `<hub>/<device>`.
+/// Locally: `refs/hubs/<hub>/heads/*` and `refs/hubs/<hub>/records/*` mirror the hub as last
+/// fetched; `refs/hubs/<hub>/pushed` and `pushed-records` are what this device last pushed.
+extension Store {
+    /// The peer name a device seen through a hub is merged as (its tracking refs, its status entry).
+    public static func hubPeer(_ hub: String, device: String) -> String { "\(hub)/\(device)" }
+
+    static func hubBranch(_ hub: String, _ device: String) -> String { "refs/hubs/\(hub)/heads/\(device)" }
+    static func hubRecords(_ hub: String, _ device: String) -> String { "refs/hubs/\(hub)/records/\(device)/conflicts" }
+    static func hubPushed(_ hub: String) -> String { "refs/hubs/\(hub)/pushed" }
+    static func hubPushedRecords(_ hub: String) -> String { "refs/hubs/\(hub)/pushed-records" }
+
+    /// Fetches every device's branch and conflict records from the hub and points each device's
+    /// tracking refs at them. Returns the other devices seen, sorted. An empty hub is no error.
+    public static func hubFetch(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String,
+                                shouldCancel: @escaping () -> Bool = { false }) throws(GitError) -> [String] {
+        let repo = try Repository.open(gitDir: gitDir, workdir: data)
+        try repo.fetch(url: url, refspecs: ["+refs/heads/devices/*:refs/hubs/\(hub)/heads/*",
+                                            "+refs/syncagent/devices/*:refs/hubs/\(hub)/records/*"],
+                       shouldCancel: shouldCancel)
+        return try hubDevices(repo, hub: hub, device: device, updateTracking: true)
+    }
+
+    /// The other devices the hub had at the last fetch (for `status`, also when the agent is stopped).
+    public func hubDevices(hub: String) throws -> [String] {
+        try Self.hubDevices(repo, hub: hub, device: device, updateTracking: false)
+    }
+
+    private static func hubDevices(_ repo: Repository, hub: String, device: String, updateTracking: Bool) throws(GitError) -> [String] {
+        let prefix = "refs/hubs/\(hub)/heads/"
+        var devices: [String] = []
+        for (name, target) in try repo.references(matching: prefix + "*") {
+            let other = String(name.dropFirst(prefix.count))
+            // A branch name that is no device name (or is ours) is not merged.
+            guard other != device, Config.isValidName(other) else { continue }
+            devices.append(other)
+            guard updateTracking else { continue }
+            let peer = hubPeer(hub, device: other)
+            try repo.setReference(trackingRef(peer), to: target, message: "syncagent: \(other) through \(hub)")
+            if let records = try repo.resolveReference(hubRecords(hub, other)) {
+                try repo.setReference(ConflictBook.peerRef(peer), to: records, message: "syncagent: \(other)'s records through \(hub)")
+            }
+        }
+        return devices.sorted()
+    }
+
+    /// Pushes `main` and the conflict records to this device's branch on the hub, never forced.
+    /// When `main` moved to a join that does not contain what was pushed before (joins stand for
+    /// their tips), the branch gets a commit on top of both, with `main`'s tree, so it stays a
+    /// fast-forward. A branch on the hub that this device never pushed, and that `main` does not
+    /// contain, belongs to another device with the same name: `HubRefusal`.
+    public static func hubPush(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String,
+                               shouldCancel: @escaping () -> Bool = { false }) throws -> HubPush {
+        let repo = try Repository.open(gitDir: gitDir, workdir: data)
+        guard let main = try repo.resolveReference("refs/heads/main") else { return .upToDate }
+        let book = try repo.resolveReference(ConflictBook.ref)
+        let onHub = try repo.resolveReference(hubBranch(hub, device))
+        let pushed = try repo.resolveReference(hubPushed(hub))
+        let recordsOnHub = try repo.resolveReference(hubRecords(hub, device))
+        var target = main
+        if let onHub, onHub != main, !(try repo.isDescendant(main, of: onHub)) {
+            guard onHub == pushed else {
+                throw HubRefusal(hub: hub, url: url, device: device, detail: "its tip \(onHub.hex.prefix(12)) is not in this device's history")
+            }
+            if let pushed, try repo.isDescendant(pushed, of: main) {
+                target = pushed  // already on top of main
+            } else {
+                let info = try repo.commit(main)
+                let sig = Signature(name: device, email: "\(device)@syncagent", time: info.author.time)
+                target = try repo.createCommit(tree: info.tree, parents: [main, onHub], author: sig, committer: sig,
+                                               message: "syncagent: \(device) keeps its hub branch a fast-forward\n",
+                                               updateRef: nil)
+            }
+        }
+        var refspecs: [String] = []
+        if target != onHub {
+            try repo.setReference("refs/hubs/\(hub)/outgoing", to: target, message: "syncagent: to push to \(hub)")
+            refspecs.append("refs/hubs/\(hub)/outgoing:refs/heads/devices/\(device)")
+        }
+        if let book, book != recordsOnHub {
+            refspecs.append("\(ConflictBook.ref):refs/syncagent/devices/\(device)/conflicts")
+        }
+        guard !refspecs.isEmpty else { return .upToDate }
+        Durability.flushFileSystem(containing: gitDir)
+        let refused = try repo.push(url: url, refspecs: refspecs, shouldCancel: shouldCancel)
+        if let first = refused.first {
+            throw HubRefusal(hub: hub, url: url, device: device, detail: "it refused \(first.ref): \(first.reason)")
+        }
+        if refspecs.first?.hasPrefix("refs/hubs/") == true {
+            try repo.setReference(hubPushed(hub), to: target, message: "syncagent: pushed to \(hub)")
+            try repo.setReference(hubBranch(hub, device), to: target, message: "syncagent: pushed to \(hub)")
+        }
+        if let book {
+            try repo.setReference(hubPushedRecords(hub), to: book, message: "syncagent: pushed to \(hub)")
+            try repo.setReference(hubRecords(hub, device), to: book, message: "syncagent: pushed to \(hub)")
+        }
+        return .pushed(target)
+    }
+}
