@@ -12,9 +12,12 @@ struct PeerLink: Sendable {
     /// The peer's git dir when it is on this machine (a path or file:// URL).
     let localGitDir: FilePath?
     let pollSeconds: Int
+    /// An ordinary git server shared by many devices: fetch every device's branch, push our own.
+    let hub: Bool
 
     init(_ peer: PeerConfig, configFile: FilePath) {
         name = peer.name
+        hub = peer.hub
         configuredURL = peer.url
         pollSeconds = peer.pollSeconds
         let url = peer.url

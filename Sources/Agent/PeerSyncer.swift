@@ -15,6 +15,8 @@ final class PeerSyncer: Sendable {
         var lastError: String?
         var rounds = 0
         var inProgress = false
+        /// A hub: the last successful push.
+        var lastPush: Date?
         /// Reachability last told as an event (nil: not yet this run).
         var announced: Bool?
     }
@@ -40,6 +42,7 @@ final class PeerSyncer: Sendable {
                 $0.reachable = known.reachable
                 $0.lastSync = known.lastSync.flatMap { ISO8601DateFormatter().date(from: $0) }
                 $0.lastError = known.lastError
+                $0.lastPush = known.lastPush.flatMap { ISO8601DateFormatter().date(from: $0) }
             }
         }
     }
@@ -49,13 +52,22 @@ final class PeerSyncer: Sendable {
     var ledgerEntry: PeerLedger.Entry {
         let s = snapshot
         return PeerLedger.Entry(lastSync: s.lastSync.map { ISO8601DateFormatter().string(from: $0) },
-                                reachable: s.reachable, lastError: s.lastError)
+                                reachable: s.reachable, lastError: s.lastError,
+                                lastPush: s.lastPush.map { ISO8601DateFormatter().string(from: $0) })
     }
 
     /// Runs until the task is cancelled.
     func run() async {
         var backoff: Duration = .seconds(1)
         var refWatcher: Watcher?
+        // Nobody pulls from a hub: what changes here must be pushed, so local commits, merges from
+        // direct peers and conflict records ring the bell too.
+        let listener: Task<Void, Never>? = link.hub ? Task { [doorbell, engine] in
+            for await event in engine.events.stream() {
+                if ["committed", "received", "conflict-opened", "conflict-resolved"].contains(event.type) { doorbell.ring() }
+            }
+        } : nil
+        defer { listener?.cancel() }
         while !Task.isCancelled {
             if refWatcher == nil { refWatcher = watchRefs() }
             let ok = await round() == nil
@@ -93,11 +105,20 @@ final class PeerSyncer: Sendable {
                                 unreachable: true)
         }
         let attempt = FetchRunner.Attempt()
+        var merges = [link.name]
         do {
             if link.localGitDir == nil { try await FetchRunner.probe(url: link.fetchURL, timeout: .seconds(5)) }
-            try await FetchRunner.fetch(gitDir: config.storePath, data: config.data, peer: link.name,
-                                        url: link.fetchURL, localGitDir: link.localGitDir,
-                                        timeout: fetchTimeout, attempt: attempt)
+            if link.hub {
+                let (gitDir, data, hub, url, device) = (config.storePath, config.data, link.name, link.fetchURL, config.device)
+                let devices = try await FetchRunner.perform(label: "fetch-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
+                    try Store.hubFetch(gitDir: gitDir, data: data, hub: hub, url: url, device: device, shouldCancel: cancel)
+                }
+                merges = devices.map { Store.hubPeer(hub, device: $0) }
+            } else {
+                try await FetchRunner.fetch(gitDir: config.storePath, data: config.data, peer: link.name,
+                                            url: link.fetchURL, localGitDir: link.localGitDir,
+                                            timeout: fetchTimeout, attempt: attempt)
+            }
         } catch {
             // Only a fetch abandoned after its timeout can still have a thread blocked in libgit2. A
             // probe that failed started none: counting it as stuck made three refused connections
@@ -108,13 +129,31 @@ final class PeerSyncer: Sendable {
             return await finish(error: describe(fetchError: error), unreachable: true)
         }
         state.withLock { $0.reachable = true }
-        switch await engine.integrate(peer: link.name) {
+        var problem: String?
+        for peer in merges {
+            if let why = await merge(peer) { problem = problem ?? why }
+        }
+        if link.hub, let why = await push() {
+            return await finish(error: why.message, unreachable: why.unreachable)
+        }
+        if problem == nil {
+            state.withLock {
+                $0.lastSync = Date()
+                $0.lastError = nil
+            }
+        }
+        return await finish(error: problem, unreachable: false)
+    }
+
+    /// Merges what was fetched from `peer` (a direct peer, or a device seen through the hub).
+    private func merge(_ peer: String) async -> String? {
+        switch await engine.integrate(peer: peer) {
         case .done(let outcome):
             switch outcome.action {
             case .upToDate: break
-            case .fastForward: logger.info("updated from \(link.name) to \(outcome.head?.hex.prefix(12) ?? "-")")
-            case .adoptedEqualTree: logger.debug("adopted \(link.name)'s equal commit")
-            case .merged: logger.info("merged \(link.name): \(outcome.head?.hex.prefix(12) ?? "-")")
+            case .fastForward: logger.info("updated from \(peer) to \(outcome.head?.hex.prefix(12) ?? "-")")
+            case .adoptedEqualTree: logger.debug("adopted \(peer)'s equal commit")
+            case .merged: logger.info("merged \(peer): \(outcome.head?.hex.prefix(12) ?? "-")")
             }
             for note in outcome.notes { logger.warning("\(note)") }
             for record in outcome.newConflicts where record.status == .resolved {
@@ -123,15 +162,36 @@ final class PeerSyncer: Sendable {
             for record in outcome.newConflicts where record.status == .open {
                 logger.warning("conflict \(record.id): \(record.kind.rawValue) \(record.path); holding \(record.current ?? "-")'s version. See `syncagent conflicts`.")
             }
-            state.withLock {
-                $0.lastSync = Date()
-                $0.lastError = nil
-            }
-            return await finish(error: nil, unreachable: false)
+            return nil
         case .paused(let why):
-            return await finish(error: why, unreachable: false)
+            return why
         case .failed(let why):
-            return await finish(error: why, unreachable: false)
+            return why
+        }
+    }
+
+    /// Pushes this device's branch and records to the hub (fast-forward only). Nil when it went
+    /// through or there was nothing to push.
+    private func push() async -> (message: String, unreachable: Bool)? {
+        let (gitDir, data, hub, url, device) = (config.storePath, config.data, link.name, link.fetchURL, config.device)
+        let attempt = FetchRunner.Attempt()
+        do {
+            let result = try await FetchRunner.perform(label: "push-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
+                try Store.hubPush(gitDir: gitDir, data: data, hub: hub, url: url, device: device, shouldCancel: cancel)
+            }
+            if case .pushed(let id) = result {
+                logger.info("pushed \(id.hex.prefix(12)) to \(hub) as devices/\(device)")
+                state.withLock { $0.lastPush = Date() }
+            }
+            return nil
+        } catch let refusal as HubRefusal {
+            return (refusal.description, false)
+        } catch {
+            if error is FetchRunner.Abandoned, !attempt.finished.load(ordering: .acquiring) {
+                stuck.withLock { $0.append(attempt) }
+            }
+            let detail = (error as? GitError)?.message ?? "\(error)"
+            return ("cannot push to \(hub) (\(link.configuredURL)): \(detail). Local commits go on; the push is retried.", true)
         }
     }
 

@@ -23,12 +23,33 @@ public enum StatusBuilder {
                 problems.append("cannot read the store \(config.storePath): \(error)")
             }
         }
-        let peers = config.peers.map { peer -> StatusReport.Peer in
+        var peers: [StatusReport.Peer] = []
+        for peer in config.peers {
             let known = ledger.peers[peer.name]
             let counts = (try? store?.aheadBehind(peer: peer.name)) ?? nil
-            return StatusReport.Peer(name: peer.name, url: peer.url, reachable: known?.reachable,
-                                     lastSync: known?.lastSync, ahead: counts?.ahead ?? 0, behind: counts?.behind ?? 0,
-                                     lastError: known?.lastError)
+            var entry = StatusReport.Peer(name: peer.name, url: peer.url, reachable: known?.reachable,
+                                          lastSync: known?.lastSync, ahead: counts?.ahead ?? 0, behind: counts?.behind ?? 0,
+                                          lastError: known?.lastError)
+            guard peer.hub else {
+                peers.append(entry)
+                continue
+            }
+            entry.ahead = nil
+            entry.behind = nil
+            entry.lastPush = known?.lastPush
+            entry.lastFetch = known?.lastSync
+            peers.append(entry)
+            // Every device seen through the hub at the last fetch.
+            for device in (try? store?.hubDevices(hub: peer.name)) ?? [] {
+                let name = Store.hubPeer(peer.name, device: device)
+                let counts = (try? store?.aheadBehind(peer: name)) ?? nil
+                var seen = StatusReport.Peer(name: device, url: peer.url, reachable: known?.reachable,
+                                             lastSync: ledger.peers[name]?.lastSync ?? known?.lastSync,
+                                             ahead: counts?.ahead ?? 0, behind: counts?.behind ?? 0, lastError: nil)
+                seen.via = peer.name
+                seen.lastSeen = (try? store?.tipTime(peer: name)).flatMap { $0 }
+                peers.append(seen)
+            }
         }
         var report = StatusReport(device: config.device, running: running, pid: pid, data: config.data.string,
                                   store: config.storePath.string, head: head, pending: pending, held: held,

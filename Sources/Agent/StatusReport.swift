@@ -10,6 +10,13 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var ahead: Int?
         public var behind: Int?
         public var lastError: String?
+        /// A device seen through a hub: the hub's name (SPEC "Hub"); nil for a direct peer.
+        public var via: String?
+        /// A hub: when this device last pushed to it, and last fetched from it.
+        public var lastPush: String?
+        public var lastFetch: String?
+        /// A device seen through a hub: the time of the newest commit of its branch there.
+        public var lastSeen: String?
 
         public init(name: String, url: String, reachable: Bool? = nil, lastSync: String? = nil,
                     ahead: Int? = nil, behind: Int? = nil, lastError: String? = nil) {
@@ -91,5 +98,11 @@ extension StatusReport.Peer {
         try c.encode(ahead, forKey: .ahead)
         try c.encode(behind, forKey: .behind)
         try c.encode(lastError, forKey: .lastError)
+        try c.encode(via, forKey: .via)
+        if lastPush != nil || lastFetch != nil {
+            try c.encode(lastPush, forKey: .lastPush)
+            try c.encode(lastFetch, forKey: .lastFetch)
+        }
+        if via != nil { try c.encode(lastSeen, forKey: .lastSeen) }
     }
 }

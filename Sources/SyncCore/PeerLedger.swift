@@ -9,7 +9,10 @@ public struct PeerLedger: Codable, Sendable, Equatable {
         public var lastSync: String?
         public var reachable: Bool?
         public var lastError: String?
-        public init(lastSync: String? = nil, reachable: Bool? = nil, lastError: String? = nil) {
+        /// A hub: the last successful push.
+        public var lastPush: String?
+        public init(lastSync: String? = nil, reachable: Bool? = nil, lastError: String? = nil, lastPush: String? = nil) {
+            self.lastPush = lastPush
             self.lastSync = lastSync
             self.reachable = reachable
             self.lastError = lastError

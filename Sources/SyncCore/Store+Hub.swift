@@ -25,7 +25,9 @@ public enum HubPush: Sendable, Equatable {
 /// `refs/heads/devices/<device>` and `refs/syncagent/devices/<device>/conflicts`, fast-forward only,
 /// and merges every other device's branch like a direct peer named `<hub>/<device>`.
 /// Locally: `refs/hubs/<hub>/heads/*` and `refs/hubs/<hub>/records/*` mirror the hub as last
-/// fetched; `refs/hubs/<hub>/pushed` and `pushed-records` are what this device last pushed.
+/// fetched; `refs/hubs/<hub>/pushed` is what this device's last confirmed push sent, `pushing` what
+/// the last attempt sent (it may have landed unseen). A branch for this device on the hub that is
+/// neither belongs to another device with the same name.
 extension Store {
     /// The peer name a device seen through a hub is merged as (its tracking refs, its status entry).
     public static func hubPeer(_ hub: String, device: String) -> String { "\(hub)/\(device)" }
@@ -33,7 +35,7 @@ extension Store {
     static func hubBranch(_ hub: String, _ device: String) -> String { "refs/hubs/\(hub)/heads/\(device)" }
     static func hubRecords(_ hub: String, _ device: String) -> String { "refs/hubs/\(hub)/records/\(device)/conflicts" }
     static func hubPushed(_ hub: String) -> String { "refs/hubs/\(hub)/pushed" }
-    static func hubPushedRecords(_ hub: String) -> String { "refs/hubs/\(hub)/pushed-records" }
+    static func hubPushing(_ hub: String) -> String { "refs/hubs/\(hub)/pushing" }
 
     /// Fetches every device's branch and conflict records from the hub and points each device's
     /// tracking refs at them. Returns the other devices seen, sorted. An empty hub is no error.
@@ -44,6 +46,13 @@ extension Store {
                                             "+refs/syncagent/devices/*:refs/hubs/\(hub)/records/*"],
                        shouldCancel: shouldCancel)
         return try hubDevices(repo, hub: hub, device: device, updateTracking: true)
+    }
+
+    /// When the newest commit a peer's tracking ref names was made (ISO 8601), if there is one.
+    public func tipTime(peer: String) throws -> String? {
+        guard let tip = try repo.resolveReference(Self.trackingRef(peer)) else { return nil }
+        let time = try repo.commit(tip).author.time
+        return ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(time)))
     }
 
     /// The other devices the hub had at the last fetch (for `status`, also when the agent is stopped).
@@ -72,8 +81,8 @@ extension Store {
     /// Pushes `main` and the conflict records to this device's branch on the hub, never forced.
     /// When `main` moved to a join that does not contain what was pushed before (joins stand for
     /// their tips), the branch gets a commit on top of both, with `main`'s tree, so it stays a
-    /// fast-forward. A branch on the hub that this device never pushed, and that `main` does not
-    /// contain, belongs to another device with the same name: `HubRefusal`.
+    /// fast-forward. A branch on the hub that this device did not push belongs to another device
+    /// with the same name: `HubRefusal`, and nothing is pushed.
     public static func hubPush(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String,
                                shouldCancel: @escaping () -> Bool = { false }) throws -> HubPush {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
@@ -81,15 +90,20 @@ extension Store {
         let book = try repo.resolveReference(ConflictBook.ref)
         let onHub = try repo.resolveReference(hubBranch(hub, device))
         let pushed = try repo.resolveReference(hubPushed(hub))
+        // What a push that may or may not have landed (the agent stopped or the link broke) sent.
+        let pushing = try repo.resolveReference(hubPushing(hub))
         let recordsOnHub = try repo.resolveReference(hubRecords(hub, device))
+        if let onHub, onHub != pushed, onHub != pushing, onHub != main {
+            throw HubRefusal(hub: hub, url: url, device: device, detail: pushed == nil && pushing == nil
+                ? "this device never pushed to it"
+                : "its tip \(onHub.hex.prefix(12)) is not what this device pushed (\((pushing ?? pushed)!.hex.prefix(12)))")
+        }
         var target = main
         if let onHub, onHub != main, !(try repo.isDescendant(main, of: onHub)) {
-            guard onHub == pushed else {
-                throw HubRefusal(hub: hub, url: url, device: device, detail: "its tip \(onHub.hex.prefix(12)) is not in this device's history")
-            }
-            if let pushed, try repo.isDescendant(pushed, of: main) {
-                target = pushed  // already on top of main
+            if let pushing, pushing != onHub, try repo.isDescendant(pushing, of: main), try repo.isDescendant(pushing, of: onHub) {
+                target = pushing  // made last time, already on top of both
             } else {
+                // `main` moved to a join that stands for its tips and leaves out what was pushed.
                 let info = try repo.commit(main)
                 let sig = Signature(name: device, email: "\(device)@syncagent", time: info.author.time)
                 target = try repo.createCommit(tree: info.tree, parents: [main, onHub], author: sig, committer: sig,
@@ -99,8 +113,8 @@ extension Store {
         }
         var refspecs: [String] = []
         if target != onHub {
-            try repo.setReference("refs/hubs/\(hub)/outgoing", to: target, message: "syncagent: to push to \(hub)")
-            refspecs.append("refs/hubs/\(hub)/outgoing:refs/heads/devices/\(device)")
+            try repo.setReference(hubPushing(hub), to: target, message: "syncagent: to push to \(hub)")
+            refspecs.append("\(hubPushing(hub)):refs/heads/devices/\(device)")
         }
         if let book, book != recordsOnHub {
             refspecs.append("\(ConflictBook.ref):refs/syncagent/devices/\(device)/conflicts")
@@ -115,10 +129,7 @@ extension Store {
             try repo.setReference(hubPushed(hub), to: target, message: "syncagent: pushed to \(hub)")
             try repo.setReference(hubBranch(hub, device), to: target, message: "syncagent: pushed to \(hub)")
         }
-        if let book {
-            try repo.setReference(hubPushedRecords(hub), to: book, message: "syncagent: pushed to \(hub)")
-            try repo.setReference(hubRecords(hub, device), to: book, message: "syncagent: pushed to \(hub)")
-        }
+        if let book { try repo.setReference(hubRecords(hub, device), to: book, message: "syncagent: pushed to \(hub)") }
         return .pushed(target)
     }
 }
