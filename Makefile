@@ -7,12 +7,16 @@ export SYNCAGENT := $(BIN)
 
 all: build
 
-# A fresh machine may lack libgit2's headers, pkg-config or git itself: install them (as root).
+# A fresh machine may lack libgit2's headers, pkg-config, git itself, or the servers the hub tests
+# start (sshd from openssh-server, lighttpd for smart HTTP): install them (as root).
+DEB_PACKAGES := libgit2-dev pkg-config git openssh-server openssh-client lighttpd
 deps:
-	@if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libgit2 || ! command -v git >/dev/null 2>&1; then \
-		echo "installing libgit2-dev, pkg-config and git"; \
-		if [ "$$(id -u)" != 0 ]; then echo "run 'sudo apt-get install -y libgit2-dev pkg-config git' first" >&2; exit 1; fi; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libgit2-dev pkg-config git >/dev/null; \
+	@missing=""; \
+	for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing"; \
+		if [ "$$(id -u)" != 0 ]; then echo "run 'sudo apt-get install -y$$missing' first" >&2; exit 1; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
 build: deps

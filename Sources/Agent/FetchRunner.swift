@@ -45,10 +45,10 @@ enum FetchRunner {
     /// Fetches; throws `GitError` from libgit2, or `Abandoned`. `attempt` lets the caller see whether a
     /// previous fetch's thread is still stuck.
     static func fetch(gitDir: FilePath, data: FilePath, peer: String, url: String, localGitDir: FilePath?,
-                      timeout: Duration, attempt: Attempt) async throws {
+                      auth: RemoteAuth?, timeout: Duration, attempt: Attempt) async throws {
         try await perform(label: "fetch-\(peer)", url: url, timeout: timeout, attempt: attempt) { shouldCancel in
             try Store.fetch(gitDir: gitDir, data: data, peer: peer, url: url, localGitDir: localGitDir,
-                            shouldCancel: shouldCancel)
+                            auth: auth, shouldCancel: shouldCancel)
         }
     }
 

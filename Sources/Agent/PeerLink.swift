@@ -1,4 +1,5 @@
 import Foundation
+import Git
 import SyncCore
 import SystemPackage
 
@@ -14,10 +15,14 @@ struct PeerLink: Sendable {
     let pollSeconds: Int
     /// An ordinary git server shared by many devices: fetch every device's branch, push our own.
     let hub: Bool
+    let config: PeerConfig
+    /// Keys, passwords and the host key check for ssh and http(s).
+    let auth: RemoteAuth
 
-    init(_ peer: PeerConfig, configFile: FilePath) {
+    init(_ peer: PeerConfig, configFile: FilePath, home: String? = ProcessInfo.processInfo.environment["HOME"]) {
         name = peer.name
         hub = peer.hub
+        config = peer
         configuredURL = peer.url
         pollSeconds = peer.pollSeconds
         let url = peer.url
@@ -34,6 +39,14 @@ struct PeerLink: Sendable {
             localGitDir = path
             fetchURL = "file://" + path.string
         }
+        auth = KnownHosts.auth(for: peer, url: fetchURL, home: home)
+    }
+
+    /// The URL as messages show it: a password in it (http://user:secret@host) is never shown.
+    var displayURL: String {
+        guard var comps = URLComponents(string: configuredURL), comps.password != nil else { return configuredURL }
+        comps.password = "***"
+        return comps.string ?? configuredURL
     }
 
     /// `host:path` (scp-like ssh) has a ':' before any '/'.

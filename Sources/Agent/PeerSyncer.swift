@@ -104,19 +104,22 @@ final class PeerSyncer: Sendable {
             return await finish(error: "\(blocked) fetches from \(link.fetchURL) are still stuck; waiting for one to give up. Check that the peer's host is up and reachable.",
                                 unreachable: true)
         }
+        if let problem = KnownHosts.credentialsProblem(link.config) {
+            return await finish(error: problem, unreachable: false)
+        }
         let attempt = FetchRunner.Attempt()
         var merges = [link.name]
         do {
             if link.localGitDir == nil { try await FetchRunner.probe(url: link.fetchURL, timeout: .seconds(5)) }
             if link.hub {
-                let (gitDir, data, hub, url, device) = (config.storePath, config.data, link.name, link.fetchURL, config.device)
+                let (gitDir, data, hub, url, device, auth) = (config.storePath, config.data, link.name, link.fetchURL, config.device, link.auth)
                 let devices = try await FetchRunner.perform(label: "fetch-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
-                    try Store.hubFetch(gitDir: gitDir, data: data, hub: hub, url: url, device: device, shouldCancel: cancel)
+                    try Store.hubFetch(gitDir: gitDir, data: data, hub: hub, url: url, device: device, auth: auth, shouldCancel: cancel)
                 }
                 merges = devices.map { Store.hubPeer(hub, device: $0) }
             } else {
                 try await FetchRunner.fetch(gitDir: config.storePath, data: config.data, peer: link.name,
-                                            url: link.fetchURL, localGitDir: link.localGitDir,
+                                            url: link.fetchURL, localGitDir: link.localGitDir, auth: link.auth,
                                             timeout: fetchTimeout, attempt: attempt)
             }
         } catch {
@@ -173,11 +176,11 @@ final class PeerSyncer: Sendable {
     /// Pushes this device's branch and records to the hub (fast-forward only). Nil when it went
     /// through or there was nothing to push.
     private func push() async -> (message: String, unreachable: Bool)? {
-        let (gitDir, data, hub, url, device) = (config.storePath, config.data, link.name, link.fetchURL, config.device)
+        let (gitDir, data, hub, url, device, auth) = (config.storePath, config.data, link.name, link.fetchURL, config.device, link.auth)
         let attempt = FetchRunner.Attempt()
         do {
             let result = try await FetchRunner.perform(label: "push-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
-                try Store.hubPush(gitDir: gitDir, data: data, hub: hub, url: url, device: device, shouldCancel: cancel)
+                try Store.hubPush(gitDir: gitDir, data: data, hub: hub, url: url, device: device, auth: auth, shouldCancel: cancel)
             }
             if case .pushed(let id) = result {
                 logger.info("pushed \(id.hex.prefix(12)) to \(hub) as devices/\(device)")
@@ -191,7 +194,12 @@ final class PeerSyncer: Sendable {
                 stuck.withLock { $0.append(attempt) }
             }
             let detail = (error as? GitError)?.message ?? "\(error)"
-            return ("cannot push to \(hub) (\(link.configuredURL)): \(detail). Local commits go on; the push is retried.", true)
+            let lower = detail.lowercased()
+            let hint = lower.contains("no space") || lower.contains("disk full") || lower.contains("quota")
+                ? " The server's disk is full: free space there."
+                : lower.contains("permission denied") || lower.contains("403")
+                ? " The server refused to write: the account needs write access to the repository." : ""
+            return ("cannot push to \(hub) (\(link.displayURL)): \(detail).\(hint) Local commits go on; the push is retried.", true)
         }
     }
 
@@ -216,10 +224,25 @@ final class PeerSyncer: Sendable {
     }
 
     private func describe(fetchError error: any Error) -> String {
-        if let git = error as? GitError {
-            return "cannot fetch from \(link.configuredURL): \(git.message). Check the peer's url in \(config.file) and that its store exists."
+        guard let git = error as? GitError else { return "\(error)" }
+        let url = link.displayURL
+        if git.message.contains("host key") {
+            return "peer \(link.name) (\(url)): \(git.message)"
         }
-        return "\(error)"
+        if git.message.hasPrefix("authentication failed") {
+            let fix = link.config.credentials != nil || url.hasPrefix("http")
+                ? "check the user:password in the credentials file named in \(config.file)"
+                : "check `identity` for this peer in \(config.file), or add this device's public key to the server's authorized_keys"
+            return "peer \(link.name) (\(url)): \(git.message); \(fix)"
+        }
+        let text = git.message.lowercased()
+        if text.contains("not found") || text.contains("does not appear to be a git repository") || text.contains("not a git repository") {
+            return "peer \(link.name) (\(url)): the repository was not found (\(git.message)). Check the url in \(config.file); a hub must exist first (git init --bare)."
+        }
+        if text.contains("permission denied") || text.contains("403") {
+            return "peer \(link.name) (\(url)): permission denied by the server (\(git.message)); the account needs read and write access to the repository."
+        }
+        return "cannot fetch from \(url): \(git.message). Check the peer's url in \(config.file) and that its store exists."
     }
 
     /// For a peer on this machine: an inotify watch on its refs, so its commits are seen at once.

@@ -5,7 +5,8 @@ extension Repository {
     /// Fetches `refspecs` (e.g. "+refs/heads/main:refs/remotes/watch/main") from `url`, which must be
     /// a URL libgit2 understands (`file://`, `ssh://`, `git://`, `http(s)://`). `shouldCancel` is
     /// asked whenever data arrives; returning true abandons the fetch (it throws).
-    public func fetch(url: String, refspecs: [String], shouldCancel: @escaping () -> Bool = { false }) throws(GitError) {
+    public func fetch(url: String, refspecs: [String], auth: RemoteAuth? = nil,
+                      shouldCancel: @escaping () -> Bool = { false }) throws(GitError) {
         var remote: OpaquePointer?
         var createOpts = git_remote_create_options()
         try check(git_remote_create_options_init(&createOpts, UInt32(GIT_REMOTE_CREATE_OPTIONS_VERSION)),
@@ -22,16 +23,15 @@ extension Repository {
         opts.prune = GIT_FETCH_NO_PRUNE
         opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE
         opts.update_fetchhead = 0
-        final class Box { let cancel: () -> Bool; init(_ c: @escaping () -> Bool) { cancel = c } }
-        let box = Box(shouldCancel)
-        let payload = Unmanaged.passRetained(box)
+        let session = AuthSession(auth, cancel: shouldCancel)
+        let payload = Unmanaged.passRetained(session)
         defer { payload.release() }
-        opts.callbacks.payload = payload.toOpaque()
+        AuthSession.install(&opts.callbacks, payload.toOpaque())
         opts.callbacks.transfer_progress = { _, payload in
-            Unmanaged<Box>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
+            Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
         }
         opts.callbacks.sideband_progress = { _, _, payload in
-            Unmanaged<Box>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
+            Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
         }
         var cStrings = refspecs.map { strdup($0) }
         defer { cStrings.forEach { free($0) } }
@@ -39,6 +39,6 @@ extension Repository {
             var array = git_strarray(strings: buf.baseAddress, count: buf.count)
             return git_remote_fetch(remote, &array, &opts, "syncagent fetch")
         }
-        try check(rc, "git_remote_fetch(\(url))")
+        do { try check(rc, "git_remote_fetch(\(url))") } catch { throw session.explain(error) }
     }
 }

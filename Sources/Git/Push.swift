@@ -11,7 +11,8 @@ extension Repository {
     /// Pushes `refspecs` ("refs/heads/main:refs/heads/devices/phone"; give no '+', a push is never
     /// forced) to `url`. Returns the references the server refused with its reason (e.g. not a
     /// fast-forward); throws when the push itself failed.
-    public func push(url: String, refspecs: [String], shouldCancel: @escaping () -> Bool = { false }) throws(GitError) -> [PushRefusal] {
+    public func push(url: String, refspecs: [String], auth: RemoteAuth? = nil,
+                     shouldCancel: @escaping () -> Bool = { false }) throws(GitError) -> [PushRefusal] {
         var remote: OpaquePointer?
         var createOpts = git_remote_create_options()
         try check(git_remote_create_options_init(&createOpts, UInt32(GIT_REMOTE_CREATE_OPTIONS_VERSION)),
@@ -23,25 +24,20 @@ extension Repository {
         var opts = git_push_options()
         try check(git_push_options_init(&opts, UInt32(GIT_PUSH_OPTIONS_VERSION)), "git_push_options_init")
         opts.pb_parallelism = 1
-        final class Box {
-            let cancel: () -> Bool
-            var refused: [PushRefusal] = []
-            init(_ c: @escaping () -> Bool) { cancel = c }
-        }
-        let box = Box(shouldCancel)
-        let payload = Unmanaged.passRetained(box)
+        let session = AuthSession(auth, cancel: shouldCancel)
+        let payload = Unmanaged.passRetained(session)
         defer { payload.release() }
-        opts.callbacks.payload = payload.toOpaque()
+        AuthSession.install(&opts.callbacks, payload.toOpaque())
         opts.callbacks.push_update_reference = { ref, status, payload in
-            let box = Unmanaged<Box>.fromOpaque(payload!).takeUnretainedValue()
-            if let status, let ref { box.refused.append(PushRefusal(ref: String(cString: ref), reason: String(cString: status))) }
+            let session = Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue()
+            if let status, let ref { session.refused.append(PushRefusal(ref: String(cString: ref), reason: String(cString: status))) }
             return 0
         }
         opts.callbacks.push_transfer_progress = { _, _, _, payload in
-            Unmanaged<Box>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
+            Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
         }
         opts.callbacks.sideband_progress = { _, _, payload in
-            Unmanaged<Box>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
+            Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
         }
         var cStrings = refspecs.map { strdup($0) }
         defer { cStrings.forEach { free($0) } }
@@ -49,8 +45,8 @@ extension Repository {
             var array = git_strarray(strings: buf.baseAddress, count: buf.count)
             return git_remote_push(remote, &array, &opts)
         }
-        try check(rc, "git_remote_push(\(url))")
-        return box.refused
+        do { try check(rc, "git_remote_push(\(url))") } catch { throw session.explain(error) }
+        return session.refused
     }
 
     /// References whose names match `glob` (e.g. "refs/hubs/family/heads/*"), with what they point at.

@@ -59,7 +59,7 @@ public enum ChildProcess {
                 let n = read(errors[0], &buffer, buffer.count)
                 guard n > 0 else { return }
                 tail += buffer[0..<n]
-                if tail.count > 2048 { tail.removeFirst(tail.count - 2048) }
+                if tail.count > 16384 { tail.removeFirst(tail.count - 16384) }
             }
         }
         var status: Int32 = 0

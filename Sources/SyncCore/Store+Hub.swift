@@ -40,11 +40,11 @@ extension Store {
     /// Fetches every device's branch and conflict records from the hub and points each device's
     /// tracking refs at them. Returns the other devices seen, sorted. An empty hub is no error.
     public static func hubFetch(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String,
-                                shouldCancel: @escaping () -> Bool = { false }) throws(GitError) -> [String] {
+                                auth: RemoteAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws(GitError) -> [String] {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         try repo.fetch(url: url, refspecs: ["+refs/heads/devices/*:refs/hubs/\(hub)/heads/*",
                                             "+refs/syncagent/devices/*:refs/hubs/\(hub)/records/*"],
-                       shouldCancel: shouldCancel)
+                       auth: auth, shouldCancel: shouldCancel)
         return try hubDevices(repo, hub: hub, device: device, updateTracking: true)
     }
 
@@ -84,7 +84,7 @@ extension Store {
     /// fast-forward. A branch on the hub that this device did not push belongs to another device
     /// with the same name: `HubRefusal`, and nothing is pushed.
     public static func hubPush(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String,
-                               shouldCancel: @escaping () -> Bool = { false }) throws -> HubPush {
+                               auth: RemoteAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws -> HubPush {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         guard let main = try repo.resolveReference("refs/heads/main") else { return .upToDate }
         let book = try repo.resolveReference(ConflictBook.ref)
@@ -121,7 +121,7 @@ extension Store {
         }
         guard !refspecs.isEmpty else { return .upToDate }
         Durability.flushFileSystem(containing: gitDir)
-        let refused = try repo.push(url: url, refspecs: refspecs, shouldCancel: shouldCancel)
+        let refused = try repo.push(url: url, refspecs: refspecs, auth: auth, shouldCancel: shouldCancel)
         if let first = refused.first {
             throw HubRefusal(hub: hub, url: url, device: device, detail: "it refused \(first.ref): \(first.reason)")
         }

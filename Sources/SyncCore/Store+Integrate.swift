@@ -42,7 +42,7 @@ extension Store {
     /// store lacks are copied one by one, big blobs through a fixed buffer, then the tracking
     /// references move once the copies are durable.
     public static func fetch(gitDir: FilePath, data: FilePath, peer: String, url: String, localGitDir: FilePath? = nil,
-                             shouldCancel: @escaping () -> Bool = { false }) throws(GitError) {
+                             auth: RemoteAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws(GitError) {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         if let localGitDir {
             let source = try Repository.openForReading(gitDir: localGitDir)
@@ -57,7 +57,7 @@ extension Store {
         }
         try repo.fetch(url: url, refspecs: ["+refs/heads/main:\(trackingRef(peer))",
                                             "+\(ConflictBook.ref):\(ConflictBook.peerRef(peer))"],
-                       shouldCancel: shouldCancel)
+                       auth: auth, shouldCancel: shouldCancel)
     }
 
     /// Merges the fetched `main` of `peer` into ours, writes the result into the data directory path

@@ -1,0 +1,134 @@
+import CLibgit2
+import Foundation
+import SystemPackage
+
+/// How to prove who we are to a server and how to tell it is the right server (ssh, http).
+/// Secrets stay in here: they are never part of a message.
+public struct RemoteAuth: Sendable {
+    /// ssh: the private key to offer; nil: ssh-agent, then `defaultKeys` that exist.
+    public var identity: FilePath?
+    public var defaultKeys: [FilePath] = []
+    /// http(s): basic authentication.
+    public var user: String?
+    public var password: String?
+    /// ssh: whether the server's host key is the one known for it. Gets the host name, the key
+    /// type ("ssh-ed25519"), the key (base64, as known_hosts has it) and its SHA-256 fingerprint
+    /// ("SHA256:..."); returns nil when it is known, else what to tell the user.
+    public var checkHostKey: (@Sendable (_ host: String, _ type: String, _ key: String, _ fingerprint: String) -> String?)?
+    /// The user name when the URL has none (ssh).
+    public var defaultUser: String = ProcessInfo.processInfo.environment["USER"] ?? "root"
+
+    public init() {}
+}
+
+/// State of one connection's callbacks: which credential was tried, what went wrong.
+final class AuthSession {
+    let auth: RemoteAuth?
+    let cancel: () -> Bool
+    var sshAttempt = 0
+    var triedUserPassword = false
+    var tried: [String] = []
+    var hostKeyProblem: String?
+    /// Every credential was offered and refused.
+    var exhausted = false
+    var refused: [PushRefusal] = []
+
+    init(_ auth: RemoteAuth?, cancel: @escaping () -> Bool) {
+        self.auth = auth
+        self.cancel = cancel
+    }
+
+    /// The error to report instead of libgit2's when the callbacks know better.
+    func explain(_ error: GitError) -> GitError {
+        if let hostKeyProblem {
+            return GitError(code: error.code, errorClass: error.errorClass, message: hostKeyProblem, call: error.call)
+        }
+        if !tried.isEmpty, exhausted || error.code == GIT_EAUTH.rawValue || error.message.contains("authentication")
+            || error.message.contains("credentials") {
+            let detail = error.message == "no message from libgit2" ? "the server accepted none" : error.message
+            return GitError(code: error.code, errorClass: error.errorClass,
+                            message: "authentication failed (tried \(tried.joined(separator: ", "))): \(detail)",
+                            call: error.call)
+        }
+        return error
+    }
+
+    static func install(_ callbacks: inout git_remote_callbacks, _ payload: UnsafeMutableRawPointer) {
+        callbacks.payload = payload
+        callbacks.credentials = { out, _, usernameFromURL, allowed, payload in
+            let session = Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue()
+            return session.credential(out, usernameFromURL.map { String(cString: $0) }, allowed)
+        }
+        callbacks.certificate_check = { cert, valid, host, payload in
+            let session = Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue()
+            return session.checkCertificate(cert, valid != 0, host.map { String(cString: $0) } ?? "?")
+        }
+    }
+
+    func credential(_ out: UnsafeMutablePointer<UnsafeMutablePointer<git_credential>?>?, _ urlUser: String?, _ allowed: UInt32) -> Int32 {
+        let user = urlUser ?? auth?.defaultUser ?? "root"
+        if allowed & GIT_CREDENTIAL_SSH_KEY.rawValue != 0 {
+            var candidates: [FilePath?] = []
+            if let identity = auth?.identity {
+                candidates = [identity]
+            } else {
+                candidates = [nil] + (auth?.defaultKeys ?? []).filter { FileManager.default.fileExists(atPath: $0.string) }.map { $0 }
+            }
+            guard sshAttempt < candidates.count else {
+                exhausted = true
+                return GIT_EAUTH.rawValue
+            }
+            let candidate = candidates[sshAttempt]
+            sshAttempt += 1
+            guard let key = candidate else {
+                tried.append("ssh-agent")
+                return git_credential_ssh_key_from_agent(out, user)
+            }
+            tried.append("the key \(key)")
+            let publicKey = key.string + ".pub"
+            let hasPublic = FileManager.default.fileExists(atPath: publicKey)
+            return git_credential_ssh_key_new(out, user, hasPublic ? publicKey : nil, key.string, nil)
+        }
+        if allowed & GIT_CREDENTIAL_USERPASS_PLAINTEXT.rawValue != 0 {
+            guard let name = auth?.user, let password = auth?.password, !triedUserPassword else {
+                if auth?.user == nil { tried.append("no user name and password (set credentials = PATH)") }
+                exhausted = true
+                return GIT_EAUTH.rawValue
+            }
+            triedUserPassword = true
+            tried.append("the credentials file's user \(name)")
+            return git_credential_userpass_plaintext_new(out, name, password)
+        }
+        return GIT_PASSTHROUGH.rawValue
+    }
+
+    func checkCertificate(_ cert: UnsafeMutablePointer<git_cert>?, _ valid: Bool, _ host: String) -> Int32 {
+        guard let cert, cert.pointee.cert_type == GIT_CERT_HOSTKEY_LIBSSH2 else { return GIT_PASSTHROUGH.rawValue }
+        guard let check = auth?.checkHostKey else { return GIT_PASSTHROUGH.rawValue }
+        return cert.withMemoryRebound(to: git_cert_hostkey.self, capacity: 1) { hostkey in
+            let key = hostkey.pointee
+            guard key.type.rawValue & GIT_CERT_SSH_RAW.rawValue != 0, let raw = key.hostkey else {
+                hostKeyProblem = "the ssh server \(host) did not show its host key; it cannot be checked"
+                return GIT_ECERTIFICATE.rawValue
+            }
+            let blob = Data(bytes: raw, count: key.hostkey_len)
+            var sha = key.hash_sha256
+            let digest = withUnsafeBytes(of: &sha) { Data($0) }
+            let fingerprint = "SHA256:" + digest.base64EncodedString().replacingOccurrences(of: "=", with: "")
+            let type: String = switch key.raw_type {
+            case GIT_CERT_SSH_RAW_TYPE_RSA: "ssh-rsa"
+            case GIT_CERT_SSH_RAW_TYPE_DSS: "ssh-dss"
+            case GIT_CERT_SSH_RAW_TYPE_KEY_ECDSA_256: "ecdsa-sha2-nistp256"
+            case GIT_CERT_SSH_RAW_TYPE_KEY_ECDSA_384: "ecdsa-sha2-nistp384"
+            case GIT_CERT_SSH_RAW_TYPE_KEY_ECDSA_521: "ecdsa-sha2-nistp521"
+            case GIT_CERT_SSH_RAW_TYPE_KEY_ED25519: "ssh-ed25519"
+            default: "unknown"
+            }
+            if let problem = check(host, type, blob.base64EncodedString(), fingerprint) {
+                hostKeyProblem = problem
+                return GIT_ECERTIFICATE.rawValue
+            }
+            return 0
+        }
+    }
+}

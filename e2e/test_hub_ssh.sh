@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# A hub over ssh: Debian's sshd, started by the test on loopback with its own host key and one
+# authorized key, serves a bare repository. The phone and the watch (identity = that key,
+# known_hosts = a file holding the server's key) converge through ssh://USER@127.0.0.1:PORT/... .
+# Then the failures a user meets, each in `status` with what to do: a host key that is not in
+# known_hosts (the fingerprint and the ssh-keyscan line to add it), a host key that changed, and
+# a key the server does not accept (which key was tried). Nothing is fetched or pushed then.
+source "$(dirname "$0")/lib.sh"
+X="$T/expected"; mkdir -p "$X"
+SSHD=$(command -v sshd || echo /usr/sbin/sshd)
+[ -x "$SSHD" ] || fail "sshd is not installed (make installs openssh-server)"
+
+S="$T/ssh"; mkdir -p "$S" /run/sshd
+ssh-keygen -q -t ed25519 -N '' -f "$S/host_key"
+ssh-keygen -q -t ed25519 -N '' -f "$S/other_host_key"
+ssh-keygen -q -t ed25519 -N '' -f "$S/id_device"
+ssh-keygen -q -t ed25519 -N '' -f "$S/id_stranger"
+cp "$S/id_device.pub" "$S/authorized_keys"
+chmod 600 "$S"/id_* "$S/authorized_keys"
+port=$(free_port)
+user=$(id -un)
+cat >"$S/sshd_config" <<CONF
+Port $port
+ListenAddress 127.0.0.1
+HostKey $S/host_key
+AuthorizedKeysFile $S/authorized_keys
+StrictModes no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+PermitRootLogin prohibit-password
+PidFile $S/sshd.pid
+CONF
+"$SSHD" -D -e -f "$S/sshd_config" >"$S/sshd.log" 2>&1 &
+track_pid $!
+printf '[127.0.0.1]:%s %s\n' "$port" "$(cut -d' ' -f1-2 "$S/host_key.pub")" >"$S/known_hosts"
+printf '[127.0.0.1]:%s %s\n' "$port" "$(cut -d' ' -f1-2 "$S/other_host_key.pub")" >"$S/changed_known_hosts"
+: >"$S/empty_known_hosts"
+ssh_up() { ssh -p "$port" -i "$S/id_device" -o BatchMode=yes -o UserKnownHostsFile="$S/known_hosts" "$user@127.0.0.1" true 2>/dev/null; }
+wait_until ssh_up
+
+mkdir -p "$T/srv"
+git init -q --bare "$T/srv/family.git"
+url="ssh://$user@127.0.0.1:$port$T/srv/family.git"
+
+# device NAME IDENTITY KNOWN_HOSTS
+device() {
+    init_device "$1" 50
+    on "$1" add_peer hub "$url"
+    on "$1" set_peer hub hub true
+    on "$1" set_peer hub poll_seconds 1
+    on "$1" set_peer hub identity "\"$2\""
+    on "$1" set_peer hub known_hosts "\"$3\""
+}
+device phone "$S/id_device" "$S/known_hosts"
+device watch "$S/id_device" "$S/known_hosts"
+printf 'from the phone over ssh\n' >"$X/p"
+cp "$X/p" "$(data_of phone)/p.txt"
+head -c 30000 /dev/urandom >"$X/w"
+cp "$X/w" "$(data_of watch)/w.bin"
+start_device phone
+start_device watch
+wait_until same_file watch p.txt "$X/p"
+wait_until same_file phone w.bin "$X/w"
+same_tree() { [ "$(git --git-dir="$(store_of phone)" rev-parse 'main^{tree}')" = "$(git --git-dir="$(store_of watch)" rev-parse 'main^{tree}')" ]; }
+WAIT_TIMEOUT=60 wait_until same_tree
+hub_ok() { [ "$(peer_get phone hub reachable)" = true ] && [ "$(peer_get phone hub lastError)" = null ]; }
+wait_until hub_ok
+[ "$(peer_get phone watch via)" = hub ] || fail "the phone does not list the watch through the hub"
+git --git-dir="$T/srv/family.git" fsck --no-progress >"$T/fsck.out" 2>&1 || fail "git fsck on the hub: $(cat "$T/fsck.out")"
+log "phone and watch converged over ssh"
+
+# ---- what goes wrong, said in status -----------------------------------------------------------------
+device tablet "$S/id_device" "$S/empty_known_hosts"
+device laptop "$S/id_device" "$S/changed_known_hosts"
+device stranger "$S/id_stranger" "$S/known_hosts"
+fp=$(ssh-keygen -l -E sha256 -f "$S/host_key.pub" | cut -d' ' -f2)
+for d in tablet laptop stranger; do start_device "$d"; done
+has_error() { [ "$(peer_get "$1" hub lastError)" != null ]; }
+for d in tablet laptop stranger; do wait_until has_error "$d"; done
+e=$(peer_get tablet hub lastError)
+assert_contains "$e" "is not in $S/empty_known_hosts" "unknown host key"
+assert_contains "$e" "$fp" "the unknown key's fingerprint"
+assert_contains "$e" "ssh-keyscan -p $port 127.0.0.1 >> $S/empty_known_hosts" "how to add it"
+e=$(peer_get laptop hub lastError)
+assert_contains "$e" "CHANGED" "changed host key"
+assert_contains "$e" "$fp" "the new key's fingerprint"
+assert_contains "$e" "ssh-keygen -R" "how to replace it"
+e=$(peer_get stranger hub lastError)
+assert_contains "$e" "authentication failed" "a key the server refuses"
+assert_contains "$e" "$S/id_stranger" "which key was tried"
+for d in tablet laptop stranger; do
+    [ -z "$(git --git-dir="$(store_of "$d")" for-each-ref refs/hubs)" ] || fail "$d fetched through a refused connection"
+done
+heads=$(git --git-dir="$T/srv/family.git" for-each-ref --format='%(refname)' refs/heads | tr '\n' ' ')
+assert_eq "refs/heads/devices/phone refs/heads/devices/watch " "$heads" "only the phone and the watch pushed"
+for d in phone watch tablet laptop stranger; do stop_device "$d"; done
+log "ok"
