@@ -236,7 +236,8 @@ final class PeerSyncer: Sendable {
             return "peer \(link.name) (\(url)): \(git.message); \(fix)"
         }
         let text = git.message.lowercased()
-        if text.contains("not found") || text.contains("does not appear to be a git repository") || text.contains("not a git repository") {
+        if text.contains("not found") || text.contains("status code: 404") || text.contains("does not appear to be a git repository")
+            || text.contains("not a git repository") {
             return "peer \(link.name) (\(url)): the repository was not found (\(git.message)). Check the url in \(config.file); a hub must exist first (git init --bare)."
         }
         if text.contains("permission denied") || text.contains("403") {
