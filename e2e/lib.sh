@@ -34,6 +34,9 @@ unset SYNCAGENT_CONFIG GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE
 mkdir -p "$HOME"
 
 STARTED_PIDS=()   # every `syncagent run` this test started, to stop them on exit
+CLEANUP_CMDS=()   # commands to run on exit, after the processes are stopped (network namespaces...)
+# at_exit CMD...: run CMD (one string, eval'd) when the test ends, pass or fail.
+at_exit() { CLEANUP_CMDS+=("$*"); }
 AGENT_PID=""
 LOG=""
 RUN_SEQ=0
@@ -58,6 +61,8 @@ _on_exit() {
         fi
     done
     wait 2>/dev/null
+    local c
+    for c in "${CLEANUP_CMDS[@]}"; do eval "$c" >/dev/null 2>&1; done
     if [ "$rc" = 0 ]; then
         rm -rf "$T"
     else
