@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Randomized convergence suite: the judge of the sync engine.
 
-Sets up 3..5 devices (mesh: every pair are peers; star: device 0 is the centre), runs one
+Sets up 3..5 devices (mesh: every pair are peers; star: device 0 is the centre; hub: no direct
+peers, every device meets the others through one bare repository, `hub = true`), runs one
 `syncagent run` per device, and for every round applies a seeded random mix of file operations on
 random devices -- while the agents run, while some are stopped (SIGTERM), right after a `kill -9`,
 and with two or more devices partitioned and editing the same paths (conflicts). Then it heals (all
@@ -543,22 +544,35 @@ class Run:
             self.ro = self.devices[-1]
             self.excluded = self.devices[int(self.prng.random() * n)]
             self.rule_dir = DEVICES_RULE_DIRS[int(self.prng.random() * len(DEVICES_RULE_DIRS))]
+        hub = os.path.join(self.root, "hub.git")
+        if self.args.topology == "hub":
+            # an ordinary bare repository every device meets through (SPEC "Hub"); no direct peers
+            subprocess.run(["git", "init", "-q", "--bare", hub], check=True)
         for d in self.devices:
             if self.args.topology == "mesh":
                 peers = [o for o in self.devices if o is not d]
-            else:
+            elif self.args.topology == "star":
                 peers = [o for o in self.devices if o is not d and (d.idx == 0 or o.idx == 0)]
+            else:
+                peers = []
             os.makedirs(d.dir)
             cmd = [self.binary, "init", "--device", d.name, "--data", d.data, "--state", d.state, "--config", d.config]
             for o in peers:
                 cmd += ["--peer", "%s=%s" % (o.name, o.store)]
+            if self.args.topology == "hub":
+                cmd += ["--peer", "hub=%s" % hub]
             r = subprocess.run(cmd, capture_output=True, timeout=60)
             if r.returncode != 0:
                 raise Failure("`syncagent init` for %s failed (%d): %s" % (d.name, r.returncode, (r.stdout + r.stderr).decode(errors="replace")[-600:]))
             with open(d.config) as f:
                 text = f.read()
+            text = edit_config(text)
+            if self.args.topology == "hub":
+                text = text.replace('name = "hub"\n', 'name = "hub"\nhub = true\n', 1)
+                if "hub = true" not in text:
+                    raise Failure("could not mark the hub peer in %s" % d.config)
             with open(d.config, "w") as f:
-                f.write(edit_config(text) + self.policy_config(d))
+                f.write(text + self.policy_config(d))
         if self.policy:
             self.set_mode_line(self.ro)
             self.note("policy: rules %s never; %s/** only on %s (not on %s); %s max_bytes %d; %s manual; %s is receive-only" % (
@@ -1416,7 +1430,7 @@ def main():
     ap.add_argument("--seed", default=env.get("SEED"), help="integer, or several separated by commas (env SEED; default: time)")
     ap.add_argument("--rounds", type=int, default=int(env.get("ROUNDS", 5)))
     ap.add_argument("--devices", type=int, default=int(env.get("DEVICES", 3)))
-    ap.add_argument("--topology", choices=["mesh", "star"], default=env.get("TOPOLOGY", "mesh"))
+    ap.add_argument("--topology", choices=["mesh", "star", "hub"], default=env.get("TOPOLOGY", "mesh"))
     ap.add_argument("--binary", default=env.get("SYNCAGENT", ".build/release/syncagent"))
     ap.add_argument("--keep", action="store_true", help="keep the temp dir even when every round holds")
     ap.add_argument("--timeout", type=float, default=120, help="quiescence deadline, seconds (default 120)")

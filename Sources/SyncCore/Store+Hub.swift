@@ -36,6 +36,14 @@ extension Store {
     static func hubRecords(_ hub: String, _ device: String) -> String { "refs/hubs/\(hub)/records/\(device)/conflicts" }
     static func hubPushed(_ hub: String) -> String { "refs/hubs/\(hub)/pushed" }
     static func hubPushing(_ hub: String) -> String { "refs/hubs/\(hub)/pushing" }
+    /// The author of a wrapper on a hub branch: its second parent is the device's real `main`.
+    static let hubEmail = "syncagent.hub@syncagent"
+
+    /// What a device's hub branch stands for: its `main`, under a wrapper if there is one.
+    static func unwrap(_ repo: Repository, _ tip: Oid) throws(GitError) -> Oid {
+        let info = try repo.commit(tip)
+        return info.author.email == hubEmail && info.parents.count == 2 ? info.parents[1] : tip
+    }
 
     /// Fetches every device's branch and conflict records from the hub and points each device's
     /// tracking refs at them. Returns the other devices seen, sorted. An empty hub is no error.
@@ -70,7 +78,7 @@ extension Store {
             devices.append(other)
             guard updateTracking else { continue }
             let peer = hubPeer(hub, device: other)
-            try repo.setReference(trackingRef(peer), to: target, message: "syncagent: \(other) through \(hub)")
+            try repo.setReference(trackingRef(peer), to: try unwrap(repo, target), message: "syncagent: \(other) through \(hub)")
             if let records = try repo.resolveReference(hubRecords(hub, other)) {
                 try repo.setReference(ConflictBook.peerRef(peer), to: records, message: "syncagent: \(other)'s records through \(hub)")
             }
@@ -79,9 +87,9 @@ extension Store {
     }
 
     /// Pushes `main` and the conflict records to this device's branch on the hub, never forced.
-    /// When `main` moved to a join that does not contain what was pushed before (joins stand for
-    /// their tips), the branch gets a commit on top of both, with `main`'s tree, so it stays a
-    /// fast-forward. A branch on the hub that this device did not push belongs to another device
+    /// When `main` does not contain what was pushed before, the branch gets a wrapper commit on
+    /// top of both (first parent the branch, second `main`, `main`'s tree), so it stays a
+    /// fast-forward; the others merge the wrapped `main`. A branch on the hub that this device did not push belongs to another device
     /// with the same name: `HubRefusal`, and nothing is pushed.
     public static func hubPush(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String,
                                auth: RemoteAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws -> HubPush {
@@ -100,14 +108,22 @@ extension Store {
         }
         var target = main
         if let onHub, onHub != main, !(try repo.isDescendant(main, of: onHub)) {
-            if let pushing, pushing != onHub, try repo.isDescendant(pushing, of: main), try repo.isDescendant(pushing, of: onHub) {
-                target = pushing  // made last time, already on top of both
+            // `main` does not contain the branch's tip (a join stands for its tips and leaves out
+            // what was pushed; after one wrapper, `main` never contains the wrappers): the branch
+            // gets a wrapper on top of both. Receivers merge the wrapped `main`, never the wrapper.
+            func wrapsMain(_ id: Oid) throws -> Bool {
+                let info = try repo.commit(id)
+                return info.author.email == hubEmail && info.parents.count == 2 && info.parents[1] == main
+            }
+            if try wrapsMain(onHub) {
+                target = onHub
+            } else if let pushing, try wrapsMain(pushing), try repo.isDescendant(pushing, of: onHub) {
+                target = pushing  // made by an attempt that did not land
             } else {
-                // `main` moved to a join that stands for its tips and leaves out what was pushed.
                 let info = try repo.commit(main)
-                let sig = Signature(name: device, email: "\(device)@syncagent", time: info.author.time)
-                target = try repo.createCommit(tree: info.tree, parents: [main, onHub], author: sig, committer: sig,
-                                               message: "syncagent: \(device) keeps its hub branch a fast-forward\n",
+                let sig = Signature(name: device, email: hubEmail, time: info.author.time)
+                target = try repo.createCommit(tree: info.tree, parents: [onHub, main], author: sig, committer: sig,
+                                               message: "syncagent: \(device)'s hub branch moves to its main \(main.hex.prefix(12))\n",
                                                updateRef: nil)
             }
         }
@@ -116,8 +132,23 @@ extension Store {
             try repo.setReference(hubPushing(hub), to: target, message: "syncagent: to push to \(hub)")
             refspecs.append("\(hubPushing(hub)):refs/heads/devices/\(device)")
         }
-        if let book, book != recordsOnHub {
-            refspecs.append("\(ConflictBook.ref):refs/syncagent/devices/\(device)/conflicts")
+        var records = book
+        if let book, let recordsOnHub, book != recordsOnHub, !(try repo.isDescendant(book, of: recordsOnHub)) {
+            let onHubInfo = try repo.commit(recordsOnHub)
+            if onHubInfo.author.email == hubEmail, onHubInfo.parents.count == 2, onHubInfo.parents[1] == book {
+                records = recordsOnHub  // wrapped already
+            } else {
+                // The book adopted another device's records: a commit on top of both keeps the
+                // records branch a fast-forward (same tree: the records as this device has them).
+                let info = try repo.commit(book)
+                let sig = Signature(name: device, email: hubEmail, time: info.author.time)
+                records = try repo.createCommit(tree: info.tree, parents: [recordsOnHub, book], author: sig, committer: sig,
+                                                message: "syncagent: \(device)'s records on the hub\n", updateRef: nil)
+            }
+        }
+        if let records, records != recordsOnHub {
+            try repo.setReference("refs/hubs/\(hub)/pushing-records", to: records, message: "syncagent: to push to \(hub)")
+            refspecs.append("refs/hubs/\(hub)/pushing-records:refs/syncagent/devices/\(device)/conflicts")
         }
         guard !refspecs.isEmpty else { return .upToDate }
         Durability.flushFileSystem(containing: gitDir)
@@ -129,7 +160,9 @@ extension Store {
             try repo.setReference(hubPushed(hub), to: target, message: "syncagent: pushed to \(hub)")
             try repo.setReference(hubBranch(hub, device), to: target, message: "syncagent: pushed to \(hub)")
         }
-        if let book { try repo.setReference(hubRecords(hub, device), to: book, message: "syncagent: pushed to \(hub)") }
+        if let records, refspecs.contains(where: { $0.hasPrefix("refs/hubs/\(hub)/pushing-records") }) {
+            try repo.setReference(hubRecords(hub, device), to: records, message: "syncagent: pushed to \(hub)")
+        }
         return .pushed(target)
     }
 }
