@@ -2,7 +2,8 @@
 # The randomized convergence suite, short form: every regression seed in convergence-seeds.txt, then
 # one fixed extra seed, each for 2 rounds on 3 devices, mesh and star in turn (e2e/convergence.py does
 # the work and states the invariants; `make soak` is the long run), then one fixed seed with --policy
-# (per-path [[rule]]s on every device, the last one receive-only; 2 rounds, 3 devices, mesh). Exit
+# (per-path [[rule]]s on every device, the last one receive-only; 2 rounds, 3 devices, mesh), then the
+# hub seeds (5 devices through one bare repository). Exit
 # status non-zero when any seed fails; each failure prints `FAILED seed=N round=R: reason`, the kept
 # temp dir and the agents' logs. Every seed runs every time; e2e/run.sh gives this test 8 minutes.
 set -uo pipefail
@@ -16,11 +17,17 @@ command -v python3 >/dev/null || { echo "python3 is needed by the convergence su
 EXTRA_SEED=20261122
 POLICY_SEED=20261123
 
-# A line "N" is a plain seed; "N policy TOPOLOGY DEVICES ROUNDS" replays a seed of the --policy mode.
+# A line "N" is a plain seed; "N policy TOPOLOGY DEVICES ROUNDS" replays a seed of the --policy mode;
+# "N hub DEVICES ROUNDS" a seed of --topology hub (every device meets the others through a bare repo).
 seeds=()
 policy=()
+hub=()
 while read -r seed kind rest; do
-    if [ "$kind" = policy ]; then policy+=("$seed $rest"); else seeds+=("$seed"); fi
+    case "$kind" in
+        policy) policy+=("$seed $rest") ;;
+        hub) hub+=("$seed $rest") ;;
+        *) seeds+=("$seed") ;;
+    esac
 done < <(sed 's/#.*//' "$here/convergence-seeds.txt" | awk 'NF')
 seeds+=("$EXTRA_SEED")
 policy+=("$POLICY_SEED mesh 3 2")
@@ -44,7 +51,13 @@ for line in "${policy[@]}"; do
         || failed+=("$seed($topology, policy)")
 done
 
-echo "convergence: ${#seeds[@]} seeds and ${#policy[@]} policy seeds, $((SECONDS - start))s"
+for line in "${hub[@]}"; do
+    read -r seed devices rounds <<<"$line"
+    python3 "$here/convergence.py" --binary "$SYNCAGENT" --seed "$seed" --rounds "$rounds" \
+        --devices "$devices" --topology hub --timeout 40 --idle-seconds 2 || failed+=("$seed(hub)")
+done
+
+echo "convergence: ${#seeds[@]} seeds, ${#policy[@]} policy seeds and ${#hub[@]} hub seeds, $((SECONDS - start))s"
 if [ "${#failed[@]}" -gt 0 ]; then
     echo "convergence: FAILED seeds: ${failed[*]}"
     exit 1
