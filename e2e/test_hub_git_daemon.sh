@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A hub served by `git daemon --enable=receive-pack` on loopback (git://127.0.0.1:PORT/family.git):
-# three devices that only know the hub converge, a change on one reaches the others, the hub holds
+# four devices that only know the hub converge, a change on one reaches the others, the hub holds
 # only the devices' branches and records, and `git fsck` on it is clean. Then the daemon stops: the
 # devices go on committing, `status` shows the hub unreachable with the reason, and once the daemon is
 # back everything converges with nothing lost.
@@ -22,7 +22,7 @@ start_daemon() {
 }
 start_daemon
 
-DEVICES=(phone watch tablet)
+DEVICES=(phone watch tablet laptop)
 for d in "${DEVICES[@]}"; do
     init_device "$d" 50
     on "$d" add_peer hub "$url"
@@ -57,7 +57,7 @@ wait_until same_file watch photo.bin "$X/bin"
 WAIT_TIMEOUT=60 wait_same
 git --git-dir="$T/srv/family.git" fsck --no-progress >"$T/fsck.out" 2>&1 || fail "git fsck on the hub: $(cat "$T/fsck.out")"
 heads=$(git --git-dir="$T/srv/family.git" for-each-ref --format='%(refname)' refs/heads | tr '\n' ' ')
-assert_eq "refs/heads/devices/phone refs/heads/devices/tablet refs/heads/devices/watch " "$heads" "the hub's branches"
+assert_eq "refs/heads/devices/laptop refs/heads/devices/phone refs/heads/devices/tablet refs/heads/devices/watch " "$heads" "the hub's branches"
 
 # ---- the hub goes away: local commits go on, status says why ------------------------------------------
 kill "$daemon_pid"; wait "$daemon_pid" 2>/dev/null || true
@@ -69,8 +69,7 @@ hub_down() { [ "$(peer_get phone hub reachable)" = false ]; }
 wait_until hub_down
 assert_contains "$(peer_get phone hub lastError)" "127.0.0.1:$port" "the unreachable hub's error names it"
 start_daemon
-wait_until same_file watch down.txt "$X/down"
-wait_until same_file tablet down.txt "$X/down"
+for d in watch tablet laptop; do wait_until same_file "$d" down.txt "$X/down"; done
 WAIT_TIMEOUT=60 wait_same
 hub_up() { [ "$(peer_get phone hub reachable)" = true ] && [ "$(peer_get phone hub lastError)" = null ]; }
 wait_until hub_up

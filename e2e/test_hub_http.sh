@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A hub over smart HTTP: Debian's lighttpd, started by the test on loopback, runs `git http-backend`
-# behind basic authentication. The phone and the watch (credentials = a mode-0600 file holding
+# behind basic authentication. The phone, the watch, a car and a bike (credentials = a mode-0600 file holding
 # user:password) converge through http://127.0.0.1:PORT/git/family.git. A wrong password, a
 # credentials file others can read and a repository that does not exist each show in `status`
 # naming the peer and what to do; the password is never in a log or in status.
@@ -45,20 +45,19 @@ device() {
 printf 'alice:s3cret-Pa55\n' >"$T/good.credentials"; chmod 600 "$T/good.credentials"
 printf 'alice:wrong\n' >"$T/wrong.credentials"; chmod 600 "$T/wrong.credentials"
 printf 'alice:s3cret-Pa55\n' >"$T/open.credentials"; chmod 644 "$T/open.credentials"
-device phone "$T/good.credentials"
-device watch "$T/good.credentials"
+GOOD=(phone watch car bike)
+for d in "${GOOD[@]}"; do device "$d" "$T/good.credentials"; done
 printf 'over http\n' >"$X/p"
 cp "$X/p" "$(data_of phone)/p.txt"
 head -c 30000 /dev/urandom >"$X/w"
 cp "$X/w" "$(data_of watch)/w.bin"
-start_device phone
-start_device watch
-wait_until same_file watch p.txt "$X/p"
-wait_until same_file phone w.bin "$X/w"
+for d in "${GOOD[@]}"; do start_device "$d"; done
+for d in watch car bike; do wait_until same_file "$d" p.txt "$X/p"; done
+for d in phone car bike; do wait_until same_file "$d" w.bin "$X/w"; done
 hub_ok() { [ "$(peer_get phone hub reachable)" = true ] && [ "$(peer_get phone hub lastError)" = null ]; }
 wait_until hub_ok
 git --git-dir="$T/srv/family.git" fsck --no-progress >"$T/fsck.out" 2>&1 || fail "git fsck on the hub: $(cat "$T/fsck.out")"
-log "phone and watch converged over http"
+log "four devices converged over http"
 
 device tablet "$T/wrong.credentials"
 device laptop "$T/open.credentials"
@@ -73,9 +72,9 @@ e=$(peer_get laptop hub lastError)
 assert_contains "$e" "chmod 600 $T/open.credentials" "a credentials file others can read"
 e=$(peer_get desk hub lastError)
 assert_contains "$e" "not found" "a repository that does not exist"
-for d in phone watch tablet laptop desk; do
+for d in "${GOOD[@]}" tablet laptop desk; do
     if grep -q "s3cret" "$T/$d"/run-*.log "$T/$d"/run-*.out 2>/dev/null; then fail "$d's log shows the password"; fi
     if on "$d" status_json | grep -q "s3cret"; then fail "$d's status shows the password"; fi
 done
-for d in phone watch tablet laptop desk; do stop_device "$d"; done
+for d in "${GOOD[@]}" tablet laptop desk; do stop_device "$d"; done
 log "ok"

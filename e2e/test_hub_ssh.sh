@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A hub over ssh: Debian's sshd, started by the test on loopback with its own host key and one
 # authorized key, serves a bare repository. The phone and the watch (identity = that key,
-# known_hosts = a file holding the server's key) converge through ssh://USER@127.0.0.1:PORT/... .
+# known_hosts = a file holding the server's key), a car and a desk too, converge through
+# ssh://USER@127.0.0.1:PORT/... .
 # Then the failures a user meets, each in `status` with what to do: a host key that is not in
 # known_hosts (the fingerprint and the ssh-keyscan line to add it), a host key that changed, and
 # a key the server does not accept (which key was tried). Nothing is fetched or pushed then.
@@ -52,23 +53,23 @@ device() {
     on "$1" set_peer hub identity "\"$2\""
     on "$1" set_peer hub known_hosts "\"$3\""
 }
-device phone "$S/id_device" "$S/known_hosts"
-device watch "$S/id_device" "$S/known_hosts"
+GOOD=(phone watch car desk)
+for d in "${GOOD[@]}"; do device "$d" "$S/id_device" "$S/known_hosts"; done
 printf 'from the phone over ssh\n' >"$X/p"
 cp "$X/p" "$(data_of phone)/p.txt"
 head -c 30000 /dev/urandom >"$X/w"
 cp "$X/w" "$(data_of watch)/w.bin"
-start_device phone
-start_device watch
-wait_until same_file watch p.txt "$X/p"
-wait_until same_file phone w.bin "$X/w"
-same_tree() { [ "$(git --git-dir="$(store_of phone)" rev-parse 'main^{tree}')" = "$(git --git-dir="$(store_of watch)" rev-parse 'main^{tree}')" ]; }
+for d in "${GOOD[@]}"; do start_device "$d"; done
+for d in watch car desk; do wait_until same_file "$d" p.txt "$X/p"; done
+for d in phone car desk; do wait_until same_file "$d" w.bin "$X/w"; done
+tree_of() { git --git-dir="$(store_of "$1")" rev-parse -q --verify 'refs/heads/main^{tree}' 2>/dev/null || true; }
+same_tree() { local d; for d in "${GOOD[@]}"; do [ "$(tree_of "$d")" = "$(tree_of phone)" ] && data_dirs_equal phone "$d" || return 1; done; }
 WAIT_TIMEOUT=60 wait_until same_tree
 hub_ok() { [ "$(peer_get phone hub reachable)" = true ] && [ "$(peer_get phone hub lastError)" = null ]; }
 wait_until hub_ok
 [ "$(peer_get phone watch via)" = hub ] || fail "the phone does not list the watch through the hub"
 git --git-dir="$T/srv/family.git" fsck --no-progress >"$T/fsck.out" 2>&1 || fail "git fsck on the hub: $(cat "$T/fsck.out")"
-log "phone and watch converged over ssh"
+log "four devices converged over ssh"
 
 # ---- what goes wrong, said in status -----------------------------------------------------------------
 device tablet "$S/id_device" "$S/empty_known_hosts"
@@ -93,6 +94,6 @@ for d in tablet laptop stranger; do
     [ -z "$(git --git-dir="$(store_of "$d")" for-each-ref refs/hubs)" ] || fail "$d fetched through a refused connection"
 done
 heads=$(git --git-dir="$T/srv/family.git" for-each-ref --format='%(refname)' refs/heads | tr '\n' ' ')
-assert_eq "refs/heads/devices/phone refs/heads/devices/watch " "$heads" "only the phone and the watch pushed"
-for d in phone watch tablet laptop stranger; do stop_device "$d"; done
+assert_eq "refs/heads/devices/car refs/heads/devices/desk refs/heads/devices/phone refs/heads/devices/watch " "$heads" "only the four good devices pushed"
+for d in "${GOOD[@]}" tablet laptop stranger; do stop_device "$d"; done
 log "ok"

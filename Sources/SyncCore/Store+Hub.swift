@@ -9,8 +9,14 @@ public struct HubRefusal: Error, Sendable, CustomStringConvertible {
     public let url: String
     public let device: String
     public let detail: String
+    /// False: the server refused for another reason (permissions, disk, a hook), said in `detail`.
+    public var clash = true
     public var description: String {
-        "the hub \(hub) (\(url)) holds a devices/\(device) branch this device did not push (\(detail)): another device "
+        guard clash else {
+            return "the hub \(hub) (\(url)) refused the push (\(detail)); nothing was forced. Check that the account may "
+                + "write to the repository and that the server's disk has room; the push is retried."
+        }
+        return "the hub \(hub) (\(url)) holds a devices/\(device) branch this device did not push (\(detail)): another device "
             + "uses the name '\(device)' too. Give every device its own `device` name in its config; nothing was forced."
     }
 }
@@ -89,8 +95,8 @@ extension Store {
     /// Pushes `main` and the conflict records to this device's branch on the hub, never forced.
     /// When `main` does not contain what was pushed before, the branch gets a wrapper commit on
     /// top of both (first parent the branch, second `main`, `main`'s tree), so it stays a
-    /// fast-forward; the others merge the wrapped `main`. A branch on the hub that this device did not push belongs to another device
-    /// with the same name: `HubRefusal`, and nothing is pushed.
+    /// fast-forward; the others merge the wrapped `main`. A branch on the hub that this device did
+    /// not push belongs to another device with the same name: `HubRefusal`, and nothing is pushed.
     public static func hubPush(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String,
                                auth: RemoteAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws -> HubPush {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
@@ -154,9 +160,12 @@ extension Store {
         Durability.flushFileSystem(containing: gitDir)
         let refused = try repo.push(url: url, refspecs: refspecs, auth: auth, shouldCancel: shouldCancel)
         if let first = refused.first {
-            throw HubRefusal(hub: hub, url: url, device: device, detail: "it refused \(first.ref): \(first.reason)")
+            var refusal = HubRefusal(hub: hub, url: url, device: device, detail: "it refused \(first.ref): \(first.reason)")
+            let reason = first.reason.lowercased()
+            refusal.clash = reason.contains("fast-forward") || reason.contains("fast forward") || reason.contains("fetch first")
+            throw refusal
         }
-        if refspecs.first?.hasPrefix("refs/hubs/") == true {
+        if target != onHub {
             try repo.setReference(hubPushed(hub), to: target, message: "syncagent: pushed to \(hub)")
             try repo.setReference(hubBranch(hub, device), to: target, message: "syncagent: pushed to \(hub)")
         }
