@@ -42,6 +42,7 @@ for d in "${DEVICES[@]}"; do
     on "$d" add_peer hub "$url"
     on "$d" set_peer hub hub true
     on "$d" set_peer hub poll_seconds 1
+    on "$d" set_peer hub timeout_seconds 5   # a stalled transfer is abandoned after 5 s without data
     printf 'made on the %s\n' "$d" >"$(data_of "$d")/own-$d.txt"
 done
 tree_of() { git --git-dir="$(store_of "$1")" rev-parse -q --verify 'refs/heads/main^{tree}' 2>/dev/null || true; }

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # `syncagent sync` with no agent running (it takes the store lock and fetches itself) against a
 # black-holed git:// peer (a server that accepts the connection and never answers) gives up: it exits
-# non-zero within 60 s (the fetch timeout is 20 s), naming the peer; it must not hang. A second run
+# non-zero within 60 s (the fetch timeout, timeout_seconds, is 5 s here), naming the peer; it must not hang. A second run
 # finds the store lock free (the first left nothing behind) and fails the same way.
 source "$(dirname "$0")/lib.sh"
 
 start_blackhole
 url="git://127.0.0.1:$BLACKHOLE_PORT/x"
 init_device phone 50 "hole=$url"
+set_peer hole timeout_seconds 5   # default 20 s; the same mechanism, a shorter wait
 printf 'a local change\n' >"$DATA/local.txt"
 
 # run_sync N: `syncagent sync` with no agent; it must fail, within 60 s, naming the peer

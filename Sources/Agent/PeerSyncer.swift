@@ -27,7 +27,8 @@ final class PeerSyncer: Sendable {
     private let config: Config
     private let engine: SyncEngine
     private let logger: Logger
-    private let fetchTimeout: Duration = .seconds(20)
+    /// A fetch or push is abandoned after this long without data (`timeout_seconds`).
+    private var fetchTimeout: Duration { .seconds(link.config.timeoutSeconds) }
     private let maxBackoff: Duration = .seconds(60)
     /// Abandoned fetches whose thread is still blocked in libgit2 (it has no I/O timeout).
     private let stuck = Mutex<[FetchRunner.Attempt]>([])

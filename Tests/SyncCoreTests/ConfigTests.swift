@@ -134,6 +134,26 @@ private func write(_ text: String, to path: FilePath) throws {
         #expect(config.peers == [PeerConfig(name: "b", url: "git://b/store.git", pollSeconds: 30)])
     }
 
+    @Test func hubPeerKeys() throws {
+        let config = try Config.parse(
+            "device = \"a\"\ndata = \"/d\"\n[[peer]]\nname = \"hub\"\nurl = \"ssh://me@nas/srv/f.git\"\nhub = true\n"
+                + "identity = \"keys/id\"\nknown_hosts = \"/etc/kh\"\ntimeout_seconds = 5\n"
+                + "[[peer]]\nname = \"w\"\nurl = \"/w\"\ncredentials = \"~/c\"\n",
+            file: file, environment: environment)
+        let hub = config.peers[0]
+        #expect(hub.hub && !config.peers[1].hub)
+        #expect(hub.identity == file.removingLastComponent().appending("keys/id"))
+        #expect(hub.knownHosts == "/etc/kh")
+        #expect(hub.timeoutSeconds == 5 && config.peers[1].timeoutSeconds == 20)
+        #expect(config.peers[1].credentials?.string.hasSuffix("/c") == true)
+        let two = parseError("device = \"p\"\ndata = \"/d\"\n[[peer]]\nname = \"h\"\nurl = \"u\"\nhub = true\n"
+                             + "[[peer]]\nname = \"g\"\nurl = \"v\"\nhub = true")
+        #expect(two?.key == "peer.hub")
+        #expect(two?.line == 10)
+        let notBool = parseError("device = \"p\"\ndata = \"/d\"\n[[peer]]\nname = \"h\"\nurl = \"u\"\nhub = \"yes\"")
+        #expect(notBool?.message.contains("true or false") == true)
+    }
+
     @Test(arguments: [
         ("manual", ResolverStrategy.manual), ("newest", .newest), ("keep:my-phone_2", .keep(device: "my-phone_2")),
         ("both", .both), ("union", .union), ("json", .json),

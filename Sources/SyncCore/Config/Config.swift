@@ -156,6 +156,8 @@ public struct PeerConfig: Sendable, Equatable {
     public var url: String
     /// How often to fetch when the agent cannot see the peer's refs change.
     public var pollSeconds: Int = 30
+    /// A fetch or push is abandoned after this long without data (and retried).
+    public var timeoutSeconds: Int = 20
     /// An ordinary git server shared by many devices (SPEC "Hub").
     public var hub = false
     /// ssh only: the private key to offer (default: ssh-agent, then ~/.ssh/id_ed25519, id_rsa).
@@ -342,7 +344,7 @@ private struct ConfigParser {
 
     private func peers(in top: Section, device: String) throws -> [PeerConfig] {
         var peers: [PeerConfig] = []
-        for peer in try tables("peer", in: top, keys: ["name", "url", "poll_seconds", "hub", "identity", "known_hosts", "credentials"]) {
+        for peer in try tables("peer", in: top, keys: ["name", "url", "poll_seconds", "timeout_seconds", "hub", "identity", "known_hosts", "credentials"]) {
             let name = try required("name", in: peer, rule: Rule.peerName) { Config.isValidName($0) ? $0 : nil }
             if name == device {
                 throw fail(peer.path + ["name"], key: "peer.name",
@@ -355,6 +357,7 @@ private struct ConfigParser {
             }
             var config = PeerConfig(name: name, url: try required("url", in: peer, rule: Rule.url) { $0.isEmpty ? nil : $0 })
             config.pollSeconds = try int("poll_seconds", in: peer, unit: "seconds", 1...86_400) ?? config.pollSeconds
+            config.timeoutSeconds = try int("timeout_seconds", in: peer, unit: "seconds", 1...3_600) ?? config.timeoutSeconds
             if let value = peer.table["hub"] {
                 guard let flag = value.bool else { throw invalid("hub", in: peer, "true or false, e.g. hub = true", value) }
                 config.hub = flag
