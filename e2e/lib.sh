@@ -410,6 +410,16 @@ on() { ( switch_to "$1"; shift; "$@" ); }
 # track_pid PID: a helper process (server, writer) the test started; stopped on exit like the agents.
 track_pid() { STARTED_PIDS+=("$1"); }
 
+# join_hub NAME URL: give NAME's config a [[peer]] "hub" at URL with hub = true, polled every second.
+join_hub() {
+    on "$1" add_peer hub "$2"
+    on "$1" set_peer hub hub true
+    on "$1" set_peer hub poll_seconds 1
+}
+
+# tree_of NAME: the tree of NAME's main (empty when there is none).
+tree_of() { git --git-dir="$(store_of "$1")" rev-parse -q --verify 'refs/heads/main^{tree}' 2>/dev/null || true; }
+
 main_of() { git --git-dir="$(store_of "$1")" rev-parse -q --verify refs/heads/main 2>/dev/null || true; }
 
 # mains_equal [A B]: both stores' main exist and point at the same commit (default phone, watch).

@@ -15,12 +15,9 @@ git init -q --bare "$HUB"
 DEVICES=(phone watch tablet laptop)
 for d in "${DEVICES[@]}"; do
     init_device "$d" 50
-    on "$d" add_peer hub "$HUB"
-    on "$d" set_peer hub hub true
-    on "$d" set_peer hub poll_seconds 1
+    join_hub "$d" "$HUB"
 done
 
-tree_of() { git --git-dir="$(store_of "$1")" rev-parse -q --verify 'refs/heads/main^{tree}' 2>/dev/null || true; }
 # same_everywhere A B...: the same tree in main on every device named, all idle, data = HEAD
 same_everywhere() {
     local first d t
@@ -110,9 +107,7 @@ init_device phone2 50
 switch_to phone2
 sed -i 's/^device = "phone2"/device = "phone"/' "$CONFIG"
 grep -q '^device = "phone"' "$CONFIG" || fail "could not rename phone2's device"
-add_peer hub "$HUB"
-set_peer hub hub true
-set_peer hub poll_seconds 1
+join_hub phone2 "$HUB"
 printf 'the other phone\n' >"$DATA/other.txt"
 start_device phone2
 clash() { status_field peers 0 lastError | grep -q "uses the name 'phone' too"; }

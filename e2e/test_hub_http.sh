@@ -37,9 +37,7 @@ wait_until http_up
 # device NAME CREDENTIALS [URL]
 device() {
     init_device "$1" 50
-    on "$1" add_peer hub "${3:-$url}"
-    on "$1" set_peer hub hub true
-    on "$1" set_peer hub poll_seconds 1
+    join_hub "$1" "${3:-$url}"
     on "$1" set_peer hub credentials "\"$2\""
 }
 printf 'alice:s3cret-Pa55\n' >"$T/good.credentials"; chmod 600 "$T/good.credentials"

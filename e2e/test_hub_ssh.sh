@@ -47,9 +47,7 @@ url="ssh://$user@127.0.0.1:$port$T/srv/family.git"
 # device NAME IDENTITY KNOWN_HOSTS
 device() {
     init_device "$1" 50
-    on "$1" add_peer hub "$url"
-    on "$1" set_peer hub hub true
-    on "$1" set_peer hub poll_seconds 1
+    join_hub "$1" "$url"
     on "$1" set_peer hub identity "\"$2\""
     on "$1" set_peer hub known_hosts "\"$3\""
 }
@@ -62,7 +60,6 @@ cp "$X/w" "$(data_of watch)/w.bin"
 for d in "${GOOD[@]}"; do start_device "$d"; done
 for d in watch car desk; do wait_until same_file "$d" p.txt "$X/p"; done
 for d in phone car desk; do wait_until same_file "$d" w.bin "$X/w"; done
-tree_of() { git --git-dir="$(store_of "$1")" rev-parse -q --verify 'refs/heads/main^{tree}' 2>/dev/null || true; }
 same_tree() { local d; for d in "${GOOD[@]}"; do [ "$(tree_of "$d")" = "$(tree_of phone)" ] && data_dirs_equal phone "$d" || return 1; done; }
 WAIT_TIMEOUT=60 wait_until same_tree
 hub_ok() { [ "$(peer_get phone hub reachable)" = true ] && [ "$(peer_get phone hub lastError)" = null ]; }

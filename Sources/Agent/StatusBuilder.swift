@@ -44,7 +44,7 @@ public enum StatusBuilder {
                 let name = Store.hubPeer(peer.name, device: device)
                 let counts = (try? store?.aheadBehind(peer: name)) ?? nil
                 var seen = StatusReport.Peer(name: device, url: peer.url, reachable: known?.reachable,
-                                             lastSync: ledger.peers[name]?.lastSync ?? known?.lastSync,
+                                             lastSync: known?.lastSync,
                                              ahead: counts?.ahead ?? 0, behind: counts?.behind ?? 0, lastError: nil)
                 seen.via = peer.name
                 seen.lastSeen = (try? store?.tipTime(peer: name)).flatMap { $0 }

@@ -38,12 +38,16 @@ enum LooseObject {
             if n == 0 { throw damaged("it ends before its zlib stream does") }
             z.next_in = input.baseAddress!.assumingMemoryBound(to: Bytef.self)
             z.avail_in = uInt(n)
-            while z.avail_in > 0 && !ended {
+            // Until the input is used up and the last call left room in the output: a call that
+            // filled the output may hold more, even with no input left.
+            var full = false
+            repeat {
                 z.next_out = output.baseAddress!.assumingMemoryBound(to: Bytef.self)
                 z.avail_out = uInt(output.count)
                 let rc = inflate(&z, Z_NO_FLUSH)
                 guard rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR else { throw damaged("zlib error \(rc)") }
                 ended = rc == Z_STREAM_END
+                full = z.avail_out == 0
                 var produced = UnsafeRawBufferPointer(rebasing: output[0..<(output.count - Int(z.avail_out))])
                 if header != nil {
                     // "<type> <size>\0", then the content
@@ -68,7 +72,7 @@ enum LooseObject {
                     try body(produced)
                 }
                 if rc == Z_BUF_ERROR { break }
-            }
+            } while (z.avail_in > 0 || full) && !ended
         }
         guard header == nil, delivered == size else { throw damaged("\(delivered) of \(size) bytes") }
         return (kind, size)

@@ -13,13 +13,7 @@ extension Repository {
     /// fast-forward); throws when the push itself failed.
     public func push(url: String, refspecs: [String], auth: RemoteAuth? = nil,
                      shouldCancel: @escaping () -> Bool = { false }) throws(GitError) -> [PushRefusal] {
-        var remote: OpaquePointer?
-        var createOpts = git_remote_create_options()
-        try check(git_remote_create_options_init(&createOpts, UInt32(GIT_REMOTE_CREATE_OPTIONS_VERSION)),
-                  "git_remote_create_options_init")
-        createOpts.repository = handle
-        createOpts.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF.rawValue | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC.rawValue
-        try check(git_remote_create_with_opts(&remote, url, &createOpts), "git_remote_create_with_opts(\(url))")
+        let remote = try anonymousRemote(url)
         defer { git_remote_free(remote) }
         var opts = git_push_options()
         try check(git_push_options_init(&opts, UInt32(GIT_PUSH_OPTIONS_VERSION)), "git_push_options_init")
@@ -36,15 +30,7 @@ extension Repository {
         opts.callbacks.push_transfer_progress = { _, _, _, payload in
             Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
         }
-        opts.callbacks.sideband_progress = { _, _, payload in
-            Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
-        }
-        var cStrings = refspecs.map { strdup($0) }
-        defer { cStrings.forEach { free($0) } }
-        let rc = cStrings.withUnsafeMutableBufferPointer { buf -> Int32 in
-            var array = git_strarray(strings: buf.baseAddress, count: buf.count)
-            return git_remote_push(remote, &array, &opts)
-        }
+        let rc = withStrarray(refspecs) { git_remote_push(remote, &$0, &opts) }
         do { try check(rc, "git_remote_push(\(url))") } catch { throw session.explain(error) }
         return session.refused
     }

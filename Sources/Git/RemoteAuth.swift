@@ -59,6 +59,9 @@ final class AuthSession {
             let session = Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue()
             return session.credential(out, usernameFromURL.map { String(cString: $0) }, allowed)
         }
+        callbacks.sideband_progress = { _, _, payload in
+            Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
+        }
         callbacks.certificate_check = { cert, valid, host, payload in
             let session = Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue()
             return session.checkCertificate(cert, valid != 0, host.map { String(cString: $0) } ?? "?")

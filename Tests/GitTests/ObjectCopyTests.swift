@@ -60,6 +60,21 @@ import Testing
         #expect(report.objects == 0)
     }
 
+    /// Highly compressible content whose size is a multiple of the chunk: the last input bytes are
+    /// consumed while the output buffer is full, and zlib still holds output.
+    @Test(arguments: [1 << 20, 64 << 10, 4096])
+    func compressibleBlobsStreamWhole(chunk: Int) throws {
+        let t = try TempStore()
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let zeros = [UInt8](repeating: 0, count: 3 << 20)
+        let id = try commit(t, repo, ["zeros.bin": zeros], parent: nil)
+        let blob = try repo.treeFiles(try repo.commit(id).tree)[0].oid
+        var streamed: [UInt8] = []
+        try repo.streamBlob(blob, chunk: chunk) { streamed += $0 }
+        #expect(streamed.count == zeros.count)
+        #expect(streamed == zeros)
+    }
+
     @Test func manyObjectsGoIntoAPackAndAllArrive() throws {
         let phone = try TempStore(), watch = try TempStore()
         let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
