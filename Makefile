@@ -3,7 +3,7 @@ SWIFT ?= swift
 BIN := $(CURDIR)/.build/release/syncagent
 export SYNCAGENT := $(BIN)
 
-.PHONY: all deps build test unit e2e bench demo soak clean
+.PHONY: all deps build test unit e2e bench demo soak clean install uninstall man
 
 all: build
 
@@ -42,6 +42,37 @@ demo: build
 soak: build
 	python3 e2e/convergence.py --binary $(BIN) --seed $${SEED:-$$(date +%s)} --rounds $${ROUNDS:-20} \
 		--devices $${DEVICES:-4} --topology $${TOPOLOGY:-mesh}
+
+# `make install` (PREFIX, default /usr/local; PREFIX=~/.local for one user; DESTDIR for packaging):
+# the binary, the man pages (swift-argument-parser's generate-manual plugin), bash/zsh/fish
+# completions (from the binary itself) and the systemd user unit. `make uninstall` removes them.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR := $(DESTDIR)$(PREFIX)/bin
+MANDIR := $(DESTDIR)$(PREFIX)/share/man/man1
+BASHDIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSHDIR := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+FISHDIR := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+UNITDIR := $(DESTDIR)$(PREFIX)/lib/systemd/user
+# swift-argument-parser's plugin writes the pages under .build/plugins (it picks the directory).
+man: build
+	$(SWIFT) package generate-manual --configuration release --multi-page >/dev/null
+	@find $(CURDIR)/.build/plugins -path '*GenerateManual*' -name 'syncagent*.1' | grep -q . \
+		|| { echo "generate-manual wrote no syncagent.1 under .build/plugins" >&2; exit 1; }
+
+install: man
+	install -d "$(BINDIR)" "$(MANDIR)" "$(BASHDIR)" "$(ZSHDIR)" "$(FISHDIR)" "$(UNITDIR)"
+	install -m 0755 $(BIN) "$(BINDIR)/syncagent"
+	install -m 0644 $$(find $(CURDIR)/.build/plugins -path '*GenerateManual*' -name 'syncagent*.1') "$(MANDIR)/"
+	$(BIN) --generate-completion-script bash > "$(BASHDIR)/syncagent"
+	$(BIN) --generate-completion-script zsh > "$(ZSHDIR)/_syncagent"
+	$(BIN) --generate-completion-script fish > "$(FISHDIR)/syncagent.fish"
+	sed 's|@BINDIR@|$(PREFIX)/bin|' Samples/syncagent.service > "$(UNITDIR)/syncagent.service"
+	@echo "installed syncagent in $(BINDIR); man syncagent; systemd unit: $(UNITDIR)/syncagent.service"
+
+uninstall:
+	rm -f "$(BINDIR)/syncagent" "$(MANDIR)/syncagent.1" "$(MANDIR)"/syncagent.*.1 "$(BASHDIR)/syncagent" \
+		"$(ZSHDIR)/_syncagent" "$(FISHDIR)/syncagent.fish" "$(UNITDIR)/syncagent.service"
 
 clean:
 	rm -rf .build

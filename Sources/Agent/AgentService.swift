@@ -94,7 +94,13 @@ public final class AgentService: Service, Sendable {
         started.message = "device \(config.device), pid \(getpid())"
         bus.emit(started)
         control?.start(handler: { [self] request in await self.answer(request) }, logger: logger)
+        // The watches are in place (`prepare`): from here on no change is missed, so systemd may
+        // go on; the start-up commit that follows shows its progress in STATUS=.
+        let notifier = SystemdNotifier()
+        notifier?.send("READY=1\nSTATUS=starting: committing what changed while stopped\nMAINPID=\(getpid())")
         let stopping = Flag()
+        let systemd = notifier.map { notifier in Task { [self] in await self.tellSystemd(notifier, stopping: stopping) } }
+        defer { systemd?.cancel() }
         await withGracefulShutdownHandler {
             // What changed while the agent was stopped (the watches are already in place, so nothing
             // that changes from now on is missed), in chunks so that a stop request is heard between them.
@@ -122,6 +128,7 @@ public final class AgentService: Service, Sendable {
                 for peer in peers { peer.doorbell.ring() }
             }
         } onGracefulShutdown: { [watcher] in
+            notifier?.send("STOPPING=1\nSTATUS=stopping: committing the batch in hand")
             stopping.set()
             watcher.stop()
         }
@@ -153,6 +160,10 @@ public final class AgentService: Service, Sendable {
         case .revert(let paths):
             let result = await engine.revert(paths: paths.map { FilePath(bytes: $0) })
             return Array((try? encoder.encode(result)) ?? Data())
+        case .restore(let path, let at):
+            let result = await engine.restore(path: FilePath(bytes: path), at: at)
+            for peer in peers { peer.doorbell.ring() }
+            return Array((try? encoder.encode(result)) ?? Data())
         case .status:
             return Array((try? encoder.encode(await status())) ?? Data())
         case .resolve(let targets, let all, let choice):
@@ -179,11 +190,46 @@ public final class AgentService: Service, Sendable {
         }
     }
 
+    /// systemd's side: STATUS= whenever the one-line summary changes (checked every 2 s), and
+    /// WATCHDOG=1 each half `WatchdogSec` while the engine answers (or long work keeps reporting
+    /// progress), so a stuck agent is restarted and a busy one is not.
+    private func tellSystemd(_ notifier: SystemdNotifier, stopping: Flag) async {
+        var lastLine = ""
+        var lastPing = ContinuousClock.now
+        let step: Duration = min(notifier.watchdogInterval ?? .seconds(2), .seconds(2))
+        while !Task.isCancelled && !stopping.isSet {
+            let line = SystemdNotifier.statusLine(await status(measureStore: false))  // answers only when the engine does
+            var message = line != lastLine ? "STATUS=\(line)" : ""
+            lastLine = line
+            if let interval = notifier.watchdogInterval, ContinuousClock.now - lastPing >= interval - step {
+                message += (message.isEmpty ? "" : "\n") + "WATCHDOG=1"
+                lastPing = ContinuousClock.now
+            }
+            if !message.isEmpty { notifier.send(message) }
+            try? await Task.sleep(for: step)
+        }
+    }
+
     /// The live status of this agent.
-    public func status() async -> StatusReport {
+    public func status(measureStore: Bool = true) async -> StatusReport {
         var entries: [String: PeerLedger.Entry] = [:]
         for peer in peers { entries[peer.link.name] = peer.ledgerEntry }
-        var report = await engine.status(pending: watcher.pendingCount, peers: entries)
+        var report: StatusReport
+        if let progress = session.progress.current {
+            // The engine is in the middle of long work: answer from the store on disk meanwhile.
+            let (config, pending, entries) = (self.config, watcher.pendingCount, entries)
+            report = await onOwnThread("syncagent-status") {
+                var ledger = PeerLedger.load(state: config.state)
+                for (name, entry) in entries { ledger.peers[name] = entry }
+                let store = try? Store.open(device: config.device, data: config.data, gitDir: config.storePath)
+                return StatusBuilder.report(config: config, store: store, running: true, pid: getpid(),
+                                            pending: pending, ledger: ledger, problems: [], heldDeletes: 0,
+                                            measureStore: measureStore)
+            }
+            report.progress = progress
+        } else {
+            report = await engine.status(pending: watcher.pendingCount, peers: entries, measureStore: measureStore)
+        }
         for problem in problems.all where !report.problems.contains(problem) { report.problems.append(problem) }
         return report
     }

@@ -102,6 +102,8 @@ public enum ControlRequest: Codable, Sendable {
     case send(paths: [[UInt8]], all: Bool)
     /// Answer: `MessageResult`.
     case revert(paths: [[UInt8]])
+    /// Answer: `MessageResult`. The path relative to the data directory, as bytes.
+    case restore(path: [UInt8], at: String?)
     /// Answer: one `AgentEvent` per line: the kept ones after `since`, then (with `follow`) every new
     /// one until the client hangs up or the agent stops.
     case events(since: Int?, follow: Bool)

@@ -81,6 +81,18 @@ public enum OneShot {
         }
     }
 
+    /// `syncagent restore PATH [--at]`: through the running agent, or under the lock.
+    public static func restore(config: Config, path: [UInt8], at: String?) async throws -> MessageResult {
+        try await viaAgentOrLock(config, .restore(path: path, at: at), as: MessageResult.self) { engine in
+            await engine.restore(path: FilePath(bytes: path), at: at)
+        }
+    }
+
+    /// `syncagent history PATH` and `restore --to`: read from the store; no lock needed.
+    public static func readStore(config: Config) throws -> Store {
+        try Store.open(device: config.device, data: config.data, gitDir: config.storePath)
+    }
+
     /// `syncagent events`: the kept events after `since` (from the running agent, or from the log
     /// when none runs); with `follow`, every new one for as long as `line` returns true, through
     /// agent restarts (it waits for the agent to come back and goes on after the last seen).

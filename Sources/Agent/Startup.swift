@@ -12,6 +12,7 @@ enum Startup {
         let lock: AgentLock
         let engine: SyncEngine
         let events: EventBus
+        let progress: ProgressBoard
     }
 
     static func openUnderLock(config: Config, logger: Logger, resolvers: [any ConflictResolver] = []) throws -> Session {
@@ -36,7 +37,10 @@ enum Startup {
         store.resolvers = resolvers
         store.policy = config.policy
         let events = EventBus(state: config.state)
-        return Session(lock: lock, engine: SyncEngine(config: config, store: store, logger: logger, events: events), events: events)
+        let progress = ProgressBoard(logger: logger)
+        store.onProgress = { task, done, total in progress.update(task, done: done, total: total) }
+        return Session(lock: lock, engine: SyncEngine(config: config, store: store, logger: logger, events: events, progress: progress),
+                       events: events, progress: progress)
     }
 }
 

@@ -6,7 +6,7 @@ import SyncCore
 /// and `conflicts.open` come from the store and the peer ledger either way.
 public enum StatusBuilder {
     static func report(config: Config, store: Store?, running: Bool, pid: Int32?, pending: Int?,
-                       ledger: PeerLedger, problems: [String], heldDeletes: Int) -> StatusReport {
+                       ledger: PeerLedger, problems: [String], heldDeletes: Int, measureStore: Bool = true) -> StatusReport {
         var problems = problems
         var head: String?
         var open = 0
@@ -56,6 +56,7 @@ public enum StatusBuilder {
                                   peers: peers, conflicts: .init(open: open), problems: problems)
         report.mode = config.mode.rawValue
         report.localChanges = localChanges
+        if measureStore { report.storeBytes = store?.diskBytes() }  // a walk of the store
         return report
     }
 

@@ -49,6 +49,10 @@ public struct StatusReport: Codable, Sendable, Equatable {
     /// Everything held back: deletions waiting for `send --deletes`, manual and max_bytes changes,
     /// local edits (`syncagent held` lists them).
     public var held: Int
+    /// What the store takes on disk, in bytes (allocated blocks).
+    public var storeBytes: Int64?
+    /// Long work in hand (first scan, start-up commit, a large merge); nil when there is none.
+    public var progress: ProgressReport?
     public var peers: [Peer]
     public var conflicts: Conflicts
     /// Problems the agent wants the user to see (watch limit reached, unreadable directories, ...).
@@ -82,6 +86,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
         try c.encode(mode, forKey: .mode)
         try c.encode(localChanges, forKey: .localChanges)
         try c.encode(held, forKey: .held)
+        try c.encode(storeBytes, forKey: .storeBytes)
+        try c.encode(progress, forKey: .progress)
         try c.encode(peers, forKey: .peers)
         try c.encode(conflicts, forKey: .conflicts)
         try c.encode(problems, forKey: .problems)

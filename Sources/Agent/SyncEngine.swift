@@ -37,8 +37,18 @@ actor SyncEngine {
     private var ticks = 0
     /// Paths handed over but not committed yet, for `status.pending`.
     private var inFlight = 0
+    /// When the store last changed (a commit or a merge): packing waits for a quiet moment.
+    private var lastActivity = Date()
+    /// Loose objects may wait to be packed (true at start: a stopped agent may have left some).
+    private var packPending = true
+    /// A store is packed after this long without commits or merges.
+    static let packIdleSeconds = 2.0
 
-    init(config: Config, store: sending Store, logger: Logger, events: EventBus) {
+    /// Long work in hand, for `status` while the engine is busy.
+    nonisolated let progress: ProgressBoard
+
+    init(config: Config, store: sending Store, logger: Logger, events: EventBus, progress: ProgressBoard) {
+        self.progress = progress
         executor = ThreadExecutor(name: "syncagent-engine")
         self.config = config
         self.store = store
@@ -81,6 +91,10 @@ actor SyncEngine {
             }
             let outcome = try store.commit(paths: paths, send: send)
             setProblem("commit", nil)
+            if outcome.commit != nil {
+                lastActivity = Date()
+                packPending = true
+            }
             for change in outcome.newlyHeld.prefix(AgentEvent.maxPaths) {
                 events.emit(.held(path: change.path.display, reason: change.reason))
                 if change.reason != .localChange {
@@ -197,7 +211,9 @@ actor SyncEngine {
         let changed: [FilePath]
         do {
             changed = Array(try store.changedSinceLastCommit()).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+            progress.finish(Store.scanTask)
         } catch {
+            progress.finish(Store.scanTask)
             logger.error("cannot scan \(config.data.display) for changes made while stopped: \(error)")
             return
         }
@@ -207,9 +223,11 @@ actor SyncEngine {
         var start = 0
         while start < rest.count, !stopping() {
             let end = min(start + chunk, rest.count)
+            if rest.count > chunk { progress.update("start-up commit", done: start, total: rest.count) }
             commit(WatchBatch(paths: Set(rest[start..<end])))
             start = end
         }
+        progress.finish("start-up commit")
         if start < rest.count {
             logger.notice("stopping: \(rest.count - start) changes made while stopped are left for the next start")
         }
@@ -221,6 +239,7 @@ actor SyncEngine {
     func tick() {
         guard rootIsPresent() else { return }
         if !failedBatch.isEmpty { commit(WatchBatch()) }
+        packWhenIdle()
         ticks += 1
         guard ticks % 5 == 0, !store.unappliedPaths.isEmpty else { return }  // unwritten paths: every 5 s
         do {
@@ -250,6 +269,9 @@ actor SyncEngine {
         }
         do {
             let outcome = try store.integrate(peer: peer)
+            progress.finish(Store.mergeTask)
+            lastActivity = Date()
+            packPending = true
             record(outcome.applied, peer: peer)
             announce(outcome, peer: peer)
             compactPacks()
@@ -272,6 +294,29 @@ actor SyncEngine {
         }
         if !outcome.applied.replacedLocal.isEmpty, let kept = outcome.applied.keptCommit {
             logger.notice("\(outcome.applied.replacedLocal.count) local edit(s) replaced by \(peer)'s changes (receive-only); the local bytes are kept in the store: `git --git-dir=\(config.storePath) show --stat \(kept.hex)`")
+        }
+    }
+
+    /// Idle care: one slice of loose objects into a pack per tick, once the store has been quiet
+    /// for `packIdleSeconds` (a commit waits for at most one slice). Nothing is ever removed from
+    /// the store: objects only move from loose files into packs.
+    private func packWhenIdle() {
+        guard packPending, Date().timeIntervalSince(lastActivity) >= Self.packIdleSeconds else { return }
+        do {
+            let started = ContinuousClock.now
+            let slice = try store.packLooseObjects()
+            packPending = slice.more
+            if slice.packed > 0 {
+                logger.info("packed \(slice.packed) loose objects of \(config.storePath.display) in \(ContinuousClock.now - started)\(slice.more ? "; more to go" : "")")
+                compactPacks()
+                FreeMemory.returnToSystem()
+            }
+            setProblem("pack", nil)
+        } catch {
+            let message = "cannot pack the loose objects of \(config.storePath.display): \(error). Nothing is lost (objects stay loose); it is retried after the next change. Check the disk space and permissions of the store"
+            if problems["pack"] != message { logger.warning("\(message)") }
+            setProblem("pack", message)
+            packPending = false
         }
     }
 
@@ -382,6 +427,36 @@ actor SyncEngine {
         }
     }
 
+    /// `syncagent restore PATH [--at]`: the chosen version of PATH (every file under it, for a
+    /// directory) back in the data directory, committed as a new change that syncs like any other.
+    /// Files added since are removed (their versions stay in the history).
+    func restore(path: FilePath, at: String?) async -> MessageResult {
+        await commitPendingLocal()
+        do {
+            let point = try store.restorePoint(for: path, at: at)
+            let changes = try store.restoreChanges(path, to: point.commit)
+            guard !changes.isEmpty else {
+                return MessageResult(message: "\(path.display) already is as it was at \(point.why); nothing to restore", error: nil)
+            }
+            let report = try store.writeRestored(changes)
+            commit(WatchBatch(paths: Set(changes.map(\.path))))
+            var message = "restored \(path.display) as of \(point.why): \(report.written) written, \(report.removed) removed"
+            if report.removed > 0 { message += " (their versions stay in the store: `syncagent history PATH`)" }
+            if !report.localChanges.isEmpty {
+                message += "; \(report.localChanges.count) changed on disk meanwhile and were left as they are: \(report.localChanges.prefix(5).map(\.display).joined(separator: ", "))"
+            }
+            if !report.failures.isEmpty {
+                let first = report.failures[0]
+                message += "; \(report.failures.count) could not be written (\(first.path.display): \(first.errno)); retried like a merge's, see `syncagent status`"
+            }
+            if config.mode == .receiveOnly { message += "; this device is receive-only, so the restored files are held (`syncagent held`), not sent" }
+            logger.notice("\(message)")
+            return MessageResult(message: message, error: nil)
+        } catch {
+            return MessageResult(message: "not restored", error: "cannot restore \(path.display): \(error)")
+        }
+    }
+
     /// At start-up: the data directory follows rules that changed since the last run.
     func followRules() {
         do {
@@ -399,12 +474,12 @@ actor SyncEngine {
 
     // MARK: status
 
-    func status(pending: Int, peers: [String: PeerLedger.Entry]) -> StatusReport {
+    func status(pending: Int, peers: [String: PeerLedger.Entry], measureStore: Bool = true) -> StatusReport {
         var ledger = self.ledger
         for (name, entry) in peers { ledger.peers[name] = entry }
         return StatusBuilder.report(config: config, store: store, running: true, pid: getpid(),
                                     pending: pending + inFlight, ledger: ledger,
                                     problems: problems.sorted { $0.key < $1.key }.map(\.value),
-                                    heldDeletes: heldDeletes.count)
+                                    heldDeletes: heldDeletes.count, measureStore: measureStore)
     }
 }

@@ -16,6 +16,8 @@ public struct FileStat: Sendable, Equatable {
     public let ctimeSeconds: Int64
     public let ctimeNanoseconds: Int64
     public let device: UInt64
+    /// Bytes the file takes on disk (`st_blocks` × 512).
+    public let allocated: Int64
 
     public var isExecutable: Bool { mode & 0o100 != 0 }
     /// Whether git can store it: regular files and symbolic links only.
@@ -31,6 +33,7 @@ public struct FileStat: Sendable, Equatable {
         ctimeSeconds = Int64(st.st_ctim.tv_sec)
         ctimeNanoseconds = Int64(st.st_ctim.tv_nsec)
         device = UInt64(st.st_dev)
+        allocated = Int64(st.st_blocks) * 512
     }
 
     static func kind(of mode: mode_t) -> Kind {

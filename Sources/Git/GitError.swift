@@ -17,6 +17,8 @@ public struct GitError: Error, Sendable, CustomStringConvertible, Equatable {
         public static let conflict = Int32(GIT_ECONFLICT.rawValue)
         public static let directory = Int32(GIT_EDIRECTORY.rawValue)
         public static let unbornBranch = Int32(GIT_EUNBORNBRANCH.rawValue)
+        public static let iterOver = Int32(GIT_ITEROVER.rawValue)
+        public static let ambiguous = Int32(GIT_EAMBIGUOUS.rawValue)
     }
 
     public init(code: Int32, errorClass: Int32, message: String, call: String) {

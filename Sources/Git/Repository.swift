@@ -125,7 +125,7 @@ public final class Repository {
         let author = Signature(git_commit_author(commit)!.pointee)
         let message = git_commit_message(commit).map { String(cString: $0) } ?? ""
         return CommitInfo(id: id, tree: Oid(git_commit_tree_id(commit)), parents: parents,
-                          author: author, message: message)
+                          author: author, message: message, committerTime: git_commit_time(commit))
     }
 
     /// Writes a commit. With `updateRef` (e.g. "HEAD") the ref moves only if it still points at the
@@ -250,6 +250,8 @@ public struct CommitInfo: Sendable, Equatable {
     public let parents: [Oid]
     public let author: Signature
     public let message: String
+    /// When the commit was made (seconds since the epoch); the author time is when its files changed.
+    public let committerTime: Int64
 }
 
 extension FilePath {

@@ -133,7 +133,10 @@ extension Store {
             try index.remove(change.path)
         }
         var counter: UInt64 = 0
+        var step = 0
         for change in changes.sorted(by: { $0.path.bytes.lexicographicallyPrecedes($1.path.bytes) }) {
+            step += 1
+            if changes.count >= 1000, step % 500 == 0 { onProgress?(Self.mergeTask, step, changes.count) }
             guard let new = change.new else { continue }
             let entry = index.entry(change.path)
             if diskMatches(change.path, new, entry: nil) {

@@ -183,6 +183,7 @@ extension Store {
         Directory.walk(data, descend: { dir in !PathRules.isIgnored(path: dir) }) { path, kind in
             guard kind != .directory, !PathRules.isIgnored(path: path) else { return }
             seen.insert(path)
+            if seen.count % 2000 == 0 { onProgress?(Self.scanTask, seen.count, nil) }
             guard let entry = index.entry(path),
                   let stat = try? FileStat.of(data.pushing(path)),
                   Self.statMatches(entry, stat),

@@ -46,3 +46,65 @@ extension Store {
         return packs
     }
 }
+
+/// What one slice of `packLooseObjects` did.
+public struct LoosePackSlice: Sendable {
+    /// Loose objects now in the new pack (their loose files removed).
+    public var packed = 0
+    /// Loose objects left loose on purpose: blobs bigger than `keepLooseAbove` (written out in
+    /// chunks only while loose).
+    public var keptLoose = 0
+    /// Whether the slice was full, so more loose objects may wait.
+    public var more = false
+}
+
+extension Store {
+    /// Loose objects below this count are left alone (a pack per handful of objects would only
+    /// make more packs to roll up).
+    public static let looseMinimum = 256
+
+    /// Moves up to `maxObjects` loose objects into one new pack and removes their loose files:
+    /// nothing is ever dropped or made unreachable, every object stays in the store, only where it
+    /// is kept changes. The pack is made durable and checked to hold each object before that
+    /// object's loose file goes. Blobs bigger than `keepLooseAbove` stay loose (they are streamed
+    /// out of loose files only). Fewer than `minimum` loose objects: nothing is done.
+    public func packLooseObjects(maxObjects: Int = 4096, maxBytes: Int = 16 << 20, minimum: Int = Store.looseMinimum,
+                                 keepLooseAbove: Int = 16 << 20) throws -> LoosePackSlice {
+        var slice = LoosePackSlice()
+        let found = repo.looseObjects(limit: maxObjects)
+        guard found.count >= minimum else { return slice }
+        slice.more = found.count == maxObjects
+        var chosen: [LooseFile] = []
+        var input = 0
+        for file in found {
+            // Compressed at most ~1000:1, so only files over 16 KiB can hold a 16 MiB object.
+            if file.bytes * 1032 > keepLooseAbove, (try? repo.objectSize(file.id)) ?? Int.max > keepLooseAbove {
+                slice.keptLoose += 1
+                continue
+            }
+            chosen.append(file)
+            input += file.bytes
+            if input > maxBytes { slice.more = true; break }
+        }
+        guard chosen.count >= minimum || (slice.more && !chosen.isEmpty) else { return slice }
+        let name = try repo.writePack(of: chosen.map(\.id))
+        Durability.flushFileSystem(containing: gitDir)
+        let held = try repo.pack(name, holds: chosen.map(\.id))
+        for file in chosen where held.contains(file.id) {
+            try? Files.remove(file.path)
+            slice.packed += 1
+        }
+        for dir in Set(chosen.map { $0.path.removingLastComponent() }) { _ = Files.removeEmptyDirectory(dir) }
+        try repo.reloadObjects()
+        return slice
+    }
+
+    /// What the store takes on disk (allocated blocks of every file under it).
+    public func diskBytes() -> Int64 {
+        var total: Int64 = 0
+        Directory.walk(gitDir) { rel, _ in
+            total += (try? FileStat.of(gitDir.pushing(rel)))??.allocated ?? 0
+        }
+        return total
+    }
+}

@@ -23,6 +23,10 @@ public final class Store {
     let heldCache = Cache<[FilePath: HeldChange]>()
     /// The `[[rule]]`s and `mode`: what is committed, held, written.
     public var policy: PathPolicy
+    /// Long work reports its steps here: (task, done, total or nil while unknown).
+    public var onProgress: ((String, Int, Int?) -> Void)?
+    public static let scanTask = "scan"
+    public static let mergeTask = "merge"
 
     private init(device: String, data: FilePath, gitDir: FilePath, repo: Repository) {
         self.device = device

@@ -6,7 +6,11 @@ struct ConflictsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "conflicts",
         abstract: "List conflict records (open ones unless --all).",
-        discussion: "Records are the same on every device. Settle one with `syncagent resolve`."
+        discussion: """
+            Records are the same on every device. Settle one with `syncagent resolve`.
+
+            Example: syncagent conflicts --all --json
+            """
     )
 
     @OptionGroup var options: ConfigOption
@@ -42,7 +46,12 @@ struct ConflictsCommand: AsyncParsableCommand {
 struct ShowCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
-        abstract: "Print the bytes of one version of a conflict to stdout."
+        abstract: "Print the bytes of one version of a conflict to stdout.",
+        discussion: """
+            base is the common version; a device name is that device's version.
+
+            Example: syncagent show c-3f9a1e0b7c2d --version watch > theirs.txt
+            """
     )
 
     @OptionGroup var options: ConfigOption

@@ -8,7 +8,12 @@ struct InitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "init",
         abstract: "Write a commented config file and create the store.",
-        discussion: "Creates the data directory if it is missing. Never overwrites an existing config file."
+        discussion: """
+            Creates the data directory if it is missing. Never overwrites an existing config file. \
+            The file it writes documents every key.
+
+            Example: syncagent init --device phone --data ~/Notes --peer watch=ssh://watch.local/home/me/.local/state/syncagent/watch/store.git
+            """
     )
 
     @Option(name: .long, help: "This device's name: letters, digits, '-' and '_'.")

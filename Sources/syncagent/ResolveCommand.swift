@@ -10,10 +10,13 @@ struct ResolveCommand: AsyncParsableCommand {
         commandName: "resolve",
         abstract: "Settle conflict records; the settlement reaches every peer.",
         discussion: """
-            --keep DEVICE keeps that device's version, --keep newest the newer one, --keep both keeps the
-            newer at the path and writes the other beside it as NAME.conflict-DEVICE-YYYYMMDD-HHMMSS.EXT.
-            --with FILE puts FILE's bytes at the path; --delete removes it. Goes through the running
-            agent, or takes the store lock itself when none runs.
+            --keep DEVICE keeps that device's version, --keep newest the newer one, --keep both keeps \
+            the newer at the path and writes the other beside it as \
+            NAME.conflict-DEVICE-YYYYMMDD-HHMMSS.EXT. --with FILE puts FILE's bytes at the path; \
+            --delete removes it. Goes through the running agent, or takes the store lock itself when \
+            none runs.
+
+            Example: syncagent resolve notes/today.txt --keep phone
             """
     )
 

@@ -9,8 +9,12 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "Run the agent in the foreground (systemd-friendly).",
         discussion: """
-            Commits what changed while it was stopped, then every change as it happens. SIGTERM or
-            SIGINT stops it after the batch in hand is committed (exit status 0). Logs go to stderr.
+            Commits what changed while it was stopped, then every change as it happens. SIGTERM or \
+            SIGINT stops it after the batch in hand is committed (exit status 0). Logs go to stderr. \
+            Under systemd (Type=notify) it says READY=1 once its watches are in place, keeps STATUS= \
+            up to date and answers WatchdogSec.
+
+            Example: syncagent run --config ~/.config/syncagent/config.toml --log-level notice
             """
     )
 

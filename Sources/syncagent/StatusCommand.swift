@@ -7,7 +7,13 @@ struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Show whether the agent runs, the HEAD commit, pending changes and peers.",
-        discussion: "While the agent is stopped, `pending` counts what it will commit when it starts."
+        discussion: """
+            Works whether the agent runs or not; while it is stopped, `pending` counts what it will \
+            commit when it starts. `storeBytes` is the store's size on disk; `progress` shows long \
+            work (first scan, start-up commit, a large merge) as done/total.
+
+            Example: syncagent status --json
+            """
     )
 
     @OptionGroup var options: ConfigOption

@@ -9,12 +9,14 @@ struct SyncAgentCommand: AsyncParsableCommand {
         commandName: "syncagent",
         abstract: "Keeps a data directory in sync through a git store: watches it with inotify and commits every change.",
         discussion: """
-            Start with `syncagent init --device NAME --data DIR`, then `syncagent run`.
-            The config file is found at --config, else $SYNCAGENT_CONFIG, else ./syncagent.toml,
-            else $XDG_CONFIG_HOME/syncagent/config.toml.
+            Start with `syncagent init --device NAME --data DIR`, then `syncagent run`. The config \
+            file is found at --config, else $SYNCAGENT_CONFIG, else ./syncagent.toml, else \
+            $XDG_CONFIG_HOME/syncagent/config.toml.
+
+            Example: syncagent init --device phone --data ~/Notes && syncagent run
             """,
         version: "syncagent \(SyncAgentVersion.string)",
-        subcommands: [RunCommand.self, InitCommand.self, StatusCommand.self, SyncCommand.self, SendCommand.self, HeldCommand.self, RevertCommand.self, EventsCommand.self, ConflictsCommand.self, ShowCommand.self, ResolveCommand.self]
+        subcommands: [RunCommand.self, InitCommand.self, StatusCommand.self, SyncCommand.self, SendCommand.self, HeldCommand.self, RevertCommand.self, EventsCommand.self, ConflictsCommand.self, ShowCommand.self, ResolveCommand.self, HistoryCommand.self, RestoreCommand.self]
     )
 }
 

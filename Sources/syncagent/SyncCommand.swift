@@ -9,7 +9,12 @@ struct SyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync",
         abstract: "Commit local changes and sync with the peers now.",
-        discussion: "Goes through the running agent, or takes the store lock itself when none runs. Exits non-zero naming every peer that failed."
+        discussion: """
+            Goes through the running agent, or takes the store lock itself when none runs. Exits \
+            non-zero naming every peer that failed.
+
+            Example: syncagent sync --peer watch
+            """
     )
 
     @OptionGroup var options: ConfigOption

@@ -35,6 +35,12 @@ public enum ConfigTemplate {
             #   name: the peer's device name
             #   url: its store.git, as a path, file://, ssh://, git:// or http(s):// URL
             #   poll_seconds: how often to fetch when the agent cannot see the peer's refs change (1 to 86400)
+            #   timeout_seconds: a fetch or push is given up after this long without data (default 20)
+            #   hub: true for a git repository on a server that many devices share (one hub per config;
+            #        each device pushes only refs/heads/devices/<device>), e.g. url = "ssh://git@host/srv/sync.git"
+            #   identity: ssh private key for ssh:// URLs (default: ssh-agent, then ~/.ssh/id_ed25519, ~/.ssh/id_rsa)
+            #   known_hosts: the file that must list an ssh server's host key (default ~/.ssh/known_hosts)
+            #   credentials: for http(s):// URLs, a file (mode 0600) holding one line user:password
             \(peerTables)
             # Conflict resolvers, each a [[resolver]] table: the first whose path matches wins; no match means "manual".
             #   path: a glob, matched against the path relative to the data directory

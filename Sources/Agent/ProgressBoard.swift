@@ -1,0 +1,64 @@
+import Foundation
+import Logging
+import Synchronization
+import SyncCore
+
+/// Long work in hand (SPEC `status.progress`): `{"task", "done", "total", "since"}`; `total` is
+/// null while it is not known yet (the first scan counts files as it finds them).
+public struct ProgressReport: Codable, Sendable, Equatable {
+    public var task: String
+    public var done: Int
+    public var total: Int?
+    public var since: String
+}
+
+/// What the engine is busy with, readable from any thread while the engine works (so `status`
+/// answers during a long start-up). Logs the progress every `logEvery` seconds.
+final class ProgressBoard: Sendable {
+    private struct State {
+        var current: ProgressReport?
+        var started = ContinuousClock.now
+        var lastLog = ContinuousClock.now
+        var logged = false
+    }
+    private let state = Mutex(State())
+    private let logger: Logger
+    private let logEvery: Duration
+
+    init(logger: Logger, logEvery: Duration = .seconds(3)) {
+        self.logger = logger
+        self.logEvery = logEvery
+    }
+
+    var current: ProgressReport? { state.withLock { $0.current } }
+
+    /// A step of `task`: `done` of `total` (nil: not known yet).
+    func update(_ task: String, done: Int, total: Int?) {
+        let line: String? = state.withLock { s in
+            let now = ContinuousClock.now
+            if s.current?.task != task {
+                s.current = ProgressReport(task: task, done: done, total: total, since: ISOTime.now())
+                s.started = now
+                s.lastLog = now
+                s.logged = false
+            }
+            s.current?.done = done
+            s.current?.total = total
+            guard now - s.lastLog >= logEvery else { return nil }
+            s.lastLog = now
+            s.logged = true
+            return "\(task): \(done)\(total.map { " of \($0)" } ?? " so far")"
+        }
+        if let line { logger.notice("\(line)") }
+    }
+
+    /// `task` is over; says how long it took when it was long enough to be logged.
+    func finish(_ task: String) {
+        let line: String? = state.withLock { s in
+            guard let current = s.current, current.task == task else { return nil }
+            s.current = nil
+            return s.logged ? "\(task): \(current.done) done in \(ContinuousClock.now - s.started)" : nil
+        }
+        if let line { logger.notice("\(line)") }
+    }
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Issue 11, install as a Linux service: `make install PREFIX=<tmp>` puts the binary, the man pages,
+# bash/zsh/fish completions and the systemd user unit in place, and each works: the installed binary
+# syncs a file, `man` finds the pages (subcommands too), bash completes a subcommand, the unit runs
+# the installed binary as Type=notify. `make uninstall` removes every file it installed.
+source "$(dirname "$0")/lib.sh"
+root=$(cd "$(dirname "$0")/.." && pwd)
+prefix="$T/prefix with space"
+
+make -C "$root" install PREFIX="$prefix" >"$T/install.out" 2>&1 || fail "make install failed: $(tail -20 "$T/install.out")"
+find "$prefix" -type f | sort >"$T/installed"
+log "installed: $(sed "s|$prefix/||" "$T/installed" | tr '\n' ' ')"
+
+# the binary
+bin="$prefix/bin/syncagent"
+[ -x "$bin" ] || fail "no executable $bin"
+assert_contains "$("$bin" --version)" "syncagent" "installed binary's --version"
+SYNCAGENT=$bin init_agent installed 50
+SYNCAGENT=$bin run_agent
+printf 'synced by the installed binary\n' >"$DATA/hello.txt"
+wait_until head_file_matches hello.txt
+SYNCAGENT=$bin stop_agent TERM
+
+# man pages: the top page and one per subcommand
+man1="$prefix/share/man/man1"
+for page in syncagent syncagent.history syncagent.restore syncagent.status; do
+    [ -s "$man1/$page.1" ] || fail "no man page $man1/$page.1 (have: $(ls "$man1"))"
+done
+grep -q '^\.TH' "$man1/syncagent.1" || fail "syncagent.1 is not a man page"
+grep -q 'restore' "$man1/syncagent.1" || fail "syncagent.1 does not list restore"
+if command -v man >/dev/null; then
+    MANPATH="$prefix/share/man" man -P cat syncagent.restore 2>/dev/null | grep -q "ISO 8601" || fail "man syncagent.restore does not render"
+fi
+
+# completions
+bash_completion="$prefix/share/bash-completion/completions/syncagent"
+out=$(bash -c 'source "$1"; COMP_WORDS=(syncagent hist); COMP_CWORD=1; COMP_LINE="syncagent hist"; COMP_POINT=${#COMP_LINE}; _syncagent syncagent hist syncagent; printf "%s\n" "${COMPREPLY[@]}"' _ "$bash_completion" 2>&1)
+assert_contains "$out" "history" "bash completes 'syncagent hist'"
+head -1 "$prefix/share/zsh/site-functions/_syncagent" | grep -q '^#compdef syncagent' || fail "the zsh completion has no #compdef line"
+grep -q 'complete -c syncagent' "$prefix/share/fish/vendor_completions.d/syncagent.fish" || fail "the fish completion completes nothing"
+if command -v zsh >/dev/null; then zsh -n "$prefix/share/zsh/site-functions/_syncagent" || fail "zsh cannot parse its completion"; fi
+
+# the systemd unit runs the installed binary, Type=notify
+unit="$prefix/lib/systemd/user/syncagent.service"
+grep -qx "ExecStart=$prefix/bin/syncagent run --config %h/.config/syncagent/config.toml" "$unit" || fail "ExecStart in $unit: $(grep ExecStart "$unit")"
+grep -qx "Type=notify" "$unit" || fail "$unit is not Type=notify"
+if command -v systemd-analyze >/dev/null; then
+    systemd-analyze verify --user "$unit" 2>&1 | grep -v "Failed to prepare\|bus\|XDG_RUNTIME" | grep -i "error\|invalid" && fail "systemd-analyze finds errors in $unit"
+fi
+
+# uninstall leaves nothing behind
+make -C "$root" uninstall PREFIX="$prefix" >"$T/uninstall.out" 2>&1 || fail "make uninstall failed: $(cat "$T/uninstall.out")"
+left=$(find "$prefix" -type f)
+[ -z "$left" ] || fail "make uninstall left: $left"
+log "make install / uninstall: ok ($(wc -l <"$T/installed") files)"

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Issue 11, a store that stays small: every commit leaves loose objects; once idle, the agent moves
+# them into packs in slices, while commits go on. Checked: it happens (loose objects fall under the
+# threshold, packs appear), nothing is lost (every file written before and during the packing is in
+# main on both devices, `git fsck --full` is clean on both stores), an open conflict's versions are
+# still readable with `show`, and `status` reports the store's size on disk.
+source "$(dirname "$0")/lib.sh"
+X="$T/expected"; mkdir -p "$X"
+loose_count() { find "$(store_of "$1")/objects" -path '*/objects/[0-9a-f][0-9a-f]/*' -type f | wc -l; }
+pack_count() { find "$(store_of "$1")/objects/pack" -name '*.pack' | wc -l; }
+
+init_pair 50
+start_device phone
+start_device watch
+
+# ---- an open conflict: the watch stopped, both edit the same file --------------------------------
+printf 'base\n' >"$(data_of phone)/shared.txt"
+wait_until same_file watch shared.txt "$(data_of phone)/shared.txt"
+wait_converged
+stop_device watch
+now=$(date +%s)
+printf 'the phone version\n' >"$X/phone"
+printf 'the watch version\n' >"$X/watch"
+put phone shared.txt $((now - 10)) <"$X/phone"
+on phone wait_until head_blob_is shared.txt "$X/phone"
+put watch shared.txt $((now - 20)) <"$X/watch"
+start_device watch
+wait_until test "$(on phone status_field conflicts open)" = 1
+id=$(conflict_field phone 0 id)
+
+# ---- many loose objects: 6,000 files in 60 commits ---------------------------------------------------
+python3 - "$(data_of phone)" <<'PY'
+import os, sys, time
+root = sys.argv[1]
+for d in range(60):
+    os.makedirs(f"{root}/bulk/d{d:02}", exist_ok=True)
+    for i in range(100):
+        with open(f"{root}/bulk/d{d:02}/f{i:03}.txt", "w") as f:
+            f.write(f"file {d}/{i}\n" * (1 + i % 7))
+    time.sleep(0.06)  # a few commits, not one
+PY
+on phone wait_until head_has bulk/d59/f099.txt
+loose_before=$(loose_count phone)
+log "phone: $loose_before loose objects, $(pack_count phone) packs before packing"
+assert_ge "$loose_before" 6000 "loose objects before packing"
+
+# ---- commits go on while the agent packs --------------------------------------------------------
+on phone wait_until grep -q "packed [0-9]* loose objects" "${DEVICE_LOG[phone]}"
+mkdir -p "$(data_of phone)/during"
+for i in $(seq 1 60); do
+    printf 'written while packing %s\n' "$i" >"$(data_of phone)/during/f$i.txt"
+    sleep 0.03
+done
+on phone wait_until head_has during/f60.txt
+wait_until test "$(loose_count phone)" -lt 256
+wait_until test "$(loose_count watch)" -lt 256
+wait_converged
+log "phone: $(loose_count phone) loose objects, $(pack_count phone) packs after packing"
+assert_ge "$(pack_count phone)" 1 "packs on the phone"
+
+# ---- nothing lost -------------------------------------------------------------------------------------
+for d in phone watch; do
+    on "$d" assert_head_matches_data
+    git --git-dir="$(store_of "$d")" fsck --full --no-dangling >"$T/fsck.$d" 2>&1 || fail "git fsck on $d: $(cat "$T/fsck.$d")"
+    assert_eq 6000 "$(git --git-dir="$(store_of "$d")" ls-tree -r --name-only main bulk | wc -l)" "bulk files in $d's main"
+    assert_eq 60 "$(git --git-dir="$(store_of "$d")" ls-tree -r --name-only main during | wc -l)" "files written while packing in $d's main"
+    "$SYNCAGENT" show "$id" --config "$T/$d/syncagent.toml" --version phone | cmp -s - "$X/phone" || fail "show --version phone on $d"
+    "$SYNCAGENT" show "$id" --config "$T/$d/syncagent.toml" --version watch | cmp -s - "$X/watch" || fail "show --version watch on $d"
+done
+cmp -s "$(data_of phone)/bulk/d42/f006.txt" <(python3 -c 'print("file 42/6\n" * 7, end="")') || fail "bulk/d42/f006.txt changed"
+assert_eq 1 "$(on watch status_field conflicts open)" "open conflicts after packing"
+
+# ---- status: the store's size on disk ----------------------------------------------------------------
+bytes=$(on phone status_field storeBytes)
+du_bytes=$(du -s --block-size=1 "$(store_of phone)" | cut -f1)
+assert_ge "$bytes" 100000 "storeBytes"
+assert_le "$bytes" "$du_bytes" "storeBytes against du"
+assert_ge "$bytes" $((du_bytes * 8 / 10)) "storeBytes against du"
+stop_device phone
+assert_ge "$(on phone status_field storeBytes)" 100000 "storeBytes with the agent stopped"
+log "store packed while committing: ok (storeBytes $bytes, du $du_bytes)"
