@@ -25,8 +25,10 @@ put phone shared.txt $((now - 10)) <"$X/phone"
 on phone wait_until head_blob_is shared.txt "$X/phone"
 put watch shared.txt $((now - 20)) <"$X/watch"
 start_device watch
-wait_until test "$(on phone status_field conflicts open)" = 1
-id=$(conflict_field phone 0 id)
+open_is() { [ "$(on "$1" status_field conflicts open)" = "$2" ]; }
+wait_until open_is phone 1
+wait_until open_is watch 1
+id=$(conflict_field phone shared.txt id)
 
 # ---- many loose objects: 6,000 files in 60 commits ---------------------------------------------------
 python3 - "$(data_of phone)" <<'PY'
@@ -52,8 +54,9 @@ for i in $(seq 1 60); do
     sleep 0.03
 done
 on phone wait_until head_has during/f60.txt
-wait_until test "$(loose_count phone)" -lt 256
-wait_until test "$(loose_count watch)" -lt 256
+loose_below() { [ "$(loose_count "$1")" -lt "$2" ]; }
+wait_until loose_below phone 256
+wait_until loose_below watch 256
 wait_converged
 log "phone: $(loose_count phone) loose objects, $(pack_count phone) packs after packing"
 assert_ge "$(pack_count phone)" 1 "packs on the phone"

@@ -33,6 +33,7 @@ PY
 }
 messages() { cat "$T/notify.$1.log" 2>/dev/null; }
 count_of() { messages "$1" | tr '|' '\n' | grep -c "^$2\$" || true; }
+watchdogs_at_least() { [ "$(count_of "$1" WATCHDOG=1)" -ge "$2" ]; }
 
 run_with_systemd() { # MODE SOCKET
     local mode=$1 sock=$2
@@ -43,7 +44,7 @@ run_with_systemd() { # MODE SOCKET
     printf 'after ready (%s)\n' "$mode" >"$DATA/after-ready-$mode.txt"
     wait_until head_file_matches "after-ready-$mode.txt"
     # WATCHDOG=1 keeps coming (every WATCHDOG_USEC/2), and a STATUS= line says what the agent does
-    wait_until test "$(count_of "$mode" WATCHDOG=1)" -ge 4
+    wait_until watchdogs_at_least "$mode" 4
     wait_until grep -q "STATUS=watching $DATA; 0 open conflicts" "$T/notify.$mode.log"
     local pid=$AGENT_PID
     stop_agent TERM

@@ -190,18 +190,20 @@ public final class AgentService: Service, Sendable {
         }
     }
 
-    /// systemd's side: STATUS= whenever the one-line summary changes (checked every 2 s), and
-    /// WATCHDOG=1 each half `WatchdogSec` while the engine answers (or long work keeps reporting
-    /// progress), so a stuck agent is restarted and a busy one is not.
+    /// systemd's side: STATUS= whenever the one-line summary changes, and WATCHDOG=1 each half
+    /// `WatchdogSec` while the engine answers (or long work reports progress): a stuck agent is
+    /// restarted, a busy one is not.
     private func tellSystemd(_ notifier: SystemdNotifier, stopping: Flag) async {
         var lastLine = ""
         var lastPing = ContinuousClock.now
         let step: Duration = min(notifier.watchdogInterval ?? .seconds(2), .seconds(2))
         while !Task.isCancelled && !stopping.isSet {
-            let line = SystemdNotifier.statusLine(await status(measureStore: false))  // answers only when the engine does
+            let (report, engineAnswered) = await liveStatus(measureStore: false, wait: step)
+            let line = SystemdNotifier.statusLine(report)
             var message = line != lastLine ? "STATUS=\(line)" : ""
             lastLine = line
-            if let interval = notifier.watchdogInterval, ContinuousClock.now - lastPing >= interval - step {
+            if let interval = notifier.watchdogInterval, engineAnswered || report.progress != nil,
+               ContinuousClock.now - lastPing >= interval - step {
                 message += (message.isEmpty ? "" : "\n") + "WATCHDOG=1"
                 lastPing = ContinuousClock.now
             }
@@ -210,15 +212,27 @@ public final class AgentService: Service, Sendable {
         }
     }
 
-    /// The live status of this agent.
+    /// The live status of this agent. It never waits long for a busy engine: after a second, the
+    /// answer comes from the store on disk, with `progress` saying what the engine is busy with.
     public func status(measureStore: Bool = true) async -> StatusReport {
+        await liveStatus(measureStore: measureStore, wait: .seconds(1)).report
+    }
+
+    /// The status, and whether the engine itself answered (within `wait`).
+    private func liveStatus(measureStore: Bool, wait: Duration) async -> (report: StatusReport, engineAnswered: Bool) {
         var entries: [String: PeerLedger.Entry] = [:]
         for peer in peers { entries[peer.link.name] = peer.ledgerEntry }
+        let (engine, pending) = (self.engine, watcher.pendingCount)
+        let fromEngine: StatusReport? = session.progress.current != nil ? nil : await firstWithin(wait) { [entries] in
+            await engine.status(pending: pending, peers: entries, measureStore: measureStore)
+        }
         var report: StatusReport
-        if let progress = session.progress.current {
+        if let fromEngine {
+            report = fromEngine
+        } else {
             // The engine is in the middle of long work: answer from the store on disk meanwhile.
-            let (config, pending, entries) = (self.config, watcher.pendingCount, entries)
-            report = await onOwnThread("syncagent-status") {
+            let config = self.config
+            report = await onOwnThread("syncagent-status") { [entries] in
                 var ledger = PeerLedger.load(state: config.state)
                 for (name, entry) in entries { ledger.peers[name] = entry }
                 let store = try? Store.open(device: config.device, data: config.data, gitDir: config.storePath)
@@ -226,12 +240,26 @@ public final class AgentService: Service, Sendable {
                                             pending: pending, ledger: ledger, problems: [], heldDeletes: 0,
                                             measureStore: measureStore)
             }
-            report.progress = progress
-        } else {
-            report = await engine.status(pending: watcher.pendingCount, peers: entries, measureStore: measureStore)
+            report.progress = session.progress.current
         }
         for problem in problems.all where !report.problems.contains(problem) { report.problems.append(problem) }
-        return report
+        return (report, fromEngine != nil)
+    }
+}
+
+/// The result of `operation`, or nil when it takes longer than `limit` (it then goes on, unawaited).
+func firstWithin<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendable () async -> T) async -> T? {
+    let claimed = Mutex(false)
+    let claim: @Sendable () -> Bool = { claimed.withLock { done in defer { done = true }; return !done } }
+    return await withCheckedContinuation { (c: CheckedContinuation<T?, Never>) in
+        Task {
+            let value = await operation()
+            if claim() { c.resume(returning: value) }
+        }
+        Task {
+            try? await Task.sleep(for: limit)
+            if claim() { c.resume(returning: nil) }
+        }
     }
 }
 

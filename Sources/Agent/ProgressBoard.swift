@@ -10,6 +10,14 @@ public struct ProgressReport: Codable, Sendable, Equatable {
     public var done: Int
     public var total: Int?
     public var since: String
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(task, forKey: .task)
+        try c.encode(done, forKey: .done)
+        try c.encode(total, forKey: .total)  // null while unknown: the key is part of the contract
+        try c.encode(since, forKey: .since)
+    }
 }
 
 /// What the engine is busy with, readable from any thread while the engine works (so `status`
