@@ -8,8 +8,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 prefix="$T/prefix with space"
 
 make -C "$root" install PREFIX="$prefix" >"$T/install.out" 2>&1 || fail "make install failed: $(tail -20 "$T/install.out")"
-find "$prefix" -type f | sort >"$T/installed"
-log "installed: $(sed "s|$prefix/||" "$T/installed" | tr '\n' ' ')"
+find "$prefix" -type f | sort >"$T/installed.list"
+log "installed: $(sed "s|$prefix/||" "$T/installed.list" | tr '\n' ' ')"
 
 # the binary
 bin="$prefix/bin/syncagent"
@@ -26,7 +26,7 @@ man1="$prefix/share/man/man1"
 for page in syncagent syncagent.history syncagent.restore syncagent.status; do
     [ -s "$man1/$page.1" ] || fail "no man page $man1/$page.1 (have: $(ls "$man1"))"
 done
-grep -q '^\.TH' "$man1/syncagent.1" || fail "syncagent.1 is not a man page"
+grep -q '^\.Dt SYNCAGENT 1' "$man1/syncagent.1" || fail "syncagent.1 is not a man page"
 grep -q 'restore' "$man1/syncagent.1" || fail "syncagent.1 does not list restore"
 if command -v man >/dev/null; then
     MANPATH="$prefix/share/man" man -P cat syncagent.restore 2>/dev/null | grep -q "ISO 8601" || fail "man syncagent.restore does not render"
@@ -37,7 +37,7 @@ bash_completion="$prefix/share/bash-completion/completions/syncagent"
 out=$(bash -c 'source "$1"; COMP_WORDS=(syncagent hist); COMP_CWORD=1; COMP_LINE="syncagent hist"; COMP_POINT=${#COMP_LINE}; _syncagent syncagent hist syncagent; printf "%s\n" "${COMPREPLY[@]}"' _ "$bash_completion" 2>&1)
 assert_contains "$out" "history" "bash completes 'syncagent hist'"
 head -1 "$prefix/share/zsh/site-functions/_syncagent" | grep -q '^#compdef syncagent' || fail "the zsh completion has no #compdef line"
-grep -q 'complete -c syncagent' "$prefix/share/fish/vendor_completions.d/syncagent.fish" || fail "the fish completion completes nothing"
+grep -q "complete -c 'syncagent'.*history" "$prefix/share/fish/vendor_completions.d/syncagent.fish" || fail "the fish completion completes nothing"
 if command -v zsh >/dev/null; then zsh -n "$prefix/share/zsh/site-functions/_syncagent" || fail "zsh cannot parse its completion"; fi
 
 # the systemd unit runs the installed binary, Type=notify
@@ -52,4 +52,4 @@ fi
 make -C "$root" uninstall PREFIX="$prefix" >"$T/uninstall.out" 2>&1 || fail "make uninstall failed: $(cat "$T/uninstall.out")"
 left=$(find "$prefix" -type f)
 [ -z "$left" ] || fail "make uninstall left: $left"
-log "make install / uninstall: ok ($(wc -l <"$T/installed") files)"
+log "make install / uninstall: ok ($(wc -l <"$T/installed.list") files)"
