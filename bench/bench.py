@@ -42,7 +42,7 @@ fails to commit or to propagate in time, or does not exit 0 on SIGTERM.
 
 Environment: SYNCAGENT (the binary; required), BENCH_KEEP=1 keeps the temp dir (removed otherwise),
 BENCH_SCALE (default 1.0) scales the file counts down for a quick smoke run, BENCH_ONLY=bulk,sync runs
-only the named rows (latency, bulk, propagation, sync, big, huge, hub).
+only the named rows (latency, bulk, propagation, sync, big, huge, hub, store).
 Standard library only.
 """
 
@@ -66,6 +66,8 @@ BULK_FILES = max(100, int(10_000 * SCALE))
 BIG_FILES = max(100, int(100_000 * SCALE))
 BIG_CHANGES = 10
 HUB_CHANGES = 20
+STORE_EDITS = max(50, int(500 * SCALE))
+STORE_HOT_FILES = 50
 HUGE_BYTES = max(64 << 20, int((1 << 30) * SCALE)) >> 20 << 20
 PROPAGATION_FILES = 1_000
 PROPAGATION_CHANGES = 50
@@ -375,7 +377,7 @@ def pct(xs, p):
 
 
 def bench_latency(syncagent, tmp, rows, notes, agents):
-    log(f"1/7 change->commit latency: {LATENCY_FILES} files, {LATENCY_CHANGES} changes, debounce {DEBOUNCE_MS} ms")
+    log(f"1/8 change->commit latency: {LATENCY_FILES} files, {LATENCY_CHANGES} changes, debounce {DEBOUNCE_MS} ms")
     base = os.path.join(tmp, "latency")
     os.makedirs(base)
     agent = Agent(syncagent, base, "latency")
@@ -422,7 +424,7 @@ def bench_latency(syncagent, tmp, rows, notes, agents):
 
 
 def bench_bulk(syncagent, tmp, rows, notes, agents):
-    log(f"2/7 bulk commit of {BULK_FILES} files made while the agent is stopped")
+    log(f"2/8 bulk commit of {BULK_FILES} files made while the agent is stopped")
     base = os.path.join(tmp, "bulk")
     os.makedirs(base)
     agent = Agent(syncagent, base, "bulk")
@@ -459,7 +461,7 @@ def bench_bulk(syncagent, tmp, rows, notes, agents):
 
 
 def bench_big_tree(syncagent, tmp, rows, notes, agents):
-    log(f"5/7 a {BIG_FILES}-file tree: initial commit, {BIG_CHANGES} single changes, each synced to a watch; "
+    log(f"5/8 a {BIG_FILES}-file tree: initial commit, {BIG_CHANGES} single changes, each synced to a watch; "
         f"writing the files")
     base = os.path.join(tmp, "big")
     os.makedirs(base)
@@ -565,7 +567,7 @@ def bench_big_tree(syncagent, tmp, rows, notes, agents):
 
 def bench_huge(syncagent, tmp, rows, notes, agents):
     mib = HUGE_BYTES >> 20
-    log(f"6/7 a {mib} MiB file committed on the phone and synced to the watch")
+    log(f"6/8 a {mib} MiB file committed on the phone and synced to the watch")
     base = os.path.join(tmp, "huge")
     os.makedirs(base)
     phone, watch = make_pair(syncagent, base, "huge", agents)
@@ -633,8 +635,90 @@ def bench_huge(syncagent, tmp, rows, notes, agents):
                  f"{watch.stats.get('peak_rss_mb') or float('nan'):.0f} MB (target: 256 MB each)")
 
 
+def loose_objects(git_dir):
+    objects = os.path.join(git_dir, "objects")
+    return sum(len(os.listdir(os.path.join(objects, d))) for d in os.listdir(objects)
+               if len(d) == 2 and os.path.isdir(os.path.join(objects, d)))
+
+
+def disk_bytes(path):
+    """Allocated bytes of every file under path (what `du` counts, without directories)."""
+    total = 0
+    for d, _, files in os.walk(path):
+        for n in files:
+            try:
+                total += os.lstat(os.path.join(d, n)).st_blocks * 512
+            except FileNotFoundError:
+                pass
+    return total
+
+
+def bench_store(syncagent, tmp, rows, notes, agents):
+    log(f"8/8 the store of a {BIG_FILES}-file tree after {STORE_EDITS} edits (one commit each), "
+        f"against the same history after `git gc --aggressive`")
+    base = os.path.join(tmp, "store")
+    os.makedirs(base)
+    agent = Agent(syncagent, os.path.join(base, "phone"), "store/phone", device="phone")
+    agents.append(agent)
+    make_tree(agent.data, BIG_FILES)
+    agent.start()
+    old, count = None, 0
+    while count < BIG_FILES:
+        _, old = wait_ref_change(agent.store, old, agent=agent)
+        count = tree_count(agent.store)
+    agent.wait_idle()
+
+    def wait_packed(what, timeout=COMMIT_TIMEOUT_S):
+        deadline = time.monotonic() + timeout
+        while loose_objects(agent.store) >= 256:
+            check_running((agent,))
+            if time.monotonic() > deadline:
+                raise BenchError(f"store: {loose_objects(agent.store)} loose objects left {timeout:.0f} s after {what}")
+            time.sleep(0.2)
+
+    t0 = time.perf_counter()
+    wait_packed("the initial commit")
+    packed_initial = time.perf_counter() - t0
+    # A day of edits: the same few files again and again, one commit each.
+    hot = [(k * 7919 + 17) % BIG_FILES for k in range(STORE_HOT_FILES)]
+    for k in range(STORE_EDITS):
+        old = read_ref(agent.store)
+        modify(agent.data, hot[k % STORE_HOT_FILES], 1000 + k)
+        wait_ref_change(agent.store, old, timeout=60, agent=agent)
+    agent.wait_idle()
+    loose_after_edits = loose_objects(agent.store)
+    before = disk_bytes(agent.store)
+    t0 = time.perf_counter()
+    wait_packed("the edits")
+    packed_edits = time.perf_counter() - t0
+    agent.stop()
+    after = disk_bytes(agent.store)
+    status = json.loads(subprocess.run([syncagent, "status", "--config", agent.config, "--json"],
+                                       stdout=subprocess.PIPE).stdout)
+    copy = os.path.join(base, "gc.git")
+    shutil.copytree(agent.store, copy, symlinks=True)
+    t0 = time.perf_counter()
+    git(["-c", "gc.auto=0", "gc", "--aggressive", "--prune=now", "-q"], git_dir=copy)
+    gc_time = time.perf_counter() - t0
+    gc_bytes = disk_bytes(copy)
+    fsck = subprocess.run(["git", "--git-dir", agent.store, "fsck", "--full", "--no-dangling"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=GIT_ENV)
+    if fsck.returncode != 0:
+        raise BenchError(f"store: git fsck failed after packing: {fsck.stdout.decode(errors='replace')[:500]}")
+    if tree_count(agent.store) != BIG_FILES:
+        raise BenchError("store: main lost files")
+    k = f"{BIG_FILES // 1000}k"
+    rows.append((f"store, {k} tree + {STORE_EDITS} edits (MB on disk)", after, gc_bytes, rss_text(agent), ("size", 1.5)))
+    notes.append(f"store: {k} files then {STORE_EDITS} one-file commits ({STORE_HOT_FILES} files edited again and "
+                 f"again); before packing the edits {before / 1e6:.1f} MB with {loose_after_edits} loose objects, "
+                 f"after {after / 1e6:.1f} MB (status.storeBytes {status.get('storeBytes', 0) / 1e6:.1f} MB); "
+                 f"`git gc --aggressive --prune=now` on a copy: {gc_bytes / 1e6:.1f} MB in {gc_time:.1f} s; "
+                 f"the agent packed the initial commit's loose objects in {packed_initial:.1f} s and the edits' "
+                 f"in {packed_edits:.1f} s (from idle)")
+
+
 def bench_hub(syncagent, tmp, rows, notes, agents):
-    log(f"7/7 phone -> watch through a hub served by git daemon on loopback ({HUB_CHANGES} changes)")
+    log(f"7/8 phone -> watch through a hub served by git daemon on loopback ({HUB_CHANGES} changes)")
     base = os.path.join(tmp, "hub")
     os.makedirs(os.path.join(base, "srv"))
     git(["init", "-q", "--bare", os.path.join(base, "srv", "family.git")])
@@ -828,7 +912,7 @@ def open_conflicts(agent):
 
 
 def bench_propagation(syncagent, tmp, rows, notes, agents):
-    log(f"3/7 phone->watch propagation: {PROPAGATION_FILES} files, {PROPAGATION_CHANGES} changes, "
+    log(f"3/8 phone->watch propagation: {PROPAGATION_FILES} files, {PROPAGATION_CHANGES} changes, "
         f"debounce {DEBOUNCE_MS} ms")
     base = os.path.join(tmp, "propagation")
     os.makedirs(base)
@@ -886,7 +970,7 @@ def bench_propagation(syncagent, tmp, rows, notes, agents):
 
 
 def bench_sync(syncagent, tmp, rows, notes, agents):
-    log(f"4/7 sync of {SYNC_FILES} modified files phone->watch, {SYNC_ROUNDS} rounds "
+    log(f"4/8 sync of {SYNC_FILES} modified files phone->watch, {SYNC_ROUNDS} rounds "
         f"(watch stopped while the phone commits them)")
     base = os.path.join(tmp, "sync")
     os.makedirs(base)
@@ -990,7 +1074,7 @@ def target_text(target, a, g, rss):
     if target is None:
         return "-"
     kind, value = target
-    if kind == "ratio":
+    if kind in ("ratio", "size"):
         return f"<= {value:g}x {'met' if a / g <= value else 'MISSED'}"
     if kind == "time":
         return f"<= {value * 1e3:.0f} ms {'met' if a <= value else 'MISSED'}"
@@ -1021,7 +1105,8 @@ def main():
     try:
         only = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))
         for name, row in [("latency", bench_latency), ("bulk", bench_bulk), ("propagation", bench_propagation),
-                          ("sync", bench_sync), ("big", bench_big_tree), ("huge", bench_huge), ("hub", bench_hub)]:
+                          ("sync", bench_sync), ("big", bench_big_tree), ("huge", bench_huge), ("hub", bench_hub),
+                          ("store", bench_store)]:
             if not only or name in only:
                 row(syncagent, tmp, rows, notes, agents)
     except BenchError as e:
@@ -1042,6 +1127,8 @@ def main():
     for name, a, g, rss, target in rows:
         if target and target[0] == "mb":
             shown = (f"{a * 1e3:.0f} MB", "-", "-")
+        elif target and target[0] == "size":
+            shown = (f"{a / 1e6:.1f} MB", f"{g / 1e6:.1f} MB", f"{a / g:.2f}")
         else:
             shown = (fmt_time(a), fmt_time(g), f"{a / g:.2f}")
         print(f"  {name:<44}{shown[0]:>12}{shown[1]:>12}{shown[2]:>9}  {target_text(target, a, g, rss):<22}{rss}")

@@ -1,0 +1,100 @@
+import Foundation
+import Git
+import SystemPackage
+import Testing
+@testable import SyncCore
+
+@Suite struct HistoryTests {
+    /// Versions arrive through a peer: added on the phone, edited on the watch, renamed and edited
+    /// on the phone. The watch's history of the new name lists all four, following the rename.
+    @Test func historyFollowsARenameAcrossDevices() throws {
+        let t = try TwoDevices()
+        try t.phone.write("a.txt", "one\n")
+        try t.phone.commit(FilePath("a.txt"))
+        _ = try t.watch.pull(from: t.phone)
+        try t.watch.write("a.txt", "two\n")
+        try t.watch.commit(FilePath("a.txt"))
+        _ = try t.phone.pull(from: t.watch)
+        try FileManager.default.moveItem(atPath: t.phone.data.appending("a.txt").string, toPath: t.phone.data.appending("b.txt").string)
+        try t.phone.commit(FilePath("a.txt"), FilePath("b.txt"))
+        try t.phone.write("b.txt", "three\n")
+        try t.phone.commit(FilePath("b.txt"))
+        _ = try t.watch.pull(from: t.phone)
+
+        let history = try t.watch.store.history(of: FilePath("b.txt"))
+        #expect(history.map(\.change) == [.modified, .renamed, .modified, .added])
+        #expect(history.map(\.device) == ["phone", "phone", "watch", "phone"])
+        #expect(history[1].from == "a.txt")
+        #expect(history.map(\.path) == ["b.txt", "b.txt", "a.txt", "a.txt"])
+        #expect(history[0].blob == Oid.hashing(Array("three\n".utf8)).hex)
+        #expect(try t.watch.store.history(of: FilePath("b.txt"), limit: 2).count == 2)
+        // The old name's history ends with the move away.
+        let old = try t.watch.store.history(of: FilePath("a.txt"))
+        #expect(old.first?.change == .deleted)
+        #expect(old.first?.to == "b.txt")
+
+        // The watch's own version, restored under today's name.
+        let watchEdit = try #require(Oid(hex: history[2].commit))
+        let version = try t.watch.store.version(of: FilePath("b.txt"), at: watchEdit)
+        #expect(version[FilePath("b.txt")]?.oid == Oid.hashing(Array("two\n".utf8)))
+        // No --at: the version before the newest change.
+        let point = try t.watch.store.restorePoint(for: FilePath("b.txt"), at: nil)
+        let changes = try t.watch.store.restoreChanges(FilePath("b.txt"), to: point.commit)
+        #expect(changes.count == 1)
+        #expect(changes.first?.new?.oid == Oid.hashing(Array("two\n".utf8)))
+    }
+
+    @Test func badRestorePointsSayWhatToDo() throws {
+        let t = try TwoDevices()
+        try t.phone.write("a.txt", "one\n")
+        try t.phone.commit(FilePath("a.txt"))
+        #expect(throws: StoreError.self) { try t.phone.store.restorePoint(for: FilePath("a.txt"), at: "yesterday") }
+        #expect(throws: StoreError.self) { try t.phone.store.restorePoint(for: FilePath("a.txt"), at: "2001-01-01T00:00:00Z") }
+        // Only one version: nothing older to go back to.
+        #expect(throws: StoreError.self) { try t.phone.store.restorePoint(for: FilePath("a.txt"), at: nil) }
+    }
+}
+
+@Suite struct LoosePackingTests {
+    /// Loose objects move into packs in slices; every object stays readable, fsck is clean.
+    @Test func looseObjectsMoveIntoPacksAndNothingIsLost() throws {
+        let t = try TwoDevices()
+        var written: [String: String] = [:]
+        for i in 0..<400 {
+            let rel = "d\(i % 10)/f\(i).txt"
+            try t.phone.write(rel, "file \(i)\n")
+            written[rel] = "file \(i)\n"
+        }
+        try t.phone.commit(contentsOf: written.keys.map { FilePath($0) })
+        let loose = t.phone.store.looseCount()
+        #expect(loose > 400)
+        // Under the minimum: nothing happens.
+        #expect(try t.phone.store.packLooseObjects(minimum: loose + 1).packed == 0)
+        var slices = 0
+        while true {
+            let slice = try t.phone.store.packLooseObjects(maxObjects: 150, minimum: 1)
+            slices += 1
+            if !slice.more { break }
+        }
+        #expect(slices >= 3)
+        #expect(t.phone.store.looseCount() == 0)
+        let head = try #require(try t.phone.store.head())
+        let files = try t.phone.store.files(at: head)
+        #expect(files.count == 400)
+        let fsck = Process()
+        fsck.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+        fsck.arguments = ["--git-dir", t.phone.gitDir.string, "fsck", "--full", "--no-dangling"]
+        try fsck.run()
+        fsck.waitUntilExit()
+        #expect(fsck.terminationStatus == 0)
+        #expect(t.phone.store.diskBytes() > 0)
+    }
+}
+
+extension TwoDevices.Device {
+    func commit(contentsOf paths: [FilePath]) throws { _ = try store.commit(paths: Set(paths)) }
+}
+
+extension Store {
+    func looseCount() -> Int { repo.looseObjects(limit: .max).count }
+}
