@@ -47,6 +47,7 @@ on phone wait_until head_has "big/d039/f$((N - 1)).txt"
 took=$(( $(date +%s) - t0 ))
 seen phone "start-up commit" || fail "status never showed the start-up commit's progress: $(head -5 "$T/progress.phone")"
 grep -q '"task": "scan"' "$T/progress.phone" || log "(the first scan was over before status was asked)"
+grep -q "start-up commit finished ($N paths) in" "${DEVICE_LOG[phone]}" || fail "the log does not say the start-up commit finished"
 # the log says it every 3 s: a start-up longer than that has a progress line
 if [ "$took" -ge 5 ]; then
     grep -q "start-up commit: [0-9]* of $N" "${DEVICE_LOG[phone]}" || fail "no progress line in the log after a ${took}s start-up"
@@ -56,6 +57,7 @@ poll watch
 start_device watch
 wait_until same_file watch "big/d039/f$((N - 1)).txt" "$(data_of phone)/big/d039/f$((N - 1)).txt"
 wait_converged
+grep -q "merge finished ([0-9]* paths) in" "${DEVICE_LOG[watch]}" || fail "the watch's log does not say the large merge finished"
 seen watch merge || fail "status never showed the merge's progress on the watch: $(tail -5 "$T/progress.watch" 2>/dev/null)"
 assert_eq null "$(on watch status_field progress)" "progress once idle"
 log "progress of the start-up commit and of a large merge: ok (start-up ${took}s)"

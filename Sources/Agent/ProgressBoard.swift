@@ -60,12 +60,15 @@ final class ProgressBoard: Sendable {
         if let line { logger.notice("\(line)") }
     }
 
-    /// `task` is over; says how long it took when it was long enough to be logged.
+    /// `task` is over: says so, with how long it took (only work big enough to report progress
+    /// calls `update`, so small merges and commits stay quiet).
     func finish(_ task: String) {
         let line: String? = state.withLock { s in
             guard let current = s.current, current.task == task else { return nil }
             s.current = nil
-            return s.logged ? "\(task): \(current.done) done in \(ContinuousClock.now - s.started)" : nil
+            let took = ContinuousClock.now - s.started
+            let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
+            return "\(task) finished\(current.total.map { " (\($0) paths)" } ?? "") in \(String(format: "%.1f", seconds)) s"
         }
         if let line { logger.notice("\(line)") }
     }

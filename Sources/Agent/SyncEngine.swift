@@ -41,8 +41,11 @@ actor SyncEngine {
     private var lastActivity = Date()
     /// Loose objects may wait to be packed (true at start: a stopped agent may have left some).
     private var packPending = true
-    /// A store is packed after this long without commits or merges.
+    /// A store is packed after this long without commits or merges...
     static let packIdleSeconds = 2.0
+    /// ...or, when changes never stop that long, after this many commits (one slice, then again).
+    static let packEveryCommits = 500
+    private var commitsSincePack = 0
 
     /// Long work in hand, for `status` while the engine is busy.
     nonisolated let progress: ProgressBoard
@@ -94,6 +97,7 @@ actor SyncEngine {
             if outcome.commit != nil {
                 lastActivity = Date()
                 packPending = true
+                commitsSincePack += 1
             }
             for change in outcome.newlyHeld.prefix(AgentEvent.maxPaths) {
                 events.emit(.held(path: change.path.display, reason: change.reason))
@@ -298,10 +302,13 @@ actor SyncEngine {
     }
 
     /// Idle care: one slice of loose objects into a pack per tick, once the store has been quiet
-    /// for `packIdleSeconds` (a commit waits for at most one slice). Nothing is ever removed from
+    /// for `packIdleSeconds` (a commit waits for at most one slice), or every `packEveryCommits`
+    /// commits on a device whose changes never pause that long. Nothing is ever removed from
     /// the store: objects only move from loose files into packs.
     private func packWhenIdle() {
-        guard packPending, Date().timeIntervalSince(lastActivity) >= Self.packIdleSeconds else { return }
+        guard packPending, Date().timeIntervalSince(lastActivity) >= Self.packIdleSeconds
+                || commitsSincePack >= Self.packEveryCommits else { return }
+        commitsSincePack = 0
         do {
             let started = ContinuousClock.now
             let slice = try store.packLooseObjects()
