@@ -174,6 +174,17 @@ def modify(root, i, version):
         f.write(file_content(i, version))
 
 
+def wait_tree_count(agent, n):
+    """Until the agent's main holds n files (its start-up commit may take several commits); returns
+    (when main last moved, how many times it moved)."""
+    old, count, steps, t1 = None, 0, 0, None
+    while count < n:
+        t1, old = wait_ref_change(agent.store, old, agent=agent)
+        count = tree_count(agent.store)
+        steps += 1
+    return t1, steps
+
+
 def tree_count(git_dir):
     out = git(["ls-tree", "-r", "-z", "--name-only", "--full-tree", "HEAD"], git_dir=git_dir)
     return out.count(b"\0")
@@ -435,11 +446,7 @@ def bench_bulk(syncagent, tmp, rows, notes, agents):
 
     t0 = time.perf_counter()
     agent.start()
-    old, count, steps = None, 0, 0
-    while count < BULK_FILES:
-        t1, old = wait_ref_change(agent.store, old, agent=agent)
-        count = tree_count(agent.store)
-        steps += 1
+    t1, steps = wait_tree_count(agent, BULK_FILES)
     a_time = t1 - t0
     agent.wait_idle()
     n_commits = agent.commits()
@@ -474,10 +481,7 @@ def bench_big_tree(syncagent, tmp, rows, notes, agents):
 
     t0 = time.perf_counter()
     agent.start()
-    old, count = None, 0
-    while count < BIG_FILES:
-        t1, old = wait_ref_change(agent.store, old, agent=agent)
-        count = tree_count(agent.store)
+    t1, _ = wait_tree_count(agent, BIG_FILES)
     a_init = t1 - t0
     agent.wait_idle()
     time.sleep(0.2)
@@ -662,10 +666,7 @@ def bench_store(syncagent, tmp, rows, notes, agents):
     agents.append(agent)
     make_tree(agent.data, BIG_FILES)
     agent.start()
-    old, count = None, 0
-    while count < BIG_FILES:
-        _, old = wait_ref_change(agent.store, old, agent=agent)
-        count = tree_count(agent.store)
+    wait_tree_count(agent, BIG_FILES)
     agent.wait_idle()
     unpacked = disk_bytes(agent.store)  # the packing starts after 2 s of quiet
 
@@ -983,10 +984,7 @@ def bench_sync(syncagent, tmp, rows, notes, agents):
     gwatch = GitRepo(base, "git-watch", clone_of=gphone)
 
     phone.start()
-    old, count = None, 0
-    while count < SYNC_FILES:
-        _, old = wait_ref_change(phone.store, old, agent=phone)
-        count = tree_count(phone.store)
+    wait_tree_count(phone, SYNC_FILES)
     phone.wait_idle()
     t0 = time.perf_counter()
     watch.start()

@@ -5,6 +5,16 @@ import Testing
 @testable import SyncCore
 
 /// Two devices' stores side by side, synced by real fetches over file:// URLs.
+/// `git fsck --no-dangling` (with `--full`: packs too) on a store; its exit status.
+func gitFsck(_ gitDir: FilePath, full: Bool = false) throws -> Int32 {
+    let fsck = Process()
+    fsck.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+    fsck.arguments = ["--git-dir", gitDir.string, "fsck", "--no-dangling"] + (full ? ["--full"] : [])
+    try fsck.run()
+    fsck.waitUntilExit()
+    return fsck.terminationStatus
+}
+
 final class TwoDevices {
     let root: FilePath
     let phone: Device
