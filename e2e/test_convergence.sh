@@ -42,19 +42,19 @@ for seed in "${seeds[@]}"; do
     [ $((i % 2)) = 0 ] || topology=star
     i=$((i + 1))
     python3 "$here/convergence.py" --binary "$SYNCAGENT" --seed "$seed" --rounds 2 --devices 3 \
-        --topology "$topology" --timeout 40 --idle-seconds 2 || failed+=("$seed($topology)")
+        --topology "$topology" --timeout 40 --idle-seconds 1 || failed+=("$seed($topology)")
 done
 for line in "${policy[@]}"; do
     read -r seed topology devices rounds <<<"$line"
     python3 "$here/convergence.py" --binary "$SYNCAGENT" --policy --seed "$seed" --rounds "$rounds" \
-        --devices "$devices" --topology "$topology" --timeout 40 --idle-seconds 2 \
+        --devices "$devices" --topology "$topology" --timeout 40 --idle-seconds 1 \
         || failed+=("$seed($topology, policy)")
 done
 
 for line in "${hub[@]}"; do
     read -r seed devices rounds <<<"$line"
     python3 "$here/convergence.py" --binary "$SYNCAGENT" --seed "$seed" --rounds "$rounds" \
-        --devices "$devices" --topology hub --timeout 40 --idle-seconds 2 || failed+=("$seed(hub)")
+        --devices "$devices" --topology hub --timeout 40 --idle-seconds 1 || failed+=("$seed(hub)")
 done
 
 echo "convergence: ${#seeds[@]} seeds, ${#policy[@]} policy seeds and ${#hub[@]} hub seeds, $((SECONDS - start))s"

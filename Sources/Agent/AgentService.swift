@@ -202,7 +202,7 @@ public final class AgentService: Service, Sendable {
             let line = SystemdNotifier.statusLine(report)
             var message = line != lastLine ? "STATUS=\(line)" : ""
             lastLine = line
-            if let interval = notifier.watchdogInterval, engineAnswered || report.progress != nil,
+            if let interval = notifier.watchdogInterval, engineAnswered || session.progress.moved(within: interval),
                ContinuousClock.now - lastPing >= interval - step {
                 message += (message.isEmpty ? "" : "\n") + "WATCHDOG=1"
                 lastPing = ContinuousClock.now

@@ -27,6 +27,7 @@ final class ProgressBoard: Sendable {
         var current: ProgressReport?
         var started = ContinuousClock.now
         var lastLog = ContinuousClock.now
+        var lastStep = ContinuousClock.now
         var logged = false
     }
     private let state = Mutex(State())
@@ -40,8 +41,18 @@ final class ProgressBoard: Sendable {
 
     var current: ProgressReport? { state.withLock { $0.current } }
 
-    /// A step of `task`: `done` of `total` (nil: not known yet).
+    /// Whether long work is in hand and took a step within `interval` (for the watchdog: work that
+    /// stopped moving is not "busy", it is stuck).
+    func moved(within interval: Duration) -> Bool {
+        state.withLock { $0.current != nil && ContinuousClock.now - $0.lastStep <= interval }
+    }
+
+    /// A step of `task`: `done` of `total` (nil: not known yet). `done == total` ends the task.
     func update(_ task: String, done: Int, total: Int?) {
+        if let total, done >= total {
+            finish(task)
+            return
+        }
         let line: String? = state.withLock { s in
             let now = ContinuousClock.now
             if s.current?.task != task {
@@ -52,6 +63,7 @@ final class ProgressBoard: Sendable {
             }
             s.current?.done = done
             s.current?.total = total
+            s.lastStep = now
             guard now - s.lastLog >= logEvery else { return nil }
             s.lastLog = now
             s.logged = true

@@ -78,7 +78,10 @@ actor SyncEngine {
             return
         }
         do {
-            if batch.rescan { paths.formUnion(try store.changedSinceLastCommit()) }
+            if batch.rescan {
+                defer { progress.finish(Store.scanTask) }
+                paths.formUnion(try store.changedSinceLastCommit())
+            }
             if config.mode == .receiveOnly {
                 // Nothing is committed: the store holds every local edit back (`localChanges`).
             } else if !confirmDeletes {
@@ -265,6 +268,7 @@ actor SyncEngine {
     /// Merges the fetched `main` of `peer`: local changes first, then the merge, then the paths
     /// the apply step found changed on disk are committed as local changes.
     func integrate(peer: String) async -> IntegrateResult {
+        defer { progress.finish(Store.mergeTask) }  // also when it fails half-way
         guard rootIsPresent() else { return .paused(DeletionHold.rootMissing(config.data).message) }
         await commitPendingLocal()
         if let hold { return .paused("merges wait while deletions are held: \(hold.message)") }
@@ -273,7 +277,6 @@ actor SyncEngine {
         }
         do {
             let outcome = try store.integrate(peer: peer)
-            progress.finish(Store.mergeTask)
             lastActivity = Date()
             packPending = true
             record(outcome.applied, peer: peer)

@@ -171,6 +171,7 @@ extension Store {
         try index.write()
         saveUnapplied(unapplied)
         Durability.flushFileSystem(containing: data)
+        if changes.count >= 1000 { onProgress?(Self.mergeTask, changes.count, changes.count) }  // the end of it
         return report
     }
 

@@ -195,6 +195,7 @@ extension Store {
         for entry in index.entries() where !seen.contains(entry.path) {
             changed.insert(entry.path)
         }
+        if seen.count >= 2000 { onProgress?(Self.scanTask, seen.count, seen.count) }  // the end of it
         return changed
     }
 
