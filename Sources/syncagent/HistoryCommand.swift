@@ -53,6 +53,10 @@ struct RestoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
         abstract: "Put an earlier version of a file or directory back.",
+        usage: """
+            syncagent restore [--config <file>] <path> [--at <commit|time>]
+                              [--to <file>]
+            """,
         discussion: """
             Without --at: the version before PATH's newest change (a deleted file or directory \
             comes back; an edit is undone). --at COMMIT takes PATH as that commit holds it; --at \

@@ -8,6 +8,10 @@ struct InitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "init",
         abstract: "Write a commented config file and create the store.",
+        usage: """
+            syncagent init --device <device> --data <dir> [--state <dir>]
+                             [--peer <name=url> ...] [--config <file>]
+            """,
         discussion: """
             Creates the data directory if it is missing. Never overwrites an existing config file. \
             The file it writes documents every key.

@@ -9,6 +9,11 @@ struct ResolveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "resolve",
         abstract: "Settle conflict records; the settlement reaches every peer.",
+        usage: """
+            syncagent resolve [--config <file>] [<targets> ...] [--all]
+                              [--keep <device|newest|both>] [--with <file>]
+                              [--delete]
+            """,
         discussion: """
             --keep DEVICE keeps that device's version, --keep newest the newer one, --keep both keeps \
             the newer at the path and writes the other beside it as \
