@@ -21,6 +21,17 @@ printf 'synced by the installed binary\n' >"$DATA/hello.txt"
 wait_until head_file_matches hello.txt
 SYNCAGENT=$bin stop_agent TERM
 
+# --help at 80 columns: no line longer, and every subcommand shows an example
+subcommands=$(COLUMNS=80 "$bin" --help | awk '/^SUBCOMMANDS:/ { on = 1; next } on && /^  [a-z]/ { print $1 }')
+[ -n "$subcommands" ] || fail "syncagent --help lists no subcommands"
+for c in "" $subcommands; do
+    [ "$c" != help ] || continue
+    COLUMNS=80 "$bin" $c --help >"$T/help.out" 2>&1 || fail "syncagent $c --help failed"
+    long=$(awk 'length($0) > 80' "$T/help.out")
+    [ -z "$long" ] || fail "syncagent $c --help has lines over 80 columns: $long"
+    grep -q "Example: syncagent" "$T/help.out" || fail "syncagent $c --help shows no example"
+done
+
 # man pages: the top page and one per subcommand
 man1="$prefix/share/man/man1"
 for page in syncagent syncagent.history syncagent.restore syncagent.status; do
