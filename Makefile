@@ -22,8 +22,10 @@ deps:
 build: deps
 	$(SWIFT) build -c release
 
+# Only the test bundle and what it needs (not the CLI, the agent or the samples) in debug mode.
 unit: deps
-	$(SWIFT) test
+	$(SWIFT) build --product syncagentPackageTests
+	$(SWIFT) test --skip-build
 
 e2e: build
 	bash e2e/run.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kill -9 during a large checkout leaves no litter: the phone adds 3000 files of a few KB at once (one
+# kill -9 during a large checkout leaves no litter: the phone adds 2000 files of a few KB at once (one
 # directory moved into its data dir), and the watch's agent is killed with SIGKILL as soon as the first
 # of them appears in its data directory, i.e. while it writes the incoming change. Restarted, the watch
 # converges with the phone: every one of the phone's files with its bytes, nothing deleted on either
@@ -9,10 +9,10 @@
 source "$(dirname "$0")/lib.sh"
 X="$T/expected"; mkdir -p "$X"
 ROUNDS=${ROUNDS:-2}
-FILES=${FILES:-3000}
+FILES=${FILES:-2000}
 
 init_pair 50
-# (The third round deletes 3000 of ~9000 tracked files: a third, under the default safety hold.)
+# (The third round deletes 2000 of ~6000 tracked files: a third, under the default safety hold.)
 printf 'seed\n' >"$(data_of phone)/seed.txt"
 start_device phone
 start_device watch
