@@ -61,3 +61,10 @@ run diff -r phone/data watch/data && echo "data directories identical"
 run git --git-dir=phone/state/store.git rev-parse main
 run git --git-dir=watch/state/store.git rev-parse main
 run git --git-dir=phone/state/store.git log --oneline --graph main | head -20
+
+say "every version stays: the history of notes/today.txt (on the phone), and the first one put back on the watch"
+run "$BIN" history notes/today.txt --config phone.toml
+FIRST=$("$BIN" history notes/today.txt --config phone.toml --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["commit"])')
+run "$BIN" restore notes/today.txt --at "$FIRST" --config watch.toml
+settle
+run cat phone/data/notes/today.txt
