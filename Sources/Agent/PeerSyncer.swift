@@ -236,6 +236,9 @@ final class PeerSyncer: Sendable {
                 : "check `identity` for this peer in \(config.file), or add this device's public key to the server's authorized_keys"
             return "peer \(link.name) (\(url)): \(git.message); \(fix)"
         }
+        if git.isMissingObject {
+            return "peer \(link.name) (\(url)): an object its history names could not be read (\(git.message)); nothing was merged and the fetch is retried. If this repeats, run `git --git-dir=<its store> fsck` on \(link.name)."
+        }
         let text = git.message.lowercased()
         if text.contains("not found") || text.contains("status code: 404") || text.contains("does not appear to be a git repository")
             || text.contains("not a git repository") {

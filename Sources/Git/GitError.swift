@@ -28,6 +28,12 @@ public struct GitError: Error, Sendable, CustomStringConvertible, Equatable {
         self.call = call
     }
 
+    /// An object a reference or tree names is not in the object database (a store that is damaged,
+    /// or a copy that stopped half-way): not a missing repository.
+    public var isMissingObject: Bool {
+        code == Code.notFound && errorClass == Int32(GIT_ERROR_ODB.rawValue)
+    }
+
     public var description: String {
         "\(call) failed: \(message) (libgit2 class \(errorClass), code \(code))"
     }

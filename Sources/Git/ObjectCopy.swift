@@ -7,6 +7,23 @@ public struct ObjectCopyReport: Sendable, Equatable {
     public var bytes = 0
     /// Blobs streamed through a fixed buffer instead of read whole.
     public var streamed = 0
+    /// Packs written (one per full batch, and one for the rest).
+    public var packs = 0
+}
+
+/// Where `copyMissingObjects` changes how it writes: tests set them small to cross every limit.
+public struct ObjectCopyLimits: Sendable {
+    /// Blobs larger than this go through a fixed buffer when the peer keeps them loose.
+    public var streamAbove: Int
+    /// The first this many objects are written loose; the rest go into packs.
+    public var looseLimit: Int
+    /// A pack is written each time the objects waiting for one hold this many bytes.
+    public var batchBytes: Int
+    public init(streamAbove: Int = 16 << 20, looseLimit: Int = 64, batchBytes: Int = 32 << 20) {
+        self.streamAbove = streamAbove
+        self.looseLimit = looseLimit
+        self.batchBytes = batchBytes
+    }
 }
 
 extension Repository {
@@ -32,9 +49,9 @@ extension Repository {
     /// Objects are written loose and not synced: make them durable before a reference names them.
     /// `progress` is called after each object; returning false abandons the copy (it throws).
     @discardableResult
-    public func copyMissingObjects(from source: Repository, tips: [Oid], streamAbove: Int = 16 << 20,
+    public func copyMissingObjects(from source: Repository, tips: [Oid], limits: ObjectCopyLimits = ObjectCopyLimits(),
                                    progress: @escaping (ObjectCopyReport) -> Bool = { _ in true }) throws(GitError) -> ObjectCopyReport {
-        var copier = try ObjectCopier(from: source, to: self, streamAbove: streamAbove, progress: progress)
+        var copier = try ObjectCopier(from: source, to: self, limits: limits, progress: progress)
         defer { copier.close() }
         try copier.copy(tips: tips)
         return copier.report
@@ -46,21 +63,20 @@ private struct ObjectCopier: ~Copyable {
     let target: Repository
     let sourceOdb: OpaquePointer
     let odb: OpaquePointer
-    let streamAbove: Int
+    let limits: ObjectCopyLimits
     let progress: (ObjectCopyReport) -> Bool
     var report = ObjectCopyReport()
-    /// Past this many loose objects, the rest go into packs: every new file costs an inode, and
-    /// on ext4 that is most of the time of a big copy (git's own unpackLimit is 100).
-    static let looseLimit = 64
-    static let batchLimit = 32 << 20
+    /// Past `limits.looseLimit` loose objects, the rest go into packs: every new file costs an
+    /// inode, and on ext4 that is most of the time of a big copy (git's own unpackLimit is 100).
     var loose = 0
     /// Objects waiting in memory for the next pack: an object database with a mempack in front,
     /// and a repository around it for libgit2's pack builder.
     var batch: (odb: OpaquePointer, mempack: UnsafeMutablePointer<git_odb_backend>, repo: OpaquePointer)?
     var batchBytes = 0
-    var batchCount = 0
+    /// The objects in the batch, in the order they were written.
+    var batchIds: [Oid] = []
 
-    init(from source: Repository, to target: Repository, streamAbove: Int,
+    init(from source: Repository, to target: Repository, limits: ObjectCopyLimits,
          progress: @escaping (ObjectCopyReport) -> Bool) throws(GitError) {
         var s: OpaquePointer?, t: OpaquePointer?
         try check(git_repository_odb(&s, source.handle), "git_repository_odb(\(source.gitDir))")
@@ -73,7 +89,7 @@ private struct ObjectCopier: ~Copyable {
         self.target = target
         self.sourceOdb = s!
         self.odb = t!
-        self.streamAbove = streamAbove
+        self.limits = limits
         self.progress = progress
     }
 
@@ -95,17 +111,17 @@ private struct ObjectCopier: ~Copyable {
     /// Writes a small object: loose for the first few, then into the batch for the next pack.
     mutating func write(_ data: UnsafeRawPointer?, _ size: Int, _ type: git_object_t, _ id: Oid) throws(GitError) {
         var out = git_oid()
-        if loose < Self.looseLimit {
+        if loose < limits.looseLimit {
             loose += 1
             try check(git_odb_write(&out, odb, data, size, type), "git_odb_write(\(id))")
         } else {
             let batch = try openBatch()
             try check(git_odb_write(&out, batch.odb, data, size, type), "git_odb_write(\(id)) to the batch")
             batchBytes += size
-            batchCount += 1
+            batchIds.append(id)
         }
         try verify(Oid(out), id)
-        if batchBytes >= Self.batchLimit { try flush() }
+        if batchBytes >= limits.batchBytes { try flush() }
     }
 
     mutating func openBatch() throws(GitError) -> (odb: OpaquePointer, mempack: UnsafeMutablePointer<git_odb_backend>, repo: OpaquePointer) {
@@ -126,20 +142,32 @@ private struct ObjectCopier: ~Copyable {
     }
 
     /// Writes the batch as one pack (with its index) beside the others, then empties it.
+    /// The pack holds exactly the objects of the batch (`batchIds`). Not `git_mempack_dump`: in
+    /// libgit2 1.5 it packs only what the commits in the mempack reach (so a batch of blobs whose
+    /// commit comes in a later batch became an empty pack, and the blobs were dropped with the
+    /// reset), and with a commit it packs its whole tree again, objects already on disk included.
     mutating func flush() throws(GitError) {
-        guard let batch, batchCount > 0 else { return }
-        var buffer = git_buf()
-        defer { git_buf_dispose(&buffer) }
-        try check(git_mempack_dump(&buffer, batch.repo, batch.mempack), "git_mempack_dump")
-        var writer: UnsafeMutablePointer<git_odb_writepack>?
-        try check(git_odb_write_pack(&writer, odb, nil, nil), "git_odb_write_pack(\(target.gitDir))")
-        defer { writer?.pointee.free(writer) }
-        var stats = git_indexer_progress()
-        try check(writer!.pointee.append(writer, buffer.ptr, buffer.size, &stats), "writing a pack into \(target.gitDir)")
-        try check(writer!.pointee.commit(writer, &stats), "indexing a pack in \(target.gitDir)")
+        guard let batch, !batchIds.isEmpty else { return }
+        var builder: OpaquePointer?
+        try check(git_packbuilder_new(&builder, batch.repo), "git_packbuilder_new")
+        defer { git_packbuilder_free(builder) }
+        git_packbuilder_set_threads(builder, 1)
+        for id in batchIds {
+            var raw = id.raw
+            try check(git_packbuilder_insert(builder, &raw, nil), "git_packbuilder_insert(\(id)) from the batch")
+        }
+        let packDir = target.gitDir.appending("objects").appending("pack")
+        try check(packDir.withPlatformString { git_packbuilder_write(builder, $0, 0, nil, nil) },
+                  "writing a pack of \(batchIds.count) objects into \(packDir)")
+        guard git_packbuilder_object_count(builder) == batchIds.count else {
+            throw GitError(code: -1, errorClass: 0,
+                           message: "the pack written into \(packDir) holds \(git_packbuilder_object_count(builder)) objects, not the \(batchIds.count) copied",
+                           call: "git_packbuilder_write")
+        }
         try check(git_mempack_reset(batch.mempack), "git_mempack_reset")
         batchBytes = 0
-        batchCount = 0
+        batchIds.removeAll(keepingCapacity: true)
+        report.packs += 1
     }
 
     mutating func copy(tips: [Oid]) throws(GitError) {
@@ -202,7 +230,7 @@ private struct ObjectCopier: ~Copyable {
         var type = GIT_OBJECT_INVALID
         var raw = id.raw
         try check(git_odb_read_header(&size, &type, sourceOdb, &raw), "git_odb_read_header(\(id)) in \(source.gitDir)")
-        if size > streamAbove, try copyStreaming(id, size: size) { return }
+        if size > limits.streamAbove, try copyStreaming(id, size: size) { return }
         try copyWhole(id, expecting: GIT_OBJECT_BLOB)
     }
 
