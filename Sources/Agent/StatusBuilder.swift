@@ -1,3 +1,4 @@
+import FileSystem
 import Foundation
 import SyncCore
 
@@ -30,6 +31,7 @@ public enum StatusBuilder {
             var entry = StatusReport.Peer(name: peer.name, url: peer.url, reachable: known?.reachable,
                                           lastSync: known?.lastSync, ahead: counts?.ahead ?? 0, behind: counts?.behind ?? 0,
                                           lastError: known?.lastError)
+            entry.lastChecked = known?.lastChecked
             guard peer.hub else {
                 peers.append(entry)
                 continue
@@ -47,6 +49,7 @@ public enum StatusBuilder {
                                              lastSync: known?.lastSync,
                                              ahead: counts?.ahead ?? 0, behind: counts?.behind ?? 0, lastError: nil)
                 seen.via = peer.name
+                seen.lastChecked = known?.lastChecked
                 seen.lastSeen = (try? store?.tipTime(peer: name)).flatMap { $0 }
                 peers.append(seen)
             }
@@ -70,8 +73,19 @@ public enum StatusBuilder {
             s.policy = config.policy
             // What start-up will commit: changed paths the rules neither keep local nor hold back.
             let held = s.loadHeld()
-            pending = try s.changedSinceLastCommit().filter { config.policy.materializes($0) && held[$0] == nil }.count
+            let changed = try s.changedSinceLastCommit().filter { config.policy.materializes($0) && held[$0] == nil }
+            pending = changed.count
             store = s
+            // What a running agent would report, from what is on disk.
+            problems += s.stuckPaths().map(\.description)
+            let gone = try s.deletions(among: changed)
+            let empty = ((try? Directory.entries(of: config.data)) ?? []).isEmpty
+            if (try? FileStat.of(config.data))??.kind != .directory {
+                problems.append(DeletionHold.rootMissing(config.data).message)
+            } else if let hold = DeletionGuard(settings: config.safety).check(root: config.data, deleting: gone.files,
+                                                                            tracked: try s.trackedCount(), rootIsEmpty: empty) {
+                problems.append("at its next start the agent holds these deletions: " + hold.message)
+            }
         } catch {
             problems.append("\(error)")
         }

@@ -17,6 +17,9 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var lastFetch: String?
         /// A device seen through a hub: the time of the newest commit of its branch there.
         public var lastSeen: String?
+        /// When the agent last tried this peer (within a minute); what `reachable` and `lastError`
+        /// say is as of then (it matters while the agent is stopped).
+        public var lastChecked: String?
 
         public init(name: String, url: String, reachable: Bool? = nil, lastSync: String? = nil,
                     ahead: Int? = nil, behind: Int? = nil, lastError: String? = nil) {
@@ -104,6 +107,7 @@ extension StatusReport.Peer {
         try c.encode(ahead, forKey: .ahead)
         try c.encode(behind, forKey: .behind)
         try c.encode(lastError, forKey: .lastError)
+        try c.encode(lastChecked, forKey: .lastChecked)
         try c.encode(via, forKey: .via)
         if lastPush != nil || lastFetch != nil {
             try c.encode(lastPush, forKey: .lastPush)

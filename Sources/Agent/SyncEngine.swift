@@ -108,8 +108,8 @@ actor SyncEngine {
                     logger.info("holding \(change.path.display) (\(change.reason.rawValue)); share it with `syncagent send \(change.path.display)`")
                 }
             }
-            for (path, kind) in outcome.skipped {
-                logger.warning("skipping \(kind) \(config.data.pushing(path).display): only regular files and symbolic links are synced")
+            for obstacle in outcome.skipped {
+                logger.warning("skipping \(config.data.pushing(obstacle.path).display): it is \(obstacle.what); only regular files, symbolic links and directories this user can read are synced, and it is never removed")
             }
             if let id = outcome.commit {
                 logger.info("committed \(id.hex.prefix(12)): \(outcome.summary.message(device: config.device, limit: 0).split(separator: "\n").first ?? "")")
@@ -239,6 +239,18 @@ actor SyncEngine {
             logger.notice("stopping: \(rest.count - start) changes made while stopped are left for the next start")
         }
         if changed.count >= Store.prehashThreshold { FreeMemory.returnToSystem() }  // the scan's sets are gone
+        retryUnapplied()  // what stood in the way may have gone while the agent was stopped
+    }
+
+    /// Writes the paths an earlier merge could not write, where that is possible now.
+    private func retryUnapplied() {
+        guard !store.unappliedPaths.isEmpty else { return }
+        do {
+            let report = try store.retryUnapplied()
+            record(report, peer: nil)
+        } catch {
+            logger.debug("retrying unwritten paths failed: \(error)")
+        }
     }
 
     /// Periodic care: notices the data directory coming back, retries a failed commit and paths a
@@ -248,13 +260,8 @@ actor SyncEngine {
         if !failedBatch.isEmpty { commit(WatchBatch()) }
         packWhenIdle()
         ticks += 1
-        guard ticks % 5 == 0, !store.unappliedPaths.isEmpty else { return }  // unwritten paths: every 5 s
-        do {
-            let report = try store.retryUnapplied()
-            record(report, peer: nil)
-        } catch {
-            logger.debug("retrying unwritten paths failed: \(error)")
-        }
+        guard ticks % 5 == 0 else { return }  // unwritten paths: every 5 s
+        retryUnapplied()
     }
 
     // MARK: peers
@@ -370,7 +377,15 @@ actor SyncEngine {
 
     /// Updates what is known of a peer and keeps it on disk (for `status` while stopped).
     func notePeer(_ name: String, _ entry: PeerLedger.Entry) {
-        guard ledger.peers[name] != entry else { return }
+        var entry = entry
+        let now = Date()
+        if var old = ledger.peers[name] {
+            let checked = old.lastChecked.flatMap { ISO8601DateFormatter().date(from: $0) }
+            old.lastChecked = nil
+            entry.lastChecked = nil
+            if old == entry, let checked, now.timeIntervalSince(checked) < 60 { return }
+        }
+        entry.lastChecked = ISO8601DateFormatter().string(from: now)
         ledger.peers[name] = entry
         ledger.save(state: config.state)
     }

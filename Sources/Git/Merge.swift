@@ -122,6 +122,8 @@ extension Repository {
         case missing
         /// The file's size changed while it was read: read it again later.
         case changedWhileRead
+        /// A regular file is there, but this user may not read it (`EACCES`, `EPERM`).
+        case unreadable
     }
 
     /// Writes the regular file at `absolutePath` into the object database as a blob, byte for byte:
@@ -130,8 +132,8 @@ extension Repository {
     /// (libgit2's own add-from-disk applies the data directory's .gitattributes: `text`, `eol`,
     /// `ident`... would change what is stored).
     public func writeBlob(fromFile absolutePath: FilePath) throws(GitError) -> FileBlob {
-        let fd = absolutePath.withPlatformString { Glibc.open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
-        guard fd >= 0 else { return .missing }
+        let fd = absolutePath.withPlatformString { Glibc.open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
+        guard fd >= 0 else { return errno == EACCES || errno == EPERM ? .unreadable : .missing }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return .missing }

@@ -53,8 +53,10 @@ extension Store {
         var gone: Set<FilePath> = []
         var files: Set<FilePath> = []  // a deleted directory and its files arrive as separate paths
         for path in paths where !path.isEmpty {
-            let stat = (try? FileStat.of(data.pushing(path))) ?? nil
-            guard stat == nil else { continue }
+            // Only what is surely gone: a path this user cannot look at is an obstacle, not a deletion.
+            let absent: Bool
+            do { absent = try FileStat.of(data.pushing(path)) == nil } catch { absent = false }
+            guard absent else { continue }
             var tracked = index.entries(under: path).map(\.path).filter { unapplied[$0] == nil }
             if index.entry(path) != nil, unapplied[path] == nil { tracked.append(path) }
             // Paths this device does not keep on disk, and deletions the rules hold anyway, are not

@@ -11,6 +11,10 @@ public struct PeerLedger: Codable, Sendable, Equatable {
         public var lastError: String?
         /// A hub: the last successful push.
         public var lastPush: String?
+        /// When the agent last tried this peer (a fetch that worked or failed): what `status` says
+        /// it knew, and as of when, while the agent is stopped. Refreshed at most once a minute
+        /// unless something else changed.
+        public var lastChecked: String?
         public init(lastSync: String? = nil, reachable: Bool? = nil, lastError: String? = nil, lastPush: String? = nil) {
             self.lastPush = lastPush
             self.lastSync = lastSync

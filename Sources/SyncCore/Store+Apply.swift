@@ -28,7 +28,18 @@ public struct ApplyReport: Sendable {
 public struct ApplyFailure: Error, Sendable, CustomStringConvertible {
     public let path: FilePath
     public let errno: Errno
+    /// Something syncagent does not sync (a FIFO, a file it cannot read...) sitting at the path.
+    public var obstacle: Obstacle?
+    public init(path: FilePath, errno: Errno, obstacle: Obstacle? = nil) {
+        self.path = path
+        self.errno = errno
+        self.obstacle = obstacle
+    }
     public var description: String {
+        if let obstacle {
+            return "cannot write \(path.display) into the data directory: \(obstacle.what) is in the way. syncagent never removes it; "
+                + "move it away and the synced version lands by itself. The rest is synced."
+        }
         let what: String
         switch errno {
         case .fileNameTooLong: what = "the name is too long for this file system; rename it on the device that made it"
@@ -37,13 +48,48 @@ public struct ApplyFailure: Error, Sendable, CustomStringConvertible {
         case .noSpace: what = "no space left on the disk that holds the data directory; free some space"
         case .fileExists, .notDirectory: what = "a file is where a directory must be; move it away"
         case .directoryNotEmpty, .isDirectory: what = "a directory with files is where a file must be; move it away"
+        case .resourceTemporarilyUnavailable: what = "it could not be written at the last try"
         default: what = "\(errno)"
         }
         return "cannot write \(path.display) into the data directory: \(what). The rest is synced; it is retried."
     }
 }
 
+/// Something at a path of the data directory that syncagent does not sync and never removes: a
+/// FIFO, a socket, a device node, a file this user cannot read, or a directory above the path it
+/// cannot enter. Its presence is never a deletion of a tracked path; a version that cannot be
+/// written because of it waits in the unapplied list until it goes away.
+public struct Obstacle: Sendable, Equatable {
+    public let path: FilePath
+    /// What it is, for messages: "a FIFO", "a file this user cannot read (permission denied)".
+    public let what: String
+}
+
 extension Store {
+    /// What stands at `path` that is not a regular file, link or directory this user can use; nil
+    /// when nothing does (absent, or something syncable). Looks at the path only (a directory above
+    /// it that is not a directory is `place`'s business).
+    func obstacle(at path: FilePath) -> Obstacle? {
+        let abs = data.pushing(path)
+        let stat: FileStat?
+        do { stat = try FileStat.of(abs) } catch {
+            return Obstacle(path: path, what: "a directory above it that this user cannot enter (\(error))")
+        }
+        guard let stat else { return nil }
+        switch stat.kind {
+        case .regular:
+            guard abs.withPlatformString({ access($0, R_OK) }) != 0 else { return nil }
+            return Obstacle(path: path, what: "a file this user cannot read (\(Errno(rawValue: errno)))")
+        case .directory:
+            guard abs.withPlatformString({ access($0, R_OK | X_OK) }) != 0 else { return nil }
+            return Obstacle(path: path, what: "a directory this user cannot read (\(Errno(rawValue: errno)))")
+        case .symlink:
+            return nil
+        default:
+            return Obstacle(path: path, what: "a \(stat.kind)")
+        }
+    }
+
     /// Moves the data directory along `changes` (from the tree it holds to a new tree), path by path.
     /// Each path is checked against the baseline right before it is touched: a file that changed
     /// since is left as it is (reported in `localChanges`). A path that cannot be written does not
@@ -115,6 +161,12 @@ extension Store {
         let removals = changes.filter { $0.new == nil }.sorted { $1.path.bytes.lexicographicallyPrecedes($0.path.bytes) }
         for change in removals {
             let entry = index.entry(change.path)
+            if obstacle(at: change.path) != nil {
+                // The path goes from the store; what stands on disk was never ours and stays.
+                unapplied[change.path] = nil
+                try index.remove(change.path)
+                continue
+            }
             if !replace.contains(change.path) && !diskMatches(change.path, change.old, entry: entry) && !diskMatches(change.path, nil, entry: nil) {
                 report.localChanges.append(change.path)
             } else {
@@ -142,6 +194,14 @@ extension Store {
             if diskMatches(change.path, new, entry: nil) {
                 try stage(index, change.path, new)
                 unapplied[change.path] = nil
+                continue
+            }
+            if let obstacle = obstacle(at: change.path) {
+                // Never removed or replaced: the peer's version waits (the store has it) and lands
+                // when the obstacle goes away (`retryUnapplied`).
+                report.failures.append(ApplyFailure(path: change.path, errno: .fileExists, obstacle: obstacle))
+                if unapplied[change.path] == nil { unapplied[change.path] = Self.absent }
+                try index.add(change.path, blob: new.oid, mode: new.mode)
                 continue
             }
             let unappliedOld = unapplied[change.path].map { $0 == Self.absent ? nil : $0 }
@@ -192,6 +252,16 @@ extension Store {
 
     /// Paths an earlier merge could not write, with what the data directory held before.
     public var unappliedPaths: [FilePath] { Array(loadUnapplied().keys) }
+
+    /// The paths the data directory does not hold as the store does because they could not be
+    /// written, each with what stands in the way when that is known (for `status` while stopped,
+    /// and `conflicts`). Looks at each path on disk.
+    public func stuckPaths() -> [ApplyFailure] {
+        loadUnapplied().keys.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }.map { path in
+            if let obstacle = obstacle(at: path) { return ApplyFailure(path: path, errno: .fileExists, obstacle: obstacle) }
+            return ApplyFailure(path: path, errno: .resourceTemporarilyUnavailable)
+        }
+    }
 
     /// Writes one entry at `path` through a short-named temporary beside it, then `rename`.
     /// With `displace`, a file or link already at the path is swapped out atomically and left at the

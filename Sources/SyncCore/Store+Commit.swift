@@ -10,8 +10,9 @@ public struct CommitOutcome: Sendable {
     public var summary: ChangeSummary
     /// Paths whose file changed while it was being read: commit them again in a later batch.
     public var retry: Set<FilePath>
-    /// Special files (FIFOs, sockets, devices) seen for the first time and skipped.
-    public var skipped: [(path: FilePath, kind: FileStat.Kind)]
+    /// Things syncagent does not sync (FIFOs, sockets, devices, files it cannot read) seen for the
+    /// first time and skipped. A tracked path under one is kept as it is, never deleted.
+    public var skipped: [Obstacle]
     /// Changes the rules keep back that were not held before (`syncagent held`).
     public var newlyHeld: [HeldChange] = []
 }
@@ -31,7 +32,7 @@ extension Store {
         try index.read()
         var changes: [(path: FilePath, before: Oid?, after: Oid?)] = []
         var retry: Set<FilePath> = []
-        var skipped: [(path: FilePath, kind: FileStat.Kind)] = []
+        var skipped: [Obstacle] = []
         var newestMtime: Int64?
 
         func unstage(_ path: FilePath) throws(GitError) {
@@ -66,6 +67,16 @@ extension Store {
 
         let unapplied = loadUnapplied()
         var unappliedTouched = false
+        var obstructed: [FilePath: ConflictSide] = [:]
+        /// Something we do not sync stands at `path`: what the store holds there and under it stays
+        /// (its presence is never a deletion) and waits to be written when it goes away.
+        func obstruct(_ obstacle: Obstacle) {
+            if warnedSpecial.insert(obstacle.path).inserted { skipped.append(obstacle) }
+            for entry in [index.entry(obstacle.path)].compactMap({ $0 }) + index.entries(under: obstacle.path)
+            where unapplied[entry.path] == nil {
+                obstructed[entry.path] = Self.absent
+            }
+        }
         // Many files at once (a start-up commit, a bulk copy): hash them on every core first.
         let prehashed = paths.count >= Self.prehashThreshold ? prehash(paths) : [:]
         // Parents sort before their children, so a directory replaced by a file (or the reverse)
@@ -73,6 +84,10 @@ extension Store {
         for path in paths.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
             guard !path.isEmpty, !PathRules.isIgnored(path: path) else { continue }
             guard policy.materializes(path) else { continue }  // this device's own, or not its to hold
+            if let obstacle = obstacle(at: path) {
+                obstruct(obstacle)
+                continue
+            }
             let stat = (try? FileStat.of(data.pushing(path))) ?? nil
             // The rules hold files, not directories: a directory that went away (or came) is
             // handled below, file by file, under the same rules.
@@ -114,6 +129,9 @@ extension Store {
                 case .missing:
                     retry.insert(path)  // it changed kind or went away meanwhile: look again
                     continue
+                case .unreadable:
+                    obstruct(Obstacle(path: path, what: "a file this user cannot read"))
+                    continue
                 case .changedWhileRead:
                     // Its size changed while it was read (appends). Commit the bytes there are now
                     // and read it again in a later batch.
@@ -138,15 +156,17 @@ extension Store {
                     retry.insert(path)
                 }
             default:
-                try unstage(path)
-                if warnedSpecial.insert(path).inserted { skipped.append((path, stat.kind)) }
+                obstruct(Obstacle(path: path, what: "a \(stat.kind)"))  // (obstacle(at:) saw it first, unless it just came)
             }
         }
 
-        if unappliedTouched {
+        if unappliedTouched || !obstructed.isEmpty {
             // The user wrote the path themselves: that is now the change to commit.
             var rest = unapplied
-            for path in paths where rest[path] != nil && !isUnappliedAndUntouched(path, unapplied: unapplied) { rest[path] = nil }
+            for path in paths where rest[path] != nil && obstacle(at: path) == nil && !isUnappliedAndUntouched(path, unapplied: unapplied) {
+                rest[path] = nil
+            }
+            rest.merge(obstructed) { old, _ in old }
             saveUnapplied(rest)
         }
         saveHeld(heldList)

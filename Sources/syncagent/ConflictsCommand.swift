@@ -27,6 +27,14 @@ struct ConflictsCommand: AsyncParsableCommand {
             print(String(decoding: try encoder.encode(records), as: UTF8.self))
             return
         }
+        // Versions this device holds in its store but could not write into the data directory.
+        let stuck = store.stuckPaths()
+        defer {
+            if !stuck.isEmpty {
+                print("\n\(stuck.count) path\(stuck.count == 1 ? "" : "s") not written here (the store keeps the version; it lands by itself):")
+                for failure in stuck { print("    \(failure)") }
+            }
+        }
         if records.isEmpty {
             print(all ? "no conflict records" : "no open conflicts")
             return
