@@ -32,6 +32,28 @@ for i in 1 2 3 4 5 6; do
 done
 log "$during_start of 6 stop signals arrived before the agent finished starting"
 
+# The earliest instant the agent's own code runs (it catches SIGTERM and SIGINT before it parses its
+# arguments: seen as the signals' bits in SigCgt of /proc/PID/status): a stop then still exits 0.
+# (Before that, the dynamic loader is still mapping libraries: no program can catch a signal there.)
+caught_term() { local m; m=$(awk '/^SigCgt:/ {print $2}' "/proc/$AGENT_PID/status" 2>/dev/null) && [ -n "$m" ] && (( (16#$m >> 14) & 1 )); }
+for i in 1 2 3 4; do
+    sig=TERM
+    [ $((i % 2)) = 0 ] || sig=INT
+    RUN_SEQ=$((RUN_SEQ + 1))
+    LOG="$DIR/run-$RUN_SEQ.log"
+    "$SYNCAGENT" run --config "$CONFIG" --log-level info >"$DIR/run-$RUN_SEQ.out" 2>"$LOG" &
+    AGENT_PID=$!
+    STARTED_PIDS+=("$AGENT_PID")
+    n=0
+    until caught_term; do
+        agent_alive || fail "the agent (pid $AGENT_PID) exited before it caught SIGTERM; see $LOG"
+        n=$((n + 1))
+        [ "$n" -lt 20000 ] || fail "the agent never caught SIGTERM"
+    done
+    stop_agent "$sig"
+    : >"$STATE/agent.lock"
+done
+
 run_agent
 wait_until pending_is 0
 wait_until head_matches_data

@@ -1,3 +1,4 @@
+import Agent
 import ArgumentParser
 import Glibc
 import Foundation
@@ -5,6 +6,13 @@ import SyncCore
 
 @main
 struct SyncAgentCommand: AsyncParsableCommand {
+    /// `run` catches SIGTERM and SIGINT before anything else happens (argument parsing included):
+    /// `systemctl stop` right after `start` must end with exit status 0, not the signal's default.
+    static func main() async {
+        if CommandLine.arguments.dropFirst().first(where: { !$0.hasPrefix("-") }) == "run" { StopSignals.catchEarly() }
+        await main(nil)
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "syncagent",
         abstract: "Keeps a data directory in sync through a git store: watches it with inotify and commits every change.",
