@@ -99,6 +99,9 @@ public final class Index {
     /// number of entries returned, not the size of the index.
     public func entries(under path: FilePath) -> [IndexEntry] { indexEntries(handle, under: path) }
 
+    /// Whether any entry lies under directory `path/` other than `except`: O(log entries).
+    public func hasEntries(under path: FilePath, except: FilePath) -> Bool { indexHasEntries(handle, under: path, except: except) }
+
     /// Every entry, in index order.
     public func entries() -> [IndexEntry] {
         (0..<count).compactMap { git_index_get_byindex(handle, $0).map { IndexEntry($0.pointee) } }
@@ -168,6 +171,24 @@ public struct IndexEntry: Sendable, Equatable {
 }
 
 /// Stage-0 entries under `path/` of any libgit2 index, found by binary search.
+func indexHasEntries(_ handle: OpaquePointer, under path: FilePath, except: FilePath) -> Bool {
+    let prefix = path.bytes + [UInt8(ascii: "/")]
+    var position = 0
+    let found = (prefix + [0]).withUnsafeBufferPointer { buf in
+        buf.withMemoryRebound(to: CChar.self) { git_index_find_prefix(&position, handle, $0.baseAddress) }
+    }
+    guard found == 0 else { return false }
+    let count = git_index_entrycount(handle)
+    // The first two entries under the prefix tell: at most one of them is `except`.
+    for i in position..<min(position + 2, count) {
+        guard let ptr = git_index_get_byindex(handle, i) else { break }
+        let entry = IndexEntry(ptr.pointee)
+        guard entry.path.bytes.starts(with: prefix) else { return false }
+        if entry.path != except { return true }
+    }
+    return false
+}
+
 func indexEntries(_ handle: OpaquePointer, under path: FilePath) -> [IndexEntry] {
     let prefix = path.bytes + [UInt8(ascii: "/")]
     var position = 0

@@ -68,6 +68,20 @@ public final class MergeResult {
         try check(rc, "git_index_add(\(path))")
     }
 
+    /// Whether the merged result holds an entry (not conflicted) at `path`.
+    public func hasEntry(_ path: FilePath) -> Bool {
+        path.withPlatformString { git_index_get_bypath(handle, $0, 0) } != nil
+    }
+
+    /// Removes a (not conflicted) entry from the merged result.
+    public func remove(_ path: FilePath) throws(GitError) {
+        let rc = path.withPlatformString { git_index_remove_bypath(handle, $0) }
+        try check(rc, "git_index_remove_bypath(\(path))")
+    }
+
+    /// Whether the merged result has an entry under directory `path/` other than `except`.
+    public func hasEntries(under path: FilePath, except: FilePath) -> Bool { indexHasEntries(handle, under: path, except: except) }
+
     /// Adds a file that neither side had (e.g. a conflict copy written beside the path).
     public func add(_ path: FilePath, blob: Oid, mode: UInt32 = 0o100644) throws(GitError) {
         try settle(path, with: ConflictSide(oid: blob, mode: mode))

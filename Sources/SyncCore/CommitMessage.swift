@@ -50,9 +50,13 @@ public struct ChangeSummary: Sendable, Equatable {
         if !modified.isEmpty { counts.append("\(modified.count) modified") }
         if !deleted.isEmpty { counts.append("\(deleted.count) deleted") }
         if !renamed.isEmpty { counts.append("\(renamed.count) renamed") }
-        var lines = added.map { "added: \($0.display)" } + modified.map { "modified: \($0.display)" }
-            + deleted.map { "deleted: \($0.display)" }
-            + renamed.map { "renamed: \($0.from.display) -> \($0.to.display)" }
+        // An empty directory's marker is shown as the directory ("inbox/").
+        func show(_ path: FilePath) -> String {
+            DirectoryMarker.isMarker(path) ? DirectoryMarker.directory(of: path).display + "/" : path.display
+        }
+        var lines = added.map { "added: \(show($0))" } + modified.map { "modified: \(show($0))" }
+            + deleted.map { "deleted: \(show($0))" }
+            + renamed.map { "renamed: \(show($0.from)) -> \(show($0.to))" }
         let rest = lines.count - limit
         if rest > 0 {
             lines = Array(lines.prefix(limit))

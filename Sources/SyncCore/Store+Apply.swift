@@ -157,6 +157,11 @@ extension Store {
             }
         }
         var unapplied = loadUnapplied()
+        // Directories (their markers) are made or removed between the removals and the additions
+        // of files; directories that keep a marker are never pruned as empty.
+        let markers = changes.filter { DirectoryMarker.isMarker($0.path) }
+        changes.removeAll { DirectoryMarker.isMarker($0.path) }
+        let keptDirectories = Set(markers.filter { $0.new != nil }.map { DirectoryMarker.directory(of: $0.path) })
         // Removals first, deepest first, so a directory can become a file and a file a directory.
         let removals = changes.filter { $0.new == nil }.sorted { $1.path.bytes.lexicographicallyPrecedes($0.path.bytes) }
         for change in removals {
@@ -176,7 +181,7 @@ extension Store {
                     report.removed += 1
                     report.touched.append(change.path)
                     unapplied[change.path] = nil
-                    pruneEmptyParents(of: change.path)
+                    pruneEmptyParents(of: change.path, keeping: keptDirectories)
                 } catch {
                     report.failures.append(ApplyFailure(path: change.path, errno: error))
                     if unapplied[change.path] == nil { unapplied[change.path] = change.old ?? Self.absent }
@@ -184,6 +189,7 @@ extension Store {
             }
             try index.remove(change.path)
         }
+        try applyDirectories(markers, index: index, unapplied: &unapplied, report: &report, keeping: keptDirectories)
         var counter: UInt64 = 0
         var step = 0
         for change in changes.sorted(by: { $0.path.bytes.lexicographicallyPrecedes($1.path.bytes) }) {
@@ -233,6 +239,46 @@ extension Store {
         Durability.flushFileSystem(containing: data)
         if changes.count >= 1000 { onProgress?(Self.mergeTask, changes.count, changes.count) }  // the end of it
         return report
+    }
+
+    /// Makes and removes the directories whose markers these changes add and remove. A directory
+    /// that still holds something (not synced, or not ours) is left; one that cannot be made (a
+    /// file or an obstacle is there) waits like any unwritten path.
+    private func applyDirectories(_ markers: [TreeChange], index: Index, unapplied: inout [FilePath: ConflictSide],
+                                  report: inout ApplyReport, keeping: Set<FilePath>) throws {
+        for change in markers where change.new == nil {
+            let dir = DirectoryMarker.directory(of: change.path)
+            try index.remove(change.path)
+            unapplied[change.path] = nil
+            guard !keeping.contains(dir) else { continue }
+            if (try? FileStat.of(data.pushing(dir)))??.kind == .directory, Files.removeEmptyDirectory(data.pushing(dir)) {
+                report.removed += 1
+                report.touched.append(dir)
+                pruneEmptyParents(of: dir, keeping: keeping)
+            }
+        }
+        for change in markers.sorted(by: { $0.path.bytes.lexicographicallyPrecedes($1.path.bytes) }) {
+            guard let new = change.new else { continue }
+            let dir = DirectoryMarker.directory(of: change.path)
+            do {
+                var prefix = data
+                for component in dir.components {
+                    prefix.append(component)
+                    if let stat = try FileStat.of(prefix), stat.kind != .directory { throw Errno.fileExists }
+                }
+                if try FileStat.of(data.pushing(dir)) == nil {
+                    try Files.makeDirectories(data.pushing(dir))
+                    report.written += 1
+                    report.touched.append(dir)
+                }
+                unapplied[change.path] = nil
+            } catch {
+                let errno = error as? Errno ?? .ioError
+                report.failures.append(ApplyFailure(path: dir, errno: errno, obstacle: obstacle(at: dir)))
+                if unapplied[change.path] == nil { unapplied[change.path] = Self.absent }
+            }
+            try index.add(change.path, blob: new.oid, mode: new.mode)
+        }
     }
 
     /// Tries again the paths an earlier merge could not write. Returns what happened.
@@ -325,6 +371,11 @@ extension Store {
     /// Whether the data directory holds exactly `side` at `path` (nil: no file or link there).
     /// `entry` is the index's record of the path: when its stat data matches, the file is not read.
     func diskMatches(_ path: FilePath, _ side: ConflictSide?, entry: IndexEntry?) -> Bool {
+        if DirectoryMarker.isMarker(path) {
+            // A marker is never on disk: it matches when its directory is (or is not) there.
+            let isDirectory = (try? FileStat.of(data.pushing(DirectoryMarker.directory(of: path))))??.kind == .directory
+            return isDirectory == (side != nil)
+        }
         let abs = data.pushing(path)
         guard let stat = try? FileStat.of(abs) else { return side == nil }
         guard let side else { return stat.kind == .directory }  // a directory is not a lost file
@@ -345,10 +396,10 @@ extension Store {
         }
     }
 
-    func pruneEmptyParents(of path: FilePath) {
+    func pruneEmptyParents(of path: FilePath, keeping: Set<FilePath> = []) {
         var dir = path
         dir.removeLastComponent()
-        while !dir.isEmpty, Files.removeEmptyDirectory(data.pushing(dir)) {
+        while !dir.isEmpty, !keeping.contains(dir), Files.removeEmptyDirectory(data.pushing(dir)) {
             dir.removeLastComponent()
         }
     }

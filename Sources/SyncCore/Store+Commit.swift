@@ -160,6 +160,8 @@ extension Store {
             }
         }
 
+        try updateDirectoryMarkers(index, for: paths, send: send) { changes.append(($0, $1, $2)) }
+
         if unappliedTouched || !obstructed.isEmpty {
             // The user wrote the path themselves: that is now the change to commit.
             var rest = unapplied
@@ -191,6 +193,36 @@ extension Store {
         return CommitOutcome(commit: id, summary: summary, retry: retry, skipped: skipped, newlyHeld: newlyHeld)
     }
 
+    /// Keeps `DirectoryMarker`s true for the directories these changed paths touch: a directory on
+    /// disk with nothing else under it in the index gets one, any other loses it. O(paths x depth).
+    func updateDirectoryMarkers(_ index: Index, for paths: Set<FilePath>, send: Set<FilePath> = [],
+                                change: (FilePath, Oid?, Oid?) -> Void) throws(GitError) {
+        var dirs: Set<FilePath> = []
+        for path in paths where !path.isEmpty { dirs.formUnion(DirectoryMarker.candidates(for: path)) }
+        guard !dirs.isEmpty else { return }
+        var emptyBlob: Oid?
+        // Deepest first: a directory's marker is settled before its parent looks at what it holds.
+        for dir in dirs.sorted(by: { $1.bytes.lexicographicallyPrecedes($0.bytes) }) {
+            guard !PathRules.isIgnored(path: dir) else { continue }
+            let marker = DirectoryMarker.marker(of: dir)
+            guard policy.materializes(marker), send.contains(marker) || policy.holdReason(marker, size: 0) == nil else { continue }
+            let stat: FileStat?
+            do { stat = try FileStat.of(data.pushing(dir)) } catch { continue }  // cannot look: leave it as it is
+            let has = index.entry(marker)
+            let wanted = stat?.kind == .directory && !index.hasEntries(under: dir, except: marker)
+            if wanted, has == nil {
+                let blob: Oid
+                if let emptyBlob { blob = emptyBlob } else { blob = try repo.createBlob([]) }
+                emptyBlob = blob
+                try index.add(marker, blob: blob, mode: 0o100644)
+                change(marker, nil, blob)
+            } else if !wanted, let has {
+                try index.remove(marker)
+                change(marker, has.oid, nil)
+            }
+        }
+    }
+
     /// Every path that differs between the data directory and the index: a full scan, for start-up,
     /// after a lost-events overflow, and for `status` while the agent is stopped.
     public func changedSinceLastCommit() throws(GitError) -> Set<FilePath> {
@@ -200,8 +232,17 @@ extension Store {
         let indexStat = try? FileStat.of(gitDir.appending("index"))
         var changed: Set<FilePath> = []
         var seen: Set<FilePath> = []
+        var directories: [FilePath] = []
+        var withContent: Set<FilePath> = []  // directories that hold something synced
         Directory.walk(data, descend: { dir in !PathRules.isIgnored(path: dir) }) { path, kind in
-            guard kind != .directory, !PathRules.isIgnored(path: path) else { return }
+            guard !PathRules.isIgnored(path: path) else { return }
+            if kind == .directory || kind == .regular || kind == .symlink, policy.materializes(path) {
+                withContent.insert(path.removingLastComponent())
+            }
+            guard kind != .directory else {
+                directories.append(path)
+                return
+            }
             seen.insert(path)
             if seen.count % 2000 == 0 { onProgress?(Self.scanTask, seen.count, nil) }
             guard let entry = index.entry(path),
@@ -211,6 +252,13 @@ extension Store {
                 changed.insert(path)
                 return
             }
+        }
+        // A directory whose marker is not what it should be (see `updateDirectoryMarkers`).
+        for dir in directories {
+            let marker = DirectoryMarker.marker(of: dir)
+            let has = index.entry(marker) != nil
+            if has { seen.insert(marker) }
+            if has == withContent.contains(dir) { changed.insert(dir) }
         }
         for entry in index.entries() where !seen.contains(entry.path) {
             changed.insert(entry.path)

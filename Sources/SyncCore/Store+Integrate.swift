@@ -164,8 +164,12 @@ extension Store {
             book[plan.record.id] = plan.record
             records.append(plan.record)
         }
-        let tree = try merge.writeTree()
-        let changes = try repo.diffTrees(ourTree, tree)
+        var tree = try merge.writeTree()
+        var changes = try repo.diffTrees(ourTree, tree)
+        if try dropStaleMarkers(merge, changes: changes) {
+            tree = try merge.writeTree()
+            changes = try repo.diffTrees(ourTree, tree)
+        }
         try checkSafe(changes, tree: tree, peer: peer)
         let sig = Signature(name: device, email: "\(device)@syncagent", time: now)
         var message = "\(device): merge \(peer)"
@@ -262,6 +266,23 @@ extension Store {
         }
         applied.localChanges.removeAll { heldBack.contains($0) }
         return heldBack
+    }
+
+    /// One side made a directory that the other filled: the merged directory holds files, so its
+    /// `DirectoryMarker` goes (every device merging the same tips drops the same markers). True
+    /// when any went.
+    private func dropStaleMarkers(_ merge: MergeResult, changes: [TreeChange]) throws -> Bool {
+        var dirs: Set<FilePath> = []
+        for change in changes { dirs.formUnion(DirectoryMarker.candidates(for: change.path)) }
+        var dropped = false
+        for dir in dirs {
+            let marker = DirectoryMarker.marker(of: dir)
+            if merge.hasEntry(marker), merge.hasEntries(under: dir, except: marker) {
+                try merge.remove(marker)
+                dropped = true
+            }
+        }
+        return dropped
     }
 
     /// The author email of join commits: a device name never holds a '.', so no device's own.
