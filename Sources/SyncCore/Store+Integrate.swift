@@ -152,12 +152,11 @@ extension Store {
                 try settle(merge, path, take: later.isDirectory ? .directory : .entry(later.entry))
                 continue
             }
-            let pathHex = ConflictRecord.hex(path.bytes)
-            let existing = book.values.first { $0.pathBytes == pathHex && $0.status == .open }
-            let generation = book.values.filter { $0.pathBytes == pathHex && $0.status == .resolved }.count
-            let plan = policy.plan(PathConflict(path: path, base: conflict.ancestor, ours: ourSide, theirs: theirSide),
-                                   existing: existing, generation: generation, now: now,
+            let slot = Self.recordSlot(book, path: path, base: conflict.ancestor)
+            var plan = policy.plan(PathConflict(path: path, base: conflict.ancestor, ours: ourSide, theirs: theirSide),
+                                   existing: slot.existing, generation: slot.generation, now: now,
                                    content: { [repo] id in repo.hasObject(id) ? try? repo.blobData(id) : nil })
+            supersede(&book, by: &plan.record, now: now)
             try settle(merge, path, take: plan.take)
             for copy in plan.copies { try merge.add(copy.path, blob: copy.entry.oid, mode: copy.entry.mode) }
             if let note = plan.note { notes.append(note) }
@@ -240,12 +239,12 @@ extension Store {
             let origin = try repo.origin(of: path, from: theirTip)
             let their = SideVersion(device: origin.author.name, commit: origin.id, time: origin.author.time, entry: theirs)
             guard their.device != device else { continue }
-            let pathHex = ConflictRecord.hex(path.bytes)
-            var plan = policy.plan(PathConflict(path: path, base: base?.mode == 0o040000 ? nil : base, ours: mine, theirs: their),
-                                   existing: book.values.first { $0.pathBytes == pathHex && $0.status == .open },
-                                   generation: book.values.filter { $0.pathBytes == pathHex && $0.status == .resolved }.count,
-                                   now: now, content: { _ in nil })
+            let fileBase = base?.mode == 0o040000 ? nil : base
+            let slot = Self.recordSlot(book, path: path, base: fileBase)
+            var plan = policy.plan(PathConflict(path: path, base: fileBase, ours: mine, theirs: their),
+                                   existing: slot.existing, generation: slot.generation, now: now, content: { _ in nil })
             plan.record.current = device  // the disk holds the local bytes
+            supersede(&book, by: &plan.record, now: now)
             book[plan.record.id] = plan.record
             records.append(plan.record)
         }
@@ -266,6 +265,31 @@ extension Store {
         }
         applied.localChanges.removeAll { heldBack.contains($0) }
         return heldBack
+    }
+
+    /// Where a conflict at `path` with common version `base` goes in the book: its open record
+    /// (the same id on every device), or a new one of the next generation for this base.
+    static func recordSlot(_ book: [String: ConflictRecord], path: FilePath, base: ConflictSide?) -> (existing: ConflictRecord?, generation: Int) {
+        let pathHex = ConflictRecord.hex(path.bytes)
+        let baseHex = base?.oid.hex
+        let generation = book.values.filter { $0.pathBytes == pathHex && $0.status == .resolved && $0.base?.blob == baseHex }.count
+        let id = ConflictRecord.id(path: path, base: base?.oid, generation: generation)
+        return (book[id].flatMap { $0.status == .open ? $0 : nil }, generation)
+    }
+
+    /// A new conflict at a path whose older record is still open here (its news of a resolution
+    /// may not have come yet): the new record takes the older one's versions (nothing is lost, one
+    /// open record per path) and the older one is closed as superseded by it. A resolution of the
+    /// older record made elsewhere then settles only the older one.
+    func supersede(_ book: inout [String: ConflictRecord], by record: inout ConflictRecord, now: Int64) {
+        for (id, var old) in book where id != record.id && old.pathBytes == record.pathBytes && old.status == .open {
+            for version in old.versions where !record.versions.contains(where: { $0.device == version.device }) {
+                record.add(version)
+            }
+            old.markResolved(strategy: "superseded:\(record.id)", by: device, at: now)
+            book[id] = old
+        }
+        book[record.id] = record
     }
 
     /// One side made a directory that the other filled: the merged directory holds files, so its

@@ -93,6 +93,18 @@ public struct ConflictRecord: Codable, Sendable, Equatable {
     /// The id names a path's n-th conflict (`generation`: how many records of that path were already
     /// resolved), so every device that detects a conflict at the path, with any peer and in any
     /// order, names the same record, and the versions of all devices gather in it.
+    /// The id of a conflict at `path` whose common version is `base` (nil: none, both added).
+    /// Every device that meets the same conflict, with any peer and in any order, names the same
+    /// record, so the versions of all devices gather in it; a conflict that arises after another
+    /// was settled has another base (every version since descends from one of that conflict's
+    /// versions), so it is always a new record, whatever order the news of the resolution takes.
+    /// `generation` counts resolved records of this path with this same base (a path whose content
+    /// came back to an old base).
+    public static func id(path: FilePath, base: Oid?, generation: Int) -> String {
+        let text = "path " + hex(path.bytes) + "\nbase " + (base?.hex ?? "-") + "\ngeneration \(generation)\n"
+        return "c-" + String(Oid.hashing(Array(text.utf8)).hex.prefix(12))
+    }
+
     public static func id(path: FilePath, generation: Int) -> String {
         let text = "path " + hex(path.bytes) + "\ngeneration \(generation)\n"
         return "c-" + String(Oid.hashing(Array(text.utf8)).hex.prefix(12))
