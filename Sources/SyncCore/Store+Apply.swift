@@ -411,10 +411,10 @@ extension Store {
     /// Notes, before the data directory is touched, which commit `main` moves to once it is written,
     /// so a killed agent finishes the job at its next start instead of taking half-written files
     /// for local changes.
-    func beginApply(target: Oid, expected: Oid?) {
+    func beginApply(target: Oid, expected: Oid?, peer: String) {
         try? Files.makeDirectories(journalFile.removingLastComponent())
         try? Files.remove(journalFile)
-        try? Files.create(journalFile, bytes: Array("\(target.hex) \(expected?.hex ?? "-")\n".utf8), executable: false)
+        try? Files.create(journalFile, bytes: Array("\(target.hex) \(expected?.hex ?? "-") \(peer)\n".utf8), executable: false)
     }
 
     func endApply() { try? Files.remove(journalFile) }
@@ -425,13 +425,30 @@ extension Store {
         guard let bytes = try? Files.read(journalFile) else { return nil }
         defer { endApply() }
         let parts = String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
-        guard parts.count == 2, let target = Oid(hex: parts[0]), repo.hasObject(target) else { return nil }
+        guard parts.count == 2 || parts.count == 3, let target = Oid(hex: parts[0]), repo.hasObject(target) else { return nil }
         let expected = Oid(hex: parts[1])
+        let peer = parts.count == 3 ? parts[2] : "a peer"
         let head = try head()
         guard head == expected, head != target else { return nil }
         let baseTree = try head.map { id throws in try repo.commit(id).tree }
-        let report = try apply(try repo.diffTrees(baseTree, try repo.commit(target).tree))
-        try moveRef("refs/heads/main", to: target, expected: head, message: "syncagent: finish an interrupted merge")
+        let targetTree = try repo.commit(target).tree
+        var report = try apply(try repo.diffTrees(baseTree, targetTree))
+        guard !report.localChanges.isEmpty else {
+            try moveRef("refs/heads/main", to: target, expected: head, message: "syncagent: finish an interrupted merge")
+            return report
+        }
+        // Files that changed while the merge was being written (before the kill, or since): kept,
+        // each a conflict with the merge's version, as the merge itself would have recorded them.
+        let ourBook = try ConflictBook.load(repo)
+        var book = ourBook
+        var records: [ConflictRecord] = []
+        _ = try commitKeptLocal(&report, target: targetTree, baseTree: baseTree, parents: [target], expected: head,
+                                peer: peer, theirTip: target, book: &book, records: &records,
+                                now: Int64(Date().timeIntervalSince1970),
+                                message: "\(device): finish an interrupted merge of \(peer)")
+        if book != ourBook {
+            try ConflictBook.save(repo, book, device: device, message: "\(device): conflict records of an interrupted merge with \(peer)")
+        }
         return report
     }
 

@@ -96,7 +96,7 @@ extension Store {
         if fastForward {
             let changes = try repo.diffTrees(ourTree, theirTree)
             try checkSafe(changes, tree: theirTree, peer: peer)
-            beginApply(target: theirs, expected: ours)
+            beginApply(target: theirs, expected: ours, peer: peer)
             var applied = try apply(changes)
             defer { endApply() }
             let heldBack = splitHeldBack(&applied)
@@ -182,7 +182,7 @@ extension Store {
         // The records go into the book before the data directory is touched, so a stop (or a
         // kill) after `main` moves can never lose them.
         try ConflictBook.save(repo, book, device: device, message: "\(device): conflict records of a merge with \(peer)")
-        beginApply(target: commit, expected: ours)
+        beginApply(target: commit, expected: ours, peer: peer)
         defer { endApply() }
         var applied = try apply(changes)
         let heldBack = splitHeldBack(&applied)
@@ -201,7 +201,7 @@ extension Store {
     /// Files that changed on disk after the merge was planned were left as they are: their bytes
     /// join the merge result (they are the newest version), and each one whose peer version differs
     /// becomes a conflict record holding both, so neither is lost or silently overridden.
-    private func commitKeptLocal(_ applied: inout ApplyReport, target: Oid, baseTree: Oid?, parents: [Oid], expected: Oid?,
+    func commitKeptLocal(_ applied: inout ApplyReport, target: Oid, baseTree: Oid?, parents: [Oid], expected: Oid?,
                                  peer: String, theirTip: Oid, book: inout [String: ConflictRecord],
                                  records: inout [ConflictRecord], now: Int64, message: String? = nil) throws -> Oid {
         let index = try repo.index()
