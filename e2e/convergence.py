@@ -288,6 +288,17 @@ class Device:
                            capture_output=True, env=env, timeout=120)
         if r.returncode != 0:
             return None, "git add failed: " + r.stderr.decode(errors="replace")[-300:]
+        # An empty directory is kept in the store as an empty `.syncagent-keep` file inside it.
+        markers = []
+        for d, dirs, files in os.walk(self.bdata):
+            if d != self.bdata and not dirs and not files:
+                markers.append(b"100644 e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\t"
+                               + os.path.relpath(d, self.bdata) + b"/.syncagent-keep\0")
+        if markers:
+            r = subprocess.run(["git", "--git-dir=" + self.store, "update-index", "--add", "-z", "--index-info"],
+                               input=b"".join(markers), capture_output=True, env=env, timeout=60)
+            if r.returncode != 0:
+                return None, "git update-index failed: " + r.stderr.decode(errors="replace")[-300:]
         r = subprocess.run(["git", "--git-dir=" + self.store, "write-tree"], capture_output=True, env=env, timeout=60)
         if r.returncode != 0:
             return None, "git write-tree failed: " + r.stderr.decode(errors="replace")[-300:]
@@ -324,6 +335,8 @@ class Device:
         """rel path -> ("file", exec, bytes) | ("link", target) | ("other",); directories are implied."""
         out = {}
         for d, dirs, files in os.walk(self.bdata):
+            if d != self.bdata and not dirs and not files:
+                out[os.path.relpath(d, self.bdata) + b"/"] = ("empty dir",)  # empty directories sync too
             names = list(files) + [x for x in dirs if os.path.islink(os.path.join(d, x))]
             for n in names:
                 p = os.path.join(d, n)
@@ -642,8 +655,9 @@ class Run:
             return None
         p = dev.abs(rel)
         try:
-            if stat.S_ISDIR(os.lstat(p).st_mode):
-                return None
+            m = os.lstat(p).st_mode
+            if stat.S_ISDIR(m) or stat.S_ISFIFO(m):
+                return None  # (opening a FIFO to write would block)
         except FileNotFoundError:
             pass
         mode = 0o755 if exe else 0o644
@@ -806,8 +820,8 @@ class Run:
         entries = files + links
         kind = self.rng.choices(
             ["new", "overwrite", "append", "delete", "rename", "symlink", "file2dir", "dir2file",
-             "odd", "nested", "rmtree", "chmod", "mvdir"],
-            [20, 15, 10, 9, 10, 6, 5, 4, 9, 7, 2, 4, 2])[0]
+             "odd", "nested", "rmtree", "chmod", "mvdir", "mkdir", "fifo"],
+            [20, 15, 10, 9, 10, 6, 5, 4, 9, 7, 2, 4, 2, 4, 2])[0]
         target = self.pick(entries)
         ftarget = self.pick(files)
         dtarget = self.pick(dirs)
@@ -887,6 +901,29 @@ class Run:
             except OSError:
                 return None
             return "chmod %s %s" % ("-x" if m & 0o100 else "+x", show(ftarget))
+        if kind == "mkdir":
+            # an empty directory (maybe nested): it syncs like a file
+            rel = self.rand_path(depth=self.rng.randrange(1, 3))
+            try:
+                os.makedirs(dev.abs(rel))
+            except OSError as e:
+                self.note("mkdir skipped: %s" % e)
+                return None
+            return "mkdir %s" % show(rel)
+        if kind == "fifo":
+            # something syncagent does not sync, maybe where a peer's file must go: never a deletion,
+            # never replaced; every FIFO goes before a quiescence check (then what it blocked lands)
+            rel = self.rand_path()
+            p = dev.abs(rel)
+            if os.path.lexists(p):
+                return None
+            try:
+                self.ensure_parent(dev, rel)
+                os.mkfifo(p)
+            except OSError as e:
+                self.note("mkfifo skipped: %s" % e)
+                return None
+            return "mkfifo %s" % show(rel)
         if kind == "mvdir":
             if dtarget is None:
                 return None
@@ -1118,12 +1155,13 @@ class Run:
         r = d.git("ls-tree", "-r", "-z", "--full-tree", "HEAD")
         if r.returncode != 0:
             return "%s: no HEAD tree: %s" % (d.name, r.stderr.decode(errors="replace")[-200:])
-        have = {k: v for k, v in self.parse_entries(r.stdout, True).items() if self.holds(d, k)}
+        marker = b"/.syncagent-keep"
+        have = {k: v for k, v in self.parse_entries(r.stdout, True).items() if self.holds(d, k) and not k.endswith(marker)}
         r = subprocess.run(["git", "--git-dir=" + d.store, "ls-files", "-s", "-z"], capture_output=True,
                            env=d.scratch_env(), timeout=60)
         if r.returncode != 0:
             return "%s: git ls-files failed: %s" % (d.name, r.stderr.decode(errors="replace")[-200:])
-        want = {k: v for k, v in self.parse_entries(r.stdout, False).items() if self.holds(d, k)}
+        want = {k: v for k, v in self.parse_entries(r.stdout, False).items() if self.holds(d, k) and not k.endswith(marker)}
         if have == want:
             return None
         diffs = []
@@ -1136,7 +1174,21 @@ class Run:
     def mains_snapshot(self):
         return {d.name: d.main() for d in self.devices}
 
+    def clear_obstacles(self):
+        """Removes every FIFO the run made: what they kept out must land by itself."""
+        for d in self.devices:
+            for top, dirs, files in os.walk(d.bdata):
+                for n in files:
+                    p = os.path.join(top, n)
+                    try:
+                        if stat.S_ISFIFO(os.lstat(p).st_mode):
+                            os.unlink(p)
+                            self.note("%s: removed the FIFO %s" % (d.name, show(os.path.relpath(p, d.bdata))))
+                    except OSError:
+                        pass
+
     def wait_quiescent(self, what):
+        self.clear_obstacles()
         t0 = time.monotonic()
         deadline = t0 + self.args.timeout
         problem = None
