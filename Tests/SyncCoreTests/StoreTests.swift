@@ -134,10 +134,59 @@ final class StoreFixture {
         try f.write("real.txt", "real")
         let out = try f.store.commit(paths: ["pipe", ".notes.txt.swp", "notes.txt~", "4913", "real.txt"])
         #expect(out.skipped.map(\.path) == ["pipe"])
-        #expect(out.skipped.first?.kind == .fifo)
+        #expect(out.skipped.first?.what == "a FIFO")
         #expect(try f.headContents() == ["real.txt": "real"])
         // Reported again: no second warning.
         #expect(try f.store.commit(paths: ["pipe"]).skipped.isEmpty)
+    }
+
+    /// Issue 18.1: a FIFO where a tracked file was is not its deletion; the file waits to be
+    /// written back (unapplied) and nothing else is committed.
+    @Test func obstacleAtATrackedPathIsNoDeletion() throws {
+        let f = try StoreFixture()
+        try f.write("x", "tracked")
+        _ = try f.store.commit(paths: ["x"])
+        try FileManager.default.removeItem(atPath: f.data.appending("x").string)
+        #expect(mkfifo(f.data.appending("x").string, 0o644) == 0)
+        let out = try f.store.commit(paths: ["x"])
+        #expect(out.commit == nil)
+        #expect(out.skipped.map(\.path) == ["x"])
+        #expect(try f.headContents() == ["x": "tracked"])
+        #expect(f.store.unappliedPaths == ["x"])
+        #expect(try f.store.changedSinceLastCommit().filter { f.store.stuckPaths().map(\.path).contains($0) == false }.isEmpty)
+        // The FIFO goes: the store's version is written back, nothing is deleted.
+        try FileManager.default.removeItem(atPath: f.data.appending("x").string)
+        #expect(try f.store.commit(paths: ["x"]).commit == nil)
+        let report = try f.store.retryUnapplied()
+        #expect(report.written == 1)
+        #expect(try String(contentsOfFile: f.data.appending("x").string, encoding: .utf8) == "tracked")
+        #expect(f.store.unappliedPaths.isEmpty)
+    }
+
+    /// Issue 18.2: an empty directory is a `.syncagent-keep` marker in the tree, never on disk; it
+    /// goes when a file comes in and comes back when the directory is emptied; a full scan agrees.
+    @Test func emptyDirectoriesAreMarkers() throws {
+        let f = try StoreFixture()
+        try FileManager.default.createDirectory(atPath: f.data.appending("inbox/deep").string, withIntermediateDirectories: true)
+        _ = try f.store.commit(paths: ["inbox", "inbox/deep"])
+        #expect(try f.headContents() == ["inbox/deep/.syncagent-keep": ""])
+        #expect(try f.store.changedSinceLastCommit().isEmpty)
+        try f.write("inbox/deep/a.txt", "a")
+        _ = try f.store.commit(paths: ["inbox/deep/a.txt"])
+        #expect(try f.headContents() == ["inbox/deep/a.txt": "a"])
+        try FileManager.default.removeItem(atPath: f.data.appending("inbox/deep/a.txt").string)
+        _ = try f.store.commit(paths: ["inbox/deep/a.txt"])
+        #expect(try f.headContents() == ["inbox/deep/.syncagent-keep": ""])
+        #expect(!FileManager.default.fileExists(atPath: f.data.appending("inbox/deep/.syncagent-keep").string))
+        // made while stopped: the scan reports it, and its commit adds the marker
+        try FileManager.default.createDirectory(atPath: f.data.appending("later").string, withIntermediateDirectories: true)
+        let changed = try f.store.changedSinceLastCommit()
+        #expect(changed == ["later"])
+        _ = try f.store.commit(paths: changed)
+        #expect(try f.headContents()["later/.syncagent-keep"] == "")
+        try FileManager.default.removeItem(atPath: f.data.appending("inbox").string)
+        _ = try f.store.commit(paths: try f.store.changedSinceLastCommit())
+        #expect(try f.headContents() == ["later/.syncagent-keep": ""])
     }
 
     @Test func fullScanFindsWhatChangedWhileStopped() throws {
