@@ -188,6 +188,7 @@ extension Store {
                 dest = FilePath(bytes: target.bytes + [UInt8(ascii: "/")] + rel)
                 try Files.makeDirectories(dest.removingLastComponent())
             }
+            if DirectoryMarker.isMarker(path) { continue }  // an empty directory: made above, no file
             if try FileStat.of(dest) != nil {
                 throw StoreError(path: dest, message: "\(dest.display) already exists", hint: "choose a --to path that does not exist yet; nothing was overwritten")
             }
