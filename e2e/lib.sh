@@ -281,13 +281,16 @@ head_blob_is() { g cat-file blob "HEAD:$1" 2>/dev/null | cmp -s - "$2"; }
 # head_file_matches PATH: HEAD:PATH holds exactly the bytes of $DATA/PATH.
 head_file_matches() { head_blob_is "$1" "$DATA/$1"; }
 
-# expected_tree: the tree plain git makes of the data directory (files, links, modes, bytes).
+# expected_tree: the tree plain git makes of the data directory (files, links, modes, bytes), with
+# an empty `.syncagent-keep` in every empty directory (how the store keeps empty directories).
 # Only meaningful when the data dir holds no names the agent ignores and no FIFOs.
 expected_tree() {
     local idx="$T/expected.index"
     rm -f "$idx"
     GIT_INDEX_FILE="$idx" git --git-dir="$STORE" --work-tree="$DATA" -c core.excludesFile=/dev/null \
         add -A --force . >/dev/null 2>&1 || return 1
+    (cd "$DATA" && find . -mindepth 1 -type d -empty -printf '100644 e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\t%P/.syncagent-keep\0') \
+        | GIT_INDEX_FILE="$idx" git --git-dir="$STORE" update-index --add -z --index-info || return 1
     GIT_INDEX_FILE="$idx" git --git-dir="$STORE" write-tree
 }
 
@@ -437,6 +440,8 @@ import os, stat, sys
 def snap(root):
     out = {}
     for d, dirs, files in os.walk(root.encode()):
+        if d != root.encode() and not dirs and not files:
+            out[os.path.relpath(d, root.encode()) + b"/"] = ("empty dir",)  # empty directories sync too
         for n in files + [x for x in dirs if os.path.islink(os.path.join(d, x))]:
             p = os.path.join(d, n); st = os.lstat(p); rel = os.path.relpath(p, root.encode())
             if stat.S_ISLNK(st.st_mode): out[rel] = ("link", os.readlink(p))
