@@ -501,7 +501,11 @@ actor SyncEngine {
 
     func status(pending: Int, peers: [String: PeerLedger.Entry], measureStore: Bool = true) -> StatusReport {
         var ledger = self.ledger
-        for (name, entry) in peers { ledger.peers[name] = entry }
+        for (name, entry) in peers {
+            var live = entry  // the live view, with when it was last noted
+            live.lastChecked = live.lastChecked ?? ledger.peers[name]?.lastChecked
+            ledger.peers[name] = live
+        }
         return StatusBuilder.report(config: config, store: store, running: true, pid: getpid(),
                                     pending: pending + inFlight, ledger: ledger,
                                     problems: problems.sorted { $0.key < $1.key }.map(\.value),
