@@ -58,7 +58,8 @@ start_device watch
 printf 'tracked\n' >"$T/tracked.want"
 cp "$T/tracked.want" "$(data_of watch)/tracked.txt"
 wait_until same_file phone tracked.txt "$T/tracked.want"
-rm "$(data_of watch)/tracked.txt"; mkfifo "$(data_of watch)/tracked.txt"
+# (renamed over it in one step: an rm, then a mkfifo later than the debounce, is a real deletion)
+mkfifo "$T/fifo"; mv "$T/fifo" "$(data_of watch)/tracked.txt"
 printf 'after the fifo\n' >"$(data_of watch)/later.txt"
 wait_until same_file phone later.txt "$(data_of watch)/later.txt"
 same_file phone tracked.txt "$T/tracked.want" || fail "the FIFO in place of tracked.txt deleted it on the phone"
