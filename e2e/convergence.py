@@ -1233,6 +1233,8 @@ class Run:
             for rel, v in d.snapshot().items():
                 if v[0] == "other" or v[0] == "vanished":
                     raise Failure("%s: %s is neither a file nor a link (%s)" % (d.name, show(rel), v[0]))
+                if v[0] == "empty dir":
+                    continue  # directories come and go with the files (mkdir, renames, deletions)
                 if rel not in self.known and not CONFLICT_COPY.search(rel):
                     raise Failure("%s: %s is in the data directory, but no device ever wrote it (agent litter?) (%s)" % (d.name, show(rel), phase))
         # nothing lost
