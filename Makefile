@@ -38,10 +38,17 @@ bench: build
 demo: build
 	bash Samples/demo.sh
 
+# The whole reconciliation table (e2e/reconcile_table.py): every ancestor x phone x watch state at
+# one path, absent, files, links, directories, FIFOs and unreadable ones (500 rows), in both merge
+# orders (~12 minutes on two loaded cores). `make e2e` runs its short table (test_reconcile_table).
+.PHONY: soak-reconcile
+soak-reconcile: build
+	FULL=1 bash e2e/test_reconcile_table.sh
+
 # The long randomized convergence run (e2e/convergence.py): SEED, ROUNDS, DEVICES (3..5) and
 # TOPOLOGY (mesh|star) come from make variables or the environment. A failing seed belongs in
 # e2e/convergence-seeds.txt, which `make e2e` replays (e2e/test_convergence.sh).
-soak: build
+soak: build soak-reconcile
 	python3 e2e/convergence.py --binary $(BIN) --seed $${SEED:-$$(date +%s)} --rounds $${ROUNDS:-20} \
 		--devices $${DEVICES:-4} --topology $${TOPOLOGY:-mesh}
 
