@@ -3,7 +3,7 @@ SWIFT ?= swift
 BIN := $(CURDIR)/.build/release/syncagent
 export SYNCAGENT := $(BIN)
 
-.PHONY: all deps build test unit e2e bench demo soak clean install uninstall man
+.PHONY: all deps build test unit e2e bench demo soak soak-transfer clean install uninstall man
 
 all: build
 
@@ -48,9 +48,18 @@ soak-reconcile: build
 # The long randomized convergence run (e2e/convergence.py): SEED, ROUNDS, DEVICES (3..5) and
 # TOPOLOGY (mesh|star) come from make variables or the environment. A failing seed belongs in
 # e2e/convergence-seeds.txt, which `make e2e` replays (e2e/test_convergence.sh).
+# Then the long transfer matrix (soak-transfer).
 soak: build soak-reconcile
 	python3 e2e/convergence.py --binary $(BIN) --seed $${SEED:-$$(date +%s)} --rounds $${ROUNDS:-20} \
 		--devices $${DEVICES:-4} --topology $${TOPOLOGY:-mesh}
+	$(SOAK_TRANSFER)
+
+# Phone -> watch over every transport (path, file://, git daemon, ssh, http, hub) with the heaviest
+# content on every row: 12,000 random files and big blobs around every limit (~140 MiB), then a
+# second heavy batch while the phones pack the first (several minutes). `make e2e` runs the short form.
+SOAK_TRANSFER = FULL=1 bash e2e/test_transfer_matrix.sh
+soak-transfer: build
+	$(SOAK_TRANSFER)
 
 # `make install` (PREFIX, default /usr/local; PREFIX=~/.local for one user; DESTDIR for packaging):
 # the binary, the man pages (swift-argument-parser's generate-manual plugin), bash/zsh/fish
