@@ -1041,6 +1041,10 @@ class Run:
             # directory on the excluded device: check_invariants sees that it holds nothing there)
             devs = [d for d in self.devices if self.holds(d, k)] if self.policy else self.devices
             vals = [snaps[d.name].get(k) for d in devs]
+            if self.policy and k.endswith(b"/"):
+                # --policy: empty directories are not compared (a directory holding only a device's
+                # `never` paths, or the devices rule's directory, is empty on some devices only)
+                continue
             if all(v == vals[0] for v in vals):
                 continue
             out.append("%s: %s" % (show(k), ", ".join("%s=%s" % (d.name, self.describe_entry(v))

@@ -75,7 +75,19 @@ extension Store {
         do { stat = try FileStat.of(abs) } catch {
             return Obstacle(path: path, what: "a directory above it that this user cannot enter (\(error))")
         }
-        guard let stat else { return nil }
+        guard let stat else {
+            // Absent, or a directory above it is no longer one: a FIFO (or the like) standing where
+            // the directory was keeps out everything under it, as it keeps out the path itself.
+            var prefix = FilePath("")
+            for component in path.components.dropLast() {
+                prefix.append(component)
+                guard let above = (try? FileStat.of(data.pushing(prefix))) ?? nil else { return nil }
+                if above.kind == .directory { continue }
+                if above.isStorable { return nil }  // a file or link there now: a real change
+                return Obstacle(path: path, what: "a \(above.kind) at \(prefix.display), where a directory was")
+            }
+            return nil
+        }
         switch stat.kind {
         case .regular:
             guard abs.withPlatformString({ access($0, R_OK) }) != 0 else { return nil }

@@ -206,6 +206,9 @@ extension Store {
             guard !PathRules.isIgnored(path: dir) else { continue }
             let marker = DirectoryMarker.marker(of: dir)
             guard policy.materializes(marker), send.contains(marker) || policy.holdReason(marker, size: 0) == nil else { continue }
+            // Something that is not a directory we can read stands there (a FIFO, an unreadable
+            // directory), or a file is still tracked at the path: its marker stays as it is.
+            guard index.entry(dir) == nil, obstacle(at: dir) == nil else { continue }
             let stat: FileStat?
             do { stat = try FileStat.of(data.pushing(dir)) } catch { continue }  // cannot look: leave it as it is
             let has = index.entry(marker)

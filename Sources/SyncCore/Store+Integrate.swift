@@ -142,7 +142,8 @@ extension Store {
         let policy = ConflictPolicy(device: device, rules: rules, resolvers: resolvers)
         var records: [ConflictRecord] = []
         var notes: [String] = []
-        for conflict in merge.conflicts {
+        let conflicts = merge.conflicts
+        for conflict in conflicts {
             let path = conflict.path
             let ourSide = try side(of: path, tip: ours, tree: ourTree)
             let theirSide = try side(of: path, tip: theirs, tree: theirTree)
@@ -160,6 +161,26 @@ extension Store {
             try settle(merge, path, take: plan.take)
             for copy in plan.copies { try merge.add(copy.path, blob: copy.entry.oid, mode: copy.entry.mode) }
             if let note = plan.note { notes.append(note) }
+            book[plan.record.id] = plan.record
+            records.append(plan.record)
+        }
+        // libgit2 1.5 can drop a file one side made where the other side made (or filled) a
+        // directory, with no conflict entry (seen when the base held the directory empty): every
+        // version either side made must survive, so such a path becomes the type-changed conflict
+        // it is (the directory keeps the path, the file goes beside it, one record).
+        let conflicted = Set(conflicts.map(\.path))
+        for path in try filesLostToDirectories(merge, ours: ours, theirs: theirs, ourTree: ourTree, theirTree: theirTree)
+        where !conflicted.contains(path) {
+            let ourSide = try side(of: path, tip: ours, tree: ourTree)
+            let theirSide = try side(of: path, tip: theirs, tree: theirTree)
+            guard ourSide.device != theirSide.device || ourSide.isDirectory != theirSide.isDirectory else { continue }
+            let slot = Self.recordSlot(book, path: path, base: nil)
+            var plan = policy.plan(PathConflict(path: path, base: nil, ours: ourSide, theirs: theirSide),
+                                   existing: slot.existing, generation: slot.generation, now: now,
+                                   content: { [repo] id in repo.hasObject(id) ? try? repo.blobData(id) : nil })
+            supersede(&book, by: &plan.record, now: now)
+            if merge.hasEntry(path) { try merge.remove(path) }
+            for copy in plan.copies { try merge.add(copy.path, blob: copy.entry.oid, mode: copy.entry.mode) }
             book[plan.record.id] = plan.record
             records.append(plan.record)
         }
@@ -290,6 +311,24 @@ extension Store {
             book[id] = old
         }
         book[record.id] = record
+    }
+
+    /// Paths where one side made or changed a file (or link) since the merge base, and the merged
+    /// result holds a directory there, with no conflict. Costs the two sides' changes.
+    private func filesLostToDirectories(_ merge: MergeResult, ours: Oid, theirs: Oid, ourTree: Oid, theirTree: Oid) throws -> [FilePath] {
+        let baseTree = try repo.mergeBase(ours, theirs).map { id throws in try repo.commit(id).tree }
+        var lost: Set<FilePath> = []
+        for tree in [ourTree, theirTree] {
+            for change in try repo.diffTrees(baseTree, tree) {
+                guard let new = change.new, new.mode != 0o040000, !DirectoryMarker.isMarker(change.path) else { continue }
+                // (The merged index may even hold the file and the directory's files together;
+                // writing its tree then keeps only the directory.)
+                if merge.hasEntries(under: change.path, except: change.path) {
+                    lost.insert(change.path)
+                }
+            }
+        }
+        return lost.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
     }
 
     /// One side made a directory that the other filled: the merged directory holds files, so its
