@@ -155,7 +155,8 @@ def classify(anc, p, w):
     if etype(p) != etype(w):
         return {"type-changed"}
     if etype(p) != etype(anc):
-        return {"type-changed", "both-modified"}
+        # (a directory replaced by files on both sides: git's base for x is no file: both-added)
+        return {"type-changed", "both-modified", "both-added"}
     return {"both-modified"}
 
 
@@ -179,6 +180,22 @@ def reconcile(anc, p, w, path):
         return [w], []
     if w == anc:
         return [p], []
+    # Per-file semantics (git's, and the agent's by design; README "Conflicts"):
+    # - the executable bit merges apart from the bytes: one side's mode change and the other's
+    #   byte change both apply; two different modes with the same bytes: the executable bit wins;
+    if etype(p) == "file" and etype(w) == "file" and (anc is None or etype(anc) == "file"):
+        am, ab = (anc[1], anc[2]) if anc else (None, None)
+        mode = p[1] if w[1] == am else w[1] if p[1] == am else ("100755" if "100755" in (p[1], w[1]) else p[1])
+        if p[2] == w[2]:
+            return [("file", mode, p[2])], []
+        if anc is not None and p[2] == ab:
+            return [("file", mode, w[2])], []
+        if anc is not None and w[2] == ab:
+            return [("file", mode, p[2])], []
+    # - a change against a deletion where a directory is involved (the ancestor or the change is a
+    #   directory): the change wins on both disks, and no record is made (each file is its own path).
+    if (p is None or w is None) and "dir" in (etype(anc), etype(p), etype(w)):
+        return [p if w is None else w], []
     kinds = classify(anc, p, w)
     if p is None:
         return [w], [(path, kinds)]

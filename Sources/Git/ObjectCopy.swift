@@ -58,6 +58,12 @@ extension Repository {
     }
 }
 
+/// The pack builder's progress callback, as an object a C callback can reach.
+private final class PackTicker {
+    let tick: () -> Bool
+    init(_ tick: @escaping () -> Bool) { self.tick = tick }
+}
+
 private struct ObjectCopier: ~Copyable {
     let source: Repository
     let target: Repository
@@ -152,6 +158,16 @@ private struct ObjectCopier: ~Copyable {
         try check(git_packbuilder_new(&builder, batch.repo), "git_packbuilder_new")
         defer { git_packbuilder_free(builder) }
         git_packbuilder_set_threads(builder, 1)
+        // Writing a big batch takes seconds (libgit2 looks for deltas): it reports progress, so a
+        // silence timeout above never takes it for a dead peer, and a cancel stops it.
+        let progress = self.progress, snapshot = self.report
+        let ticker = PackTicker { progress(snapshot) }
+        let payload = Unmanaged.passRetained(ticker).toOpaque()
+        defer { Unmanaged<PackTicker>.fromOpaque(payload).release() }
+        git_packbuilder_set_callbacks(builder, { _, _, _, payload in
+            guard let payload else { return 0 }
+            return Unmanaged<PackTicker>.fromOpaque(payload).takeUnretainedValue().tick() ? 0 : -1
+        }, payload)
         for id in batchIds {
             var raw = id.raw
             try check(git_packbuilder_insert(builder, &raw, nil), "git_packbuilder_insert(\(id)) from the batch")

@@ -83,7 +83,12 @@ extension Store {
                 prefix.append(component)
                 guard let above = (try? FileStat.of(data.pushing(prefix))) ?? nil else { return nil }
                 if above.kind == .directory { continue }
-                if above.isStorable { return nil }  // a file or link there now: a real change
+                if above.kind == .symlink { return nil }  // a link there now: a real change
+                if above.kind == .regular {
+                    // a file there now: a real change, unless this user cannot read it
+                    let readable = data.pushing(prefix).withPlatformString { access($0, R_OK) } == 0
+                    return readable ? nil : Obstacle(path: path, what: "a file this user cannot read at \(prefix.display), where a directory was")
+                }
                 return Obstacle(path: path, what: "a \(above.kind) at \(prefix.display), where a directory was")
             }
             return nil

@@ -157,7 +157,6 @@ extension Store {
             var plan = policy.plan(PathConflict(path: path, base: conflict.ancestor, ours: ourSide, theirs: theirSide),
                                    existing: slot.existing, generation: slot.generation, now: now,
                                    content: { [repo] id in repo.hasObject(id) ? try? repo.blobData(id) : nil })
-            supersede(&book, by: &plan.record, now: now)
             try settle(merge, path, take: plan.take)
             for copy in plan.copies { try merge.add(copy.path, blob: copy.entry.oid, mode: copy.entry.mode) }
             if let note = plan.note { notes.append(note) }
@@ -178,7 +177,6 @@ extension Store {
             var plan = policy.plan(PathConflict(path: path, base: nil, ours: ourSide, theirs: theirSide),
                                    existing: slot.existing, generation: slot.generation, now: now,
                                    content: { [repo] id in repo.hasObject(id) ? try? repo.blobData(id) : nil })
-            supersede(&book, by: &plan.record, now: now)
             if merge.hasEntry(path) { try merge.remove(path) }
             for copy in plan.copies { try merge.add(copy.path, blob: copy.entry.oid, mode: copy.entry.mode) }
             book[plan.record.id] = plan.record
@@ -265,7 +263,6 @@ extension Store {
             var plan = policy.plan(PathConflict(path: path, base: fileBase, ours: mine, theirs: their),
                                    existing: slot.existing, generation: slot.generation, now: now, content: { _ in nil })
             plan.record.current = device  // the disk holds the local bytes
-            supersede(&book, by: &plan.record, now: now)
             book[plan.record.id] = plan.record
             records.append(plan.record)
         }
@@ -288,29 +285,14 @@ extension Store {
         return heldBack
     }
 
-    /// Where a conflict at `path` with common version `base` goes in the book: its open record
-    /// (the same id on every device), or a new one of the next generation for this base.
+    /// Where a conflict at `path` goes in the book: the path's open record (its versions join it),
+    /// or a new one named by how many records of the path were resolved before. (The common version
+    /// is not part of the name: devices that merge through different pairs can see different
+    /// common versions of one dispute, and it must stay one record.)
     static func recordSlot(_ book: [String: ConflictRecord], path: FilePath, base: ConflictSide?) -> (existing: ConflictRecord?, generation: Int) {
         let pathHex = ConflictRecord.hex(path.bytes)
-        let baseHex = base?.oid.hex
-        let generation = book.values.filter { $0.pathBytes == pathHex && $0.status == .resolved && $0.base?.blob == baseHex }.count
-        let id = ConflictRecord.id(path: path, base: base?.oid, generation: generation)
-        return (book[id].flatMap { $0.status == .open ? $0 : nil }, generation)
-    }
-
-    /// A new conflict at a path whose older record is still open here (its news of a resolution
-    /// may not have come yet): the new record takes the older one's versions (nothing is lost, one
-    /// open record per path) and the older one is closed as superseded by it. A resolution of the
-    /// older record made elsewhere then settles only the older one.
-    func supersede(_ book: inout [String: ConflictRecord], by record: inout ConflictRecord, now: Int64) {
-        for (id, var old) in book where id != record.id && old.pathBytes == record.pathBytes && old.status == .open {
-            for version in old.versions where !record.versions.contains(where: { $0.device == version.device }) {
-                record.add(version)
-            }
-            old.markResolved(strategy: "superseded:\(record.id)", by: device, at: now)
-            book[id] = old
-        }
-        book[record.id] = record
+        return (book.values.first { $0.pathBytes == pathHex && $0.status == .open },
+                book.values.filter { $0.pathBytes == pathHex && $0.status == .resolved }.count)
     }
 
     /// Paths where one side made or changed a file (or link) since the merge base, and the merged

@@ -40,7 +40,7 @@ struct ConflictsCommand: AsyncParsableCommand {
             return
         }
         for r in records {
-            let versions = r.versions.map { "\($0.device)\($0.blob == nil ? " (deleted)" : "") \($0.time)" }.joined(separator: ", ")
+            let versions = r.versions.map { "\($0.device)\($0.isDirectory ? " (directory)" : $0.blob == nil ? " (deleted)" : "") \($0.time)" }.joined(separator: ", ")
             print("\(r.id)  \(r.status.rawValue)  \(r.kind.rawValue)  \(r.path)")
             print("    versions: \(versions); data holds: \(r.current ?? "-")")
             if let res = r.resolution { print("    resolved: \(res.strategy) by \(res.by) at \(res.at)") }

@@ -93,21 +93,19 @@ public struct ConflictRecord: Codable, Sendable, Equatable {
     /// The id names a path's n-th conflict (`generation`: how many records of that path were already
     /// resolved), so every device that detects a conflict at the path, with any peer and in any
     /// order, names the same record, and the versions of all devices gather in it.
-    /// The id of a conflict at `path` whose common version is `base` (nil: none, both added).
-    /// Every device that meets the same conflict, with any peer and in any order, names the same
-    /// record, so the versions of all devices gather in it; a conflict that arises after another
-    /// was settled has another base (every version since descends from one of that conflict's
-    /// versions), so it is always a new record, whatever order the news of the resolution takes.
-    /// `generation` counts resolved records of this path with this same base (a path whose content
-    /// came back to an old base).
-    public static func id(path: FilePath, base: Oid?, generation: Int) -> String {
-        let text = "path " + hex(path.bytes) + "\nbase " + (base?.hex ?? "-") + "\ngeneration \(generation)\n"
-        return "c-" + String(Oid.hashing(Array(text.utf8)).hex.prefix(12))
-    }
-
     public static func id(path: FilePath, generation: Int) -> String {
         let text = "path " + hex(path.bytes) + "\ngeneration \(generation)\n"
         return "c-" + String(Oid.hashing(Array(text.utf8)).hex.prefix(12))
+    }
+
+    /// The device whose version the data directories hold while the record is open: with a
+    /// directory among the versions, the directory keeps the path (the latest directory version);
+    /// otherwise the winner.
+    public var holdingDevice: String? {
+        if let dir = versions.filter(\.isDirectory).max(by: { ($0.time, $0.device) < ($1.time, $1.device) }) {
+            return dir.device
+        }
+        return winningVersion?.device
     }
 
     /// The version every device holds while the record is open (see `winner`).
@@ -194,7 +192,7 @@ public struct ConflictRecord: Codable, Sendable, Equatable {
             let second = first == a ? b : a
             for v in second.versions { first.add(v) }
             if first.kind != second.kind, second.kind == .typeChanged || first.kind == .typeChanged { first.kind = .typeChanged }
-            first.current = first.winningVersion?.device
+            first.current = first.holdingDevice
             return first
         case (_?, nil): return a
         case (nil, _?): return b

@@ -81,12 +81,12 @@ public struct ConflictPolicy {
 
     /// - Parameters:
     ///   - existing: the open record of this path in the merged books, if any: the new versions join it.
-    ///   - generation: how many records of this path with this base are resolved already (names a new record).
+    ///   - generation: how many records of this path are resolved already (names a new record).
     ///   - content: the bytes of a blob, nil when this device does not have it.
     public func plan(_ c: PathConflict, existing: ConflictRecord?, generation: Int, now: Int64,
                      content: (Oid) -> [UInt8]?) -> PathPlan {
         var record = existing ?? ConflictRecord(
-            id: ConflictRecord.id(path: c.path, base: c.base?.oid, generation: generation), path: c.path.display,
+            id: ConflictRecord.id(path: c.path, generation: generation), path: c.path.display,
             pathBytes: ConflictRecord.hex(c.path.bytes), kind: Self.kind(c), status: .open,
             detectedAt: ISOTime.string(now), detectedBy: device, base: c.base.map { .init(blob: $0.oid.hex) },
             versions: [], current: nil, resolution: nil)
@@ -102,7 +102,7 @@ public struct ConflictPolicy {
                 guard !v.isDirectory, let entry = Self.entry(of: v) else { return nil }
                 return .init(path: Self.copyPath(c.path, device: v.device, time: ISOTime.seconds(v.time)), entry: entry)
             }
-            record.current = record.versions.filter(\.isDirectory).max { ($0.time, $0.device) < ($1.time, $1.device) }?.device
+            record.current = record.holdingDevice
             return PathPlan(take: .directory, copies: copies, record: record, note: nil)
         }
 
