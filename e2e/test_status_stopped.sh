@@ -75,3 +75,19 @@ wait_converged
 assert_eq 1 "$(on watch status_field conflicts open)" "watch's conflicts.open after everything restarted"
 stop_device watch
 stop_device phone
+
+# ---- issue 18.6: a stopped status shows what a running agent would ----------------------------------
+# Deletions the next start will hold (more than half of the tracked files at once), and when the
+# agent last tried each peer.
+assert_ne null "$(peer_get phone watch lastChecked)" "phone's lastChecked of the watch while stopped"
+for i in $(seq 1 30); do printf '%s\n' "$i" >"$(data_of phone)/bulk-$i.txt"; done
+start_device phone
+wait_until on phone head_has bulk-30.txt
+stop_device phone
+rm "$(data_of phone)"/bulk-*.txt
+problems=$(on phone status_field problems)
+assert_contains "$problems" "send --deletes" "the stopped phone's problems (deletions the next start holds)"
+# the data directory gone while stopped: said too
+mv "$(data_of phone)" "$T/phone-data.away"
+assert_contains "$(on phone status_field problems)" "is gone" "the stopped phone's problems (no data directory)"
+mv "$T/phone-data.away" "$(data_of phone)"

@@ -68,6 +68,13 @@ public enum StatusBuilder {
         var problems: [String] = []
         var store: Store?
         var pending: Int?
+        guard (try? FileStat.of(config.data))??.kind == .directory else {
+            // The store cannot be opened onto a data directory that is not there: say that, not
+            // that the store is damaged.
+            problems.append(DeletionHold.rootMissing(config.data).message)
+            return report(config: config, store: nil, running: false, pid: nil, pending: nil,
+                          ledger: PeerLedger.load(state: config.state), problems: problems, heldDeletes: 0)
+        }
         do {
             let s = try Store.open(device: config.device, data: config.data, gitDir: config.storePath)
             s.policy = config.policy
@@ -80,9 +87,7 @@ public enum StatusBuilder {
             problems += s.stuckPaths().map(\.description)
             let gone = try s.deletions(among: changed)
             let empty = ((try? Directory.entries(of: config.data)) ?? []).isEmpty
-            if (try? FileStat.of(config.data))??.kind != .directory {
-                problems.append(DeletionHold.rootMissing(config.data).message)
-            } else if let hold = DeletionGuard(settings: config.safety).check(root: config.data, deleting: gone.files,
+            if let hold = DeletionGuard(settings: config.safety).check(root: config.data, deleting: gone.files,
                                                                             tracked: try s.trackedCount(), rootIsEmpty: empty) {
                 problems.append("at its next start the agent holds these deletions: " + hold.message)
             }
