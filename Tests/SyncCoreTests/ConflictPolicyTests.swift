@@ -160,3 +160,35 @@ import Testing
         #expect(record.hasSafePath == c.safe)
     }
 }
+
+/// Issue 18.3: a resolution never closes versions it did not see.
+@Suite struct FollowUpTests {
+    func v(_ device: String, _ blob: String, _ time: String) -> ConflictRecord.Version {
+        .init(device: device, commit: String(repeating: blob, count: 40), blob: String(repeating: blob, count: 40),
+              mode: 0o100644, time: time)
+    }
+    func record(_ versions: [ConflictRecord.Version], resolved: Bool) -> ConflictRecord {
+        var r = ConflictRecord(id: "c-1", path: "p", pathBytes: "70", kind: .bothModified, status: .open,
+                               detectedAt: "2026-01-01T00:00:00Z", detectedBy: "phone", base: nil,
+                               versions: versions, current: "watch", resolution: nil)
+        if resolved { r.markResolved(strategy: "keep:phone", by: "phone", at: 1_800_000_000) }
+        return r
+    }
+
+    @Test func unseenVersionsOpenAFollowUpInEitherOrder() {
+        let seen = [v("phone", "a", "2026-01-01T00:00:01Z"), v("watch", "b", "2026-01-01T00:00:02Z")]
+        let done = record(seen, resolved: true)
+        // the watch edited again and the tablet joined, unaware of the resolution
+        let open = record([seen[0], v("watch", "c", "2026-01-01T00:01:00Z"), v("tablet", "d", "2026-01-01T00:01:01Z")], resolved: false)
+        for (x, y) in [(done, open), (open, done)] {
+            let book = ConflictBook.union(["c-1": x], ["c-1": y])
+            #expect(book["c-1"]?.status == .resolved)
+            let next = book[ConflictRecord.followUpID("c-1")]
+            #expect(next?.status == .open)
+            #expect(next?.versions.map(\.device).sorted() == ["tablet", "watch"])
+        }
+        // nothing unseen (the same versions, or older ones): no follow-up
+        #expect(ConflictBook.union(["c-1": done], ["c-1": record(seen, resolved: false)]).count == 1)
+        #expect(ConflictBook.union(["c-1": done], ["c-1": record([seen[0]], resolved: false)]).count == 1)
+    }
+}

@@ -50,8 +50,18 @@ struct ConflictBook {
         return true
     }
 
-    /// Every record of both books, each id settled by `ConflictRecord.settle`.
+    /// Every record of both books, each id settled by `ConflictRecord.settle`. Where one copy of a
+    /// record is resolved and the other is open with versions the resolution never saw (a device
+    /// that had not heard of the resolution added a newer conflict's versions, or a third device's
+    /// version of the same dispute), the resolution stands for what it saw and those versions go on
+    /// in a follow-up record (`ConflictRecord.followUpID`: the same id on every device), open: a
+    /// resolution never closes a version unseen.
     static func union(_ a: [String: ConflictRecord], _ b: [String: ConflictRecord]) -> [String: ConflictRecord] {
-        a.merging(b) { ConflictRecord.settle($0, $1) }
+        var out = a.merging(b) { ConflictRecord.settle($0, $1) }
+        for (id, x) in a {
+            guard let y = b[id], let next = ConflictRecord.followUp(x, y) else { continue }
+            out[next.id] = out[next.id].map { ConflictRecord.settle($0, next) } ?? next
+        }
+        return out
     }
 }

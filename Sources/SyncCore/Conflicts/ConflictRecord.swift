@@ -93,6 +93,32 @@ public struct ConflictRecord: Codable, Sendable, Equatable {
     /// The id names a path's n-th conflict (`generation`: how many records of that path were already
     /// resolved), so every device that detects a conflict at the path, with any peer and in any
     /// order, names the same record, and the versions of all devices gather in it.
+    /// The id of the record that carries on `id` with versions its resolution never saw.
+    public static func followUpID(_ id: String) -> String {
+        "c-" + String(Oid.hashing(Array("follow-up of \(id)\n".utf8)).hex.prefix(12))
+    }
+
+    /// Two copies of one record, one resolved and one open: the open copy's versions the
+    /// resolution did not see (a device it lacks, or a later version of a device), as an open
+    /// follow-up record; nil when the resolution saw them all.
+    static func followUp(_ x: ConflictRecord, _ y: ConflictRecord) -> ConflictRecord? {
+        let (done, open): (ConflictRecord, ConflictRecord)
+        if x.status == .resolved, y.status == .open { (done, open) = (x, y) }
+        else if y.status == .resolved, x.status == .open { (done, open) = (y, x) }
+        else { return nil }
+        let unseen = open.versions.filter { v in
+            guard let seen = done.versions.first(where: { $0.device == v.device }) else { return true }
+            // (the same bytes credited to a later commit are no new version)
+            return (seen.blob != v.blob || seen.tree != v.tree) && later(seen, v) == v
+        }
+        guard !unseen.isEmpty else { return nil }
+        var next = ConflictRecord(id: followUpID(done.id), path: done.path, pathBytes: done.pathBytes, kind: open.kind,
+                                  status: .open, detectedAt: open.detectedAt, detectedBy: open.detectedBy,
+                                  base: done.base, versions: [], current: open.current, resolution: nil)
+        for v in unseen { next.add(v) }
+        return next
+    }
+
     public static func id(path: FilePath, generation: Int) -> String {
         let text = "path " + hex(path.bytes) + "\ngeneration \(generation)\n"
         return "c-" + String(Oid.hashing(Array(text.utf8)).hex.prefix(12))
