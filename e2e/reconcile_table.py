@@ -183,14 +183,15 @@ def reconcile(anc, p, w, path):
     # Per-file semantics (git's, and the agent's by design; README "Conflicts"):
     # - the executable bit merges apart from the bytes: one side's mode change and the other's
     #   byte change both apply; two different modes with the same bytes: the executable bit wins;
-    if etype(p) == "file" and etype(w) == "file" and (anc is None or etype(anc) == "file"):
-        am, ab = (anc[1], anc[2]) if anc else (None, None)
+    if etype(p) == "file" and etype(w) == "file" and etype(anc) in ("absent", "file", "dir"):
+        fa = anc if etype(anc) == "file" else None  # (a directory before: for the file at x there was none)
+        am, ab = (fa[1], fa[2]) if fa else (None, None)
         mode = p[1] if w[1] == am else w[1] if p[1] == am else ("100755" if "100755" in (p[1], w[1]) else p[1])
         if p[2] == w[2]:
             return [("file", mode, p[2])], []
-        if anc is not None and p[2] == ab:
+        if fa is not None and p[2] == ab:
             return [("file", mode, w[2])], []
-        if anc is not None and w[2] == ab:
+        if fa is not None and w[2] == ab:
             return [("file", mode, p[2])], []
     # - a change against a deletion where a directory is involved (the ancestor or the change is a
     #   directory): the change wins on both disks, and no record is made (each file is its own path).
