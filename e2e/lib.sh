@@ -578,3 +578,32 @@ PY
     BLACKHOLE_PORT=$(cat "$T/blackhole.port")
 }
 blackhole_requests() { cat "$T/blackhole.count" 2>/dev/null || echo 0; }
+
+# start_sshd DIR: an sshd on 127.0.0.1 for a test, with its host key DIR/host_key, one authorized
+# key whose private half is DIR/id_device, and DIR/known_hosts that knows the host; sets SSHD_PORT.
+start_sshd() {
+    local dir=$1 sshd
+    sshd=$(command -v sshd || echo /usr/sbin/sshd)
+    [ -x "$sshd" ] || fail "sshd is not installed (make installs openssh-server)"
+    mkdir -p "$dir" /run/sshd
+    ssh-keygen -q -t ed25519 -N '' -f "$dir/host_key"
+    ssh-keygen -q -t ed25519 -N '' -f "$dir/id_device"
+    cp "$dir/id_device.pub" "$dir/authorized_keys"
+    chmod 600 "$dir"/id_* "$dir/authorized_keys"
+    SSHD_PORT=$(free_port)
+    cat >"$dir/sshd_config" <<CONF
+Port $SSHD_PORT
+ListenAddress 127.0.0.1
+HostKey $dir/host_key
+AuthorizedKeysFile $dir/authorized_keys
+StrictModes no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+PermitRootLogin prohibit-password
+PidFile $dir/sshd.pid
+CONF
+    "$sshd" -D -e -f "$dir/sshd_config" >"$dir/sshd.log" 2>&1 &
+    track_pid $!
+    printf '[127.0.0.1]:%s %s\n' "$SSHD_PORT" "$(cut -d' ' -f1-2 "$dir/host_key.pub")" >"$dir/known_hosts"
+}

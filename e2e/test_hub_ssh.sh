@@ -8,33 +8,13 @@
 # a key the server does not accept (which key was tried). Nothing is fetched or pushed then.
 source "$(dirname "$0")/lib.sh"
 X="$T/expected"; mkdir -p "$X"
-SSHD=$(command -v sshd || echo /usr/sbin/sshd)
-[ -x "$SSHD" ] || fail "sshd is not installed (make installs openssh-server)"
-
-S="$T/ssh"; mkdir -p "$S" /run/sshd
-ssh-keygen -q -t ed25519 -N '' -f "$S/host_key"
-ssh-keygen -q -t ed25519 -N '' -f "$S/other_host_key"
-ssh-keygen -q -t ed25519 -N '' -f "$S/id_device"
-ssh-keygen -q -t ed25519 -N '' -f "$S/id_stranger"
-cp "$S/id_device.pub" "$S/authorized_keys"
-chmod 600 "$S"/id_* "$S/authorized_keys"
-port=$(free_port)
+S="$T/ssh"
+start_sshd "$S"
+port=$SSHD_PORT
 user=$(id -un)
-cat >"$S/sshd_config" <<CONF
-Port $port
-ListenAddress 127.0.0.1
-HostKey $S/host_key
-AuthorizedKeysFile $S/authorized_keys
-StrictModes no
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-PermitRootLogin prohibit-password
-PidFile $S/sshd.pid
-CONF
-"$SSHD" -D -e -f "$S/sshd_config" >"$S/sshd.log" 2>&1 &
-track_pid $!
-printf '[127.0.0.1]:%s %s\n' "$port" "$(cut -d' ' -f1-2 "$S/host_key.pub")" >"$S/known_hosts"
+ssh-keygen -q -t ed25519 -N '' -f "$S/other_host_key"
+ssh-keygen -q -t ed25519 -N '' -f "$S/id_stranger"
+chmod 600 "$S"/id_*
 printf '[127.0.0.1]:%s %s\n' "$port" "$(cut -d' ' -f1-2 "$S/other_host_key.pub")" >"$S/changed_known_hosts"
 : >"$S/empty_known_hosts"
 ssh_up() { ssh -p "$port" -i "$S/id_device" -o BatchMode=yes -o UserKnownHostsFile="$S/known_hosts" "$user@127.0.0.1" true 2>/dev/null; }

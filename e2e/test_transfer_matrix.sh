@@ -38,8 +38,6 @@ source "$(dirname "$0")/lib.sh"
 FULL=${FULL:-0}
 command -v python3 >/dev/null || fail "python3 is needed to make the content"
 git daemon --help >/dev/null 2>&1 || fail "git daemon is not available (it ships with git)"
-SSHD=$(command -v sshd || echo /usr/sbin/sshd)
-[ -x "$SSHD" ] || fail "sshd is not installed (make installs openssh-server)"
 LIGHTTPD=$(command -v lighttpd || echo /usr/sbin/lighttpd)
 [ -x "$LIGHTTPD" ] || fail "lighttpd is not installed (make installs it)"
 HTTP_BACKEND=$(git --exec-path)/git-http-backend
@@ -172,28 +170,10 @@ git daemon --reuseaddr --base-path="$T" --export-all --port="$git_port" --listen
 track_pid $!
 
 # sshd with its own host key and one authorized key
-S="$T/ssh"; mkdir -p "$S" /run/sshd
-ssh-keygen -q -t ed25519 -N '' -f "$S/host_key"
-ssh-keygen -q -t ed25519 -N '' -f "$S/id_device"
-cp "$S/id_device.pub" "$S/authorized_keys"
-chmod 600 "$S"/id_* "$S/authorized_keys"
-ssh_port=$(free_port)
+S="$T/ssh"
+start_sshd "$S"
+ssh_port=$SSHD_PORT
 user=$(id -un)
-cat >"$S/sshd_config" <<CONF
-Port $ssh_port
-ListenAddress 127.0.0.1
-HostKey $S/host_key
-AuthorizedKeysFile $S/authorized_keys
-StrictModes no
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-PermitRootLogin prohibit-password
-PidFile $S/sshd.pid
-CONF
-"$SSHD" -D -e -f "$S/sshd_config" >"$S/sshd.log" 2>&1 &
-track_pid $!
-printf '[127.0.0.1]:%s %s\n' "$ssh_port" "$(cut -d' ' -f1-2 "$S/host_key.pub")" >"$S/known_hosts"
 
 # lighttpd + git http-backend, no authentication (fetch only)
 W="$T/www"; mkdir -p "$W/root"
