@@ -15,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
     ],
     targets: [
         // C library: the modulemap and shim only.
@@ -87,6 +88,7 @@ let package = Package(
         ),
         .testTarget(name: "GitTests", dependencies: ["Git", .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "WatcherTests", dependencies: ["Watcher", "FileSystem", .product(name: "SystemPackage", package: "swift-system")]),
-        .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "Git", .product(name: "SystemPackage", package: "swift-system")]),
+        .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "Git", .product(name: "SystemPackage", package: "swift-system"),
+                                                         .product(name: "PropertyBased", package: "swift-property-based")]),
     ]
 )

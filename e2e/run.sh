@@ -13,6 +13,8 @@ if [ -z "${SYNCAGENT:-}" ]; then
 fi
 case "$SYNCAGENT" in /*) ;; *) SYNCAGENT="$PWD/$SYNCAGENT" ;; esac
 export SYNCAGENT
+# Every commit checks the tree it builds along the changed paths against the whole index (Store+Index).
+export SYNCAGENT_VERIFY_TREES="${SYNCAGENT_VERIFY_TREES:-1}"
 if [ ! -x "$SYNCAGENT" ]; then
     echo "SYNCAGENT=$SYNCAGENT is not an executable file" >&2
     exit 2

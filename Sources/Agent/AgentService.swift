@@ -104,6 +104,7 @@ public final class AgentService: Service, Sendable {
         await withGracefulShutdownHandler {
             // What changed while the agent was stopped (the watches are already in place, so nothing
             // that changes from now on is missed), in chunks so that a stop request is heard between them.
+            await engine.keepIndexInMemory()
             await engine.commitStartupChanges(stopping: { stopping.isSet })
             watcher.start()
             await withTaskGroup(of: Void.self) { group in
@@ -127,6 +128,7 @@ public final class AgentService: Service, Sendable {
                 group.cancelAll()
                 for peer in peers { peer.doorbell.ring() }
             }
+            await engine.saveIndex(now: true)
         } onGracefulShutdown: { [watcher] in
             notifier?.send("STOPPING=1\nSTATUS=stopping: committing the batch in hand")
             stopping.set()

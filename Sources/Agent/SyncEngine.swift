@@ -204,6 +204,14 @@ actor SyncEngine {
     /// The start-up commit: what changed while the agent was stopped, in chunks, so a stop request
     /// is heard between them. The deletion guard sees the whole set first.
     func commitStartupChanges(stopping: @Sendable () -> Bool, chunk: Int = 5000) {
+        do {
+            let fixed = try store.reconcileIndexWithHead()
+            if fixed > 0 {
+                logger.notice("the store's index was behind main (the agent stopped before saving it): \(fixed) entries put back at main; their files are read again")
+            }
+        } catch {
+            logger.warning("cannot check the store's index against main: \(error); the start-up scan reads every file whose stat data differs")
+        }
         followRules()
         let removed = AgentTemporary.removeLeftovers(under: config.data)
         if !removed.isEmpty { logger.notice("removed \(removed.count) temporary files a stopped agent left in \(config.data.display)") }
@@ -258,11 +266,36 @@ actor SyncEngine {
     func tick() {
         guard rootIsPresent() else { return }
         if !failedBatch.isEmpty { commit(WatchBatch()) }
+        saveIndex()
         packWhenIdle()
         ticks += 1
         guard ticks % 5 == 0 else { return }  // unwritten paths: every 5 s
         retryUnapplied()
     }
+
+    /// A running agent keeps the store's index in memory from here on and saves it when idle
+    /// (`saveIndex`) and when it stops: a commit no longer rewrites the whole index file.
+    func keepIndexInMemory() { store.deferIndexWrites = true }
+
+    /// Saves the index when the store has been quiet for `indexIdleSeconds`, at least every
+    /// `indexEverySeconds` while changes never stop, and always with `now` (the agent stops).
+    func saveIndex(now: Bool = false) {
+        guard store.indexIsDirty else { return }
+        guard now || Date().timeIntervalSince(lastActivity) >= Self.indexIdleSeconds
+                || ContinuousClock.now - lastIndexSave >= .seconds(Self.indexEverySeconds) else { return }
+        do {
+            try store.flushIndex()
+            lastIndexSave = .now
+            setProblem("index", nil)
+        } catch {
+            let message = "cannot save the index of \(config.storePath.display): \(error). Nothing is lost (main holds every commit; the next start reads the files the index missed); it is retried. Check the disk space and permissions of the store"
+            if problems["index"] != message { logger.warning("\(message)") }
+            setProblem("index", message)
+        }
+    }
+    static let indexIdleSeconds = 1.0
+    static let indexEverySeconds: Int64 = 30
+    private var lastIndexSave = ContinuousClock.now
 
     // MARK: peers
 

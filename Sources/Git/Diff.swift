@@ -33,6 +33,26 @@ extension Repository {
         var diff: OpaquePointer?
         try check(git_diff_tree_to_tree(&diff, handle, oldTree, newTree, &opts), "git_diff_tree_to_tree")
         defer { git_diff_free(diff) }
+        return Self.changes(of: diff)
+    }
+
+    /// The entries of `index` that differ from `tree` (nil: the empty tree): `old` is the tree's
+    /// side, `new` the index's. Stage-0 entries only; stat data plays no part.
+    public func diffIndex(_ index: Index, against tree: Oid?) throws(GitError) -> [TreeChange] {
+        var treeObj: OpaquePointer?
+        if var raw = tree?.raw {
+            try check(git_tree_lookup(&treeObj, handle, &raw), "git_tree_lookup(\(tree!))")
+        }
+        defer { if treeObj != nil { git_tree_free(treeObj) } }
+        var opts = git_diff_options()
+        try check(git_diff_options_init(&opts, UInt32(GIT_DIFF_OPTIONS_VERSION)), "git_diff_options_init")
+        var diff: OpaquePointer?
+        try check(git_diff_tree_to_index(&diff, handle, treeObj, index.handle, &opts), "git_diff_tree_to_index")
+        defer { git_diff_free(diff) }
+        return Self.changes(of: diff)
+    }
+
+    private static func changes(of diff: OpaquePointer?) -> [TreeChange] {
         var changes: [TreeChange] = []
         var byPath: [FilePath: Int] = [:]
         for i in 0..<git_diff_num_deltas(diff) {

@@ -47,8 +47,7 @@ extension Store {
     /// Of these changed paths, the ones that are gone from disk, and how many tracked files they
     /// take with them (a deleted directory counts its files). Costs the paths and their entries.
     public func deletions(among paths: Set<FilePath>) throws(GitError) -> (paths: Set<FilePath>, files: Int) {
-        let index = try repo.index()
-        try index.read()
+        let index = try liveIndex()
         let unapplied = loadUnapplied()  // a merge could not write these: their absence is no deletion
         var gone: Set<FilePath> = []
         var files: Set<FilePath> = []  // a deleted directory and its files arrive as separate paths
@@ -72,8 +71,7 @@ extension Store {
 
     /// How many files the index tracks.
     public func trackedCount() throws(GitError) -> Int {
-        let index = try repo.index()
-        try index.read()
+        let index = try liveIndex()
         guard !policy.rules.isEmpty else { return index.count }
         return index.entries().filter { policy.materializes($0.path) }.count
     }

@@ -115,7 +115,7 @@ extension Store {
     func apply(_ changes: [TreeChange]) throws -> ApplyReport {
         var report = ApplyReport()
         guard !changes.isEmpty else { return report }
-        let index = try repo.index()
+        let index = try liveIndex()
         var changes = changes
         if !policy.rules.isEmpty {
             // Paths this device does not keep on disk: the index (and so `main`) follows the merge,
@@ -251,7 +251,7 @@ extension Store {
             report.touched.append(change.path)
             unapplied[change.path] = nil
         }
-        try index.write()
+        try saveIndex(index)
         saveUnapplied(unapplied)
         Durability.flushFileSystem(containing: data)
         if changes.count >= 1000 { onProgress?(Self.mergeTask, changes.count, changes.count) }  // the end of it

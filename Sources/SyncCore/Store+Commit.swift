@@ -28,8 +28,7 @@ extension Store {
     ///   - send: held paths to commit anyway (`syncagent send`).
     public func commit(paths: Set<FilePath>, now: Date = Date(), reason: String? = nil,
                        send: Set<FilePath> = []) throws(GitError) -> CommitOutcome {
-        let index = try repo.index()
-        try index.read()
+        let index = try liveIndex()
         var changes: [(path: FilePath, before: Oid?, after: Oid?)] = []
         var retry: Set<FilePath> = []
         var skipped: [Obstacle] = []
@@ -172,12 +171,13 @@ extension Store {
             saveUnapplied(rest)
         }
         saveHeld(heldList)
-        let tree = try index.writeTree()
         let parent = try repo.headCommit()
         let parentTree = try parent.map { id throws(GitError) in try repo.commit(id).tree }
+        // `main`'s tree rebuilt along these paths only (the index holds them as they are now).
+        let tree = try treeFollowingIndex(index, base: parentTree, paths: paths.union(changes.map(\.path)))
         // Nothing changed, or nothing to store yet: empty batches make no commit.
         guard tree != parentTree, parent != nil || index.count > 0 else {
-            try index.write()
+            try saveIndex(index)
             return CommitOutcome(commit: nil, summary: ChangeSummary(), retry: retry, skipped: skipped, newlyHeld: newlyHeld)
         }
         let summary = ChangeSummary(changes: changes)
@@ -189,7 +189,7 @@ extension Store {
                                        message: (reason.map { "\(device): \($0)\n\n" } ?? "") + summary.message(device: device),
                                        updateRef: nil)
         try moveRef("refs/heads/main", to: id, expected: parent, message: "syncagent: commit")
-        try index.write()
+        try saveIndex(index)
         return CommitOutcome(commit: id, summary: summary, retry: retry, skipped: skipped, newlyHeld: newlyHeld)
     }
 
@@ -229,8 +229,7 @@ extension Store {
     /// Every path that differs between the data directory and the index: a full scan, for start-up,
     /// after a lost-events overflow, and for `status` while the agent is stopped.
     public func changedSinceLastCommit() throws(GitError) -> Set<FilePath> {
-        let index = try repo.index()
-        try index.read()
+        let index = try liveIndex()
         // An entry written in the same clock tick as the index file cannot be trusted by its stat data.
         let indexStat = try? FileStat.of(gitDir.appending("index"))
         var changed: Set<FilePath> = []

@@ -168,12 +168,12 @@ extension Store {
     /// the caller's commit of these paths records them as a change. Returns what the apply did.
     public func writeRestored(_ changes: [TreeChange]) throws -> ApplyReport {
         let report = try apply(changes)
-        let index = try repo.index()
+        let index = try liveIndex()
         for change in changes {
             if let old = change.old { try index.add(change.path, blob: old.oid, mode: old.mode) }
             else { try index.remove(change.path) }
         }
-        try index.write()
+        try saveIndex(index)
         return report
     }
 

@@ -223,7 +223,7 @@ extension Store {
     func commitKeptLocal(_ applied: inout ApplyReport, target: Oid, baseTree: Oid?, parents: [Oid], expected: Oid?,
                                  peer: String, theirTip: Oid, book: inout [String: ConflictRecord],
                                  records: inout [ConflictRecord], now: Int64, message: String? = nil) throws -> Oid {
-        let index = try repo.index()
+        let index = try liveIndex()
         var kept: [FilePath] = []
         for path in applied.localChanges {
             // Only a regular file or link the user wrote takes the path. A deletion (or a directory)
@@ -244,7 +244,7 @@ extension Store {
             return commit
         }
         let tree = try index.writeTree()
-        try index.write()
+        try saveIndex(index)
         let sig = Signature(name: device, email: "\(device)@syncagent", time: now)
         let text = (message ?? "\(device): fast-forward to \(peer)") + "\n\nkept \(applied.localChanges.count) file(s) changed on disk during the merge\n"
         let commit = try repo.createCommit(tree: tree, parents: parents, author: sig, committer: sig, message: text, updateRef: nil)

@@ -123,16 +123,16 @@ extension Store {
         func indexOnly(_ target: FilePath) -> Bool { !policy.materializes(target) }
         func removeVersion(_ target: FilePath) throws {
             guard indexOnly(target) else { return try removeFromData(target) }
-            let index = try repo.index()
+            let index = try liveIndex()
             try index.remove(target)
             if !index.entries(under: target).isEmpty { try index.removeDirectory(target) }
-            try index.write()
+            try saveIndex(index)
         }
         func removeCopies() throws {
             // Only a copy that still holds that version's bytes: one the user edited stays.
             for copy in copies {
                 if indexOnly(copy.path) {
-                    guard try repo.index().entry(copy.path)?.oid == copy.side.oid else { continue }
+                    guard try liveIndex().entry(copy.path)?.oid == copy.side.oid else { continue }
                 } else if !diskMatches(copy.path, copy.side, entry: nil) {
                     continue
                 }
@@ -142,10 +142,10 @@ extension Store {
         }
         func put(_ bytes: [UInt8], mode: UInt32, at target: FilePath) throws {
             if indexOnly(target) {
-                let index = try repo.index()
+                let index = try liveIndex()
                 if !index.entries(under: target).isEmpty { try index.removeDirectory(target) }
                 try index.add(target, blob: try repo.createBlob(bytes), mode: mode)
-                try index.write()
+                try saveIndex(index)
                 touched.insert(target)
                 return
             }

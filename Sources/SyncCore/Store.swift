@@ -21,6 +21,10 @@ public final class Store {
     let unappliedCache = Cache<[FilePath: ConflictSide]>()
     /// Local changes held back (`<store>/syncagent/held`), once read.
     let heldCache = Cache<[FilePath: HeldChange]>()
+    /// A running agent keeps the index in memory and saves it when idle (`flushIndex`); one-shot
+    /// commands save it after every change (see Store+Index).
+    public var deferIndexWrites = false
+    let indexState = IndexState()
     /// The `[[rule]]`s and `mode`: what is committed, held, written.
     public var policy: PathPolicy
     /// Long work reports its steps here: (task, done, total or nil while unknown).

@@ -184,7 +184,7 @@ extension Store {
         var additions: [TreeChange] = []
         var removed = 0
         var leftAlone: [FilePath] = []
-        let index = try repo.index()
+        let index = try liveIndex()
         for file in try repo.treeFiles(try repo.commit(head).tree) {
             let was = before.materializes(file.path), now = policy.materializes(file.path)
             guard was != now else { continue }

@@ -1,0 +1,94 @@
+import CLibgit2
+import SystemPackage
+
+/// What a path becomes in `Repository.updateTree`.
+public enum TreeEdit: Sendable, Equatable {
+    /// A blob or link at the path (whatever was there, file or directory, goes).
+    case entry(ConflictSide)
+    /// A whole directory (an existing tree object) at the path.
+    case tree(Oid)
+    /// Nothing at the path: the file or the whole directory goes.
+    case remove
+}
+
+extension Repository {
+    /// The tree `base` (nil: empty) with each path set to its edit, rebuilding only the trees along
+    /// the edited paths: O(edits x depth x entries of the directories they cross), never the size
+    /// of the whole tree. A directory left with nothing in it disappears (git has no empty trees);
+    /// the empty tree when nothing is left. An edit under a path that another edit also sets is
+    /// applied after it (a directory replaced, then one of its files changed).
+    public func updateTree(_ base: Oid?, edits: [(path: FilePath, edit: TreeEdit)]) throws(GitError) -> Oid {
+        let split = edits.compactMap { e -> (names: ArraySlice<[UInt8]>, edit: TreeEdit)? in
+            let names = e.path.bytes.split(separator: UInt8(ascii: "/")).map { Array($0) }
+            return names.isEmpty ? nil : (names[...], e.edit)
+        }
+        if let tree = try update(base, split) { return tree }
+        var builder: OpaquePointer?
+        try check(git_treebuilder_new(&builder, handle, nil), "git_treebuilder_new")
+        defer { git_treebuilder_free(builder) }
+        var out = git_oid()
+        try check(git_treebuilder_write(&out, builder), "git_treebuilder_write")
+        return Oid(out)
+    }
+
+    private func update(_ base: Oid?, _ edits: [(names: ArraySlice<[UInt8]>, edit: TreeEdit)]) throws(GitError) -> Oid? {
+        var tree: OpaquePointer?
+        if var raw = base?.raw {
+            try check(git_tree_lookup(&tree, handle, &raw), "git_tree_lookup(\(base!))")
+        }
+        defer { if tree != nil { git_tree_free(tree) } }
+        var builder: OpaquePointer?
+        try check(git_treebuilder_new(&builder, handle, tree), "git_treebuilder_new")
+        defer { git_treebuilder_free(builder) }
+
+        // Edits of each name at this level: the one that names it, then those below it.
+        var here: [[UInt8]: TreeEdit] = [:]
+        var below: [[UInt8]: [(names: ArraySlice<[UInt8]>, edit: TreeEdit)]] = [:]
+        var order: [[UInt8]] = []
+        for e in edits {
+            let name = e.names.first!
+            if here[name] == nil && below[name] == nil { order.append(name) }
+            if e.names.count == 1 { here[name] = e.edit } else { below[name, default: []].append((e.names.dropFirst(), e.edit)) }
+        }
+        for name in order {
+            let cName = name + [0]
+            var current: (oid: Oid, isTree: Bool)?
+            if let entry = cName.withUnsafeBufferPointer({ $0.withMemoryRebound(to: CChar.self) { git_treebuilder_get(builder, $0.baseAddress) } }) {
+                current = (Oid(git_tree_entry_id(entry)), git_tree_entry_type(entry) == GIT_OBJECT_TREE)
+            }
+            // What the name holds after its own edit (nil: nothing).
+            var result: (oid: Oid, mode: UInt32)?
+            switch here[name] {
+            case .entry(let side)?: result = (side.oid, side.mode)
+            case .tree(let id)?: result = (id, 0o040000)
+            case .remove?: result = nil
+            case nil: result = current.map { ($0.oid, $0.isTree ? 0o040000 : 0) }
+            }
+            if let deeper = below[name] {
+                // Edits below a file or link: it becomes a directory only if they leave something.
+                let isTree = result?.mode == 0o040000
+                if let sub = try update(isTree ? result!.oid : nil, deeper) {
+                    result = (sub, 0o040000)
+                } else if isTree {
+                    result = nil
+                }
+            }
+            let rc: Int32 = cName.withUnsafeBufferPointer { buf in
+                buf.withMemoryRebound(to: CChar.self) { cn -> Int32 in
+                    if let result {
+                        if current?.oid == result.oid && result.mode == 0 { return 0 }  // untouched
+                        var raw = result.oid.raw
+                        return git_treebuilder_insert(nil, builder, cn.baseAddress, &raw, git_filemode_t(rawValue: result.mode))
+                    }
+                    guard current != nil else { return 0 }
+                    return git_treebuilder_remove(builder, cn.baseAddress)
+                }
+            }
+            try check(rc, "git_treebuilder_insert(\(FilePath(bytes: name)))")
+        }
+        guard git_treebuilder_entrycount(builder) > 0 else { return nil }
+        var out = git_oid()
+        try check(git_treebuilder_write(&out, builder), "git_treebuilder_write")
+        return Oid(out)
+    }
+}
