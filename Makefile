@@ -32,6 +32,8 @@ e2e: build
 
 test: unit e2e
 
+# PEERS=1 adds the same workloads through Unison (installed from Debian's packages when missing);
+# PEERS=only runs just those. BENCH_SCALE=0.1 for a quick run. See bench/bench.py and bench/peers.py.
 bench: build
 	bash bench/run.sh
 

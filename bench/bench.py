@@ -41,6 +41,8 @@ tree differs from the data directory, or a device does not end with every file's
 fails to commit or to propagate in time, or does not exit 0 on SIGTERM.
 
 Environment: SYNCAGENT (the binary; required), BENCH_KEEP=1 keeps the temp dir (removed otherwise),
+PEERS=1 adds the table of bench/peers.py (the same workloads through Unison, installed from Debian's
+packages when missing); PEERS=only runs only that table.
 BENCH_SCALE (default 1.0) scales the file counts down for a quick smoke run, BENCH_ONLY=bulk,sync runs
 only the named rows (latency, bulk, propagation, sync, big, huge, hub, store).
 Standard library only.
@@ -1099,6 +1101,7 @@ def main():
     gitv = git(["--version"]).decode().strip()
     tmp = tempfile.mkdtemp(prefix="syncagent-bench.")
     rows, notes, agents = [], [], []
+    peer_table = None
     started = time.perf_counter()
     failed = None
     try:
@@ -1106,8 +1109,11 @@ def main():
         for name, row in [("latency", bench_latency), ("bulk", bench_bulk), ("propagation", bench_propagation),
                           ("sync", bench_sync), ("big", bench_big_tree), ("huge", bench_huge), ("hub", bench_hub),
                           ("store", bench_store)]:
-            if not only or name in only:
+            if (not only and os.environ.get("PEERS") != "only") or name in only:
                 row(syncagent, tmp, rows, notes, agents)
+        if os.environ.get("PEERS") in ("1", "only") or "peers" in only:
+            import peers
+            peer_table = peers.run(sys.modules[__name__], syncagent, tmp, agents)
     except BenchError as e:
         failed = str(e)
     except KeyboardInterrupt:
@@ -1122,7 +1128,8 @@ def main():
     print(f"agent debounce_ms = {DEBOUNCE_MS} in every run (the default is {DEFAULT_DEBOUNCE_MS} ms); "
           f"ratio = syncagent / git (below 1: the agent is faster)")
     print()
-    print(f"  {'benchmark':<44}{'syncagent':>12}{'git CLI':>12}{'ratio':>9}  {'target':<22}agents' RSS at the end of the row")
+    if rows:
+        print(f"  {'benchmark':<44}{'syncagent':>12}{'git CLI':>12}{'ratio':>9}  {'target':<22}agents' RSS at the end of the row")
     for name, a, g, rss, target in rows:
         if target and target[0] == "mb":
             shown = (f"{a * 1e3:.0f} MB", "-", "-")
@@ -1131,6 +1138,9 @@ def main():
         else:
             shown = (fmt_time(a), fmt_time(g), f"{a / g:.2f}")
         print(f"  {name:<44}{shown[0]:>12}{shown[1]:>12}{shown[2]:>9}  {target_text(target, a, g, rss):<22}{rss}")
+    if peer_table:
+        import peers
+        peers.print_table(*peer_table)
     print()
     print("git CLI = modify, then `git add -A && git commit -q -m x` in a plain repo with the same files;")
     print("times end when refs/heads/main moves (polled every ~1 ms). p99 of 50 samples is the largest.")

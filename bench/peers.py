@@ -1,0 +1,285 @@
+"""`make bench PEERS=1`: syncagent against Unison (Debian's package) on the same files, in one run.
+
+Each workload runs on fresh directories, first through a phone/watch pair of agents (each the
+other's peer by the path of its store, debounce 20 ms), then through one `unison A B -batch -auto`
+run started after the writes (Debian ships no unison-fsmonitor, so Unison has no continuous mode
+here: its figure is the time of that one run). Times are what a user waits: from the last write
+until every file on the other side holds every byte (agent), or the run's wall time (Unison, which
+returns only when it is done). Content both ways: text (zlib shrinks it) and random bytes (photos,
+archives: nothing to shrink). Receiving-side CPU: the watch agent's, against the whole Unison run's
+(both of its sides live in one process here, so it is an upper bound for Unison).
+
+Rows (BENCH_SCALE scales the counts): 10k new 4 KB files (text, random), 10k modified files, the
+100k-file first sync to an empty peer, 1 file in a 1k-file tree (p50 of 20), and the receiving
+side's CPU and peak RSS. Each row prints ours, Unison's, the ratio and the target (<= 1x Unison).
+
+Syncthing (Debian's 1.19) is not driven here: PEERS.md has its figures from an earlier harness;
+this module names that as missing rather than reusing old numbers.
+"""
+
+import os
+import random
+import resource
+import shutil
+import subprocess
+import time
+
+# bench.py's own module (it runs as __main__): set by `run`, so that BenchError is the one it catches.
+bench = None
+
+
+def log(msg):
+    bench.log(msg)
+
+
+def BenchError(msg):
+    return bench.BenchError(msg)
+
+UNISON = "unison"
+
+
+def ensure_unison():
+    """Installs Debian's unison when it is missing (as root); returns its version line."""
+    if shutil.which(UNISON) is None:
+        if os.geteuid() != 0:
+            raise BenchError("PEERS=1 needs unison: run `sudo apt-get install -y unison` first")
+        log("installing unison from Debian's packages")
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "unison"], check=True, env=env,
+                       stdout=subprocess.DEVNULL)
+    p = subprocess.run([UNISON, "-version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return p.stdout.strip()
+
+
+class UnisonPair:
+    """Two directories and Unison's archive directory, all fresh."""
+
+    def __init__(self, base):
+        self.a = os.path.join(base, "unison-a")
+        self.b = os.path.join(base, "unison-b")
+        self.home = os.path.join(base, "unison-home")
+        for d in (self.a, self.b, self.home):
+            os.makedirs(d)
+
+    def run(self):
+        """One run A <-> B; returns (wall seconds, CPU seconds of the run, peak RSS MB)."""
+        env = dict(os.environ, UNISON=self.home, HOME=self.home)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        p = subprocess.run([UNISON, self.a, self.b, "-batch", "-auto", "-silent", "-times", "-perms", "0",
+                            "-confirmbigdeletes=false"],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if p.returncode != 0:
+            raise BenchError(f"unison failed ({p.returncode}): {p.stdout.decode(errors='replace')[-800:]}")
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return wall, cpu, after.ru_maxrss / 1024
+
+
+def contents(n, kind, version=0):
+    """n files' bytes: `text` (the main bench's lines, padded) or `random`, 4 KB plus one byte per
+    version: an edit changes the size, which Unison's fast check needs to see an edit made within
+    the second of its last run (same size, inode and whole-second mtime read as unchanged)."""
+    size = 4096 + version
+    if kind == "text":
+        return [(bench.file_content(i, version) * 64)[:size] for i in range(n)]
+    rng = random.Random(f"{n}-{version}")
+    return [rng.randbytes(size) for _ in range(n)]
+
+
+def write_files(root, data, only=None):
+    made = set()
+    for i in (range(len(data)) if only is None else only):
+        d = os.path.join(root, f"d{i // bench.FILES_PER_DIR:04d}")
+        if d not in made:
+            os.makedirs(d, exist_ok=True)
+            made.add(d)
+        with open(os.path.join(root, bench.rel_path(i)), "wb") as f:
+            f.write(data[i])
+
+
+def wait_all(root, data, agents, timeout=300.0):
+    """Until every file under root holds its bytes: the last one written first (cheap to poll),
+    then all of them; returns perf_counter when the last check passed."""
+    deadline = time.perf_counter() + timeout
+    pending = list(range(len(data) - 1, -1, -1))
+    while True:
+        pending = [i for i in pending if not bench.holds(os.path.join(root, bench.rel_path(i)), data[i])]
+        now = time.perf_counter()
+        if not pending:
+            return now
+        if now > deadline:
+            raise BenchError(f"{root}: {len(pending)} of {len(data)} files without their bytes after {timeout:.0f} s")
+        bench.check_running(agents)
+        time.sleep(0.005)
+
+
+def cpu_of(agent):
+    agent.sample_usage()
+    return agent.stats.get("cpu_s", float("nan"))
+
+
+def same_tree(a, b):
+    p = subprocess.run(["diff", "-r", "-q", a, b], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if p.returncode != 0:
+        raise BenchError(f"{a} and {b} differ: {p.stdout.decode(errors='replace')[:500]}")
+
+
+def bench_bulk_pair(syncagent, tmp, rows, notes, agents, n, kind):
+    """n new files, then n modified, through agents and through Unison."""
+    label = f"{n // 1000}k" if n >= 1000 else str(n)
+    base = os.path.join(tmp, f"peers-{kind}-{n}")
+    os.makedirs(base)
+    phone, watch = bench.make_pair(syncagent, base, f"peers-{kind}", agents)
+    phone.start()
+    watch.start()
+    wait_running(phone)
+    wait_running(watch)
+    new = contents(n, kind)
+    cpu0 = cpu_of(watch)
+    write_files(phone.data, new)
+    t_last = time.perf_counter()
+    t_done = wait_all(watch.data, new, (phone, watch))
+    a_new = t_done - t_last
+    bench.wait_converged(phone, watch, timeout=bench.COMMIT_TIMEOUT_S)
+    a_cpu = cpu_of(watch) - cpu0
+    a_rss = watch.stats.get("peak_rss_mb") or float("nan")
+
+    mod = contents(n, kind, version=1)
+    write_files(phone.data, mod)
+    t_last = time.perf_counter()
+    t_done = wait_all(watch.data, mod, (phone, watch))
+    a_mod = t_done - t_last
+    bench.wait_converged(phone, watch, timeout=bench.COMMIT_TIMEOUT_S)
+    phone.stop()
+    watch.stop()
+    same_tree(phone.data, watch.data)
+
+    u = UnisonPair(base)
+    write_files(u.a, new)
+    u_new, u_cpu, u_rss = u.run()
+    same_tree(u.a, u.b)
+    time.sleep(1.1)  # and a second later, as a user's edit would be
+    write_files(u.a, mod)
+    u_mod, _, _ = u.run()
+    same_tree(u.a, u.b)
+    bench.cleanup(base)
+    rows.append((f"{label} new 4 KB files, {kind}", a_new, u_new, ("ratio", 1.0)))
+    rows.append((f"{label} modified files, {kind}", a_mod, u_mod, ("ratio", 1.0)))
+    rows.append((f"receiving CPU, {label} new {kind}", a_cpu, u_cpu, ("ratio", 1.0)))
+    notes.append(f"{label} {kind}: watch agent peak RSS {a_rss:.0f} MB, Unison peak RSS {u_rss:.0f} MB; "
+                 f"agent times from the last write on the phone until the watch holds every byte")
+
+
+def bench_first_sync(syncagent, tmp, rows, notes, agents, n):
+    """An n-file tree on the phone (committed), then an empty watch starts: until it holds all."""
+    label = f"{n // 1000}k"
+    base = os.path.join(tmp, f"peers-first-{n}")
+    os.makedirs(base)
+    phone, watch = bench.make_pair(syncagent, base, "peers-first", agents)
+    data = [bench.file_content(i) for i in range(n)]
+    write_files(phone.data, data)
+    phone.start()
+    bench.wait_tree_count(phone, n)
+    phone.wait_idle()
+    os.sync()
+    t0 = time.perf_counter()
+    watch.start()
+    t1 = wait_all(watch.data, data, (phone, watch))
+    a_time = t1 - t0
+    bench.wait_converged(phone, watch, timeout=bench.COMMIT_TIMEOUT_S)
+    phone.stop()
+    watch.stop()  # both sample their usage first
+    a_rss = max(phone.stats.get("peak_rss_mb") or 0, watch.stats.get("peak_rss_mb") or 0)
+    u = UnisonPair(base)
+    write_files(u.a, data)
+    os.sync()
+    u_time, _, u_rss = u.run()
+    same_tree(u.a, u.b)
+    bench.cleanup(base)
+    rows.append((f"{label}-file first sync to an empty peer", a_time, u_time, ("ratio", 1.0)))
+    notes.append(f"{label} first sync: agent from the watch's start until it holds every byte; peak RSS "
+                 f"{a_rss:.0f} MB (the larger agent), Unison {u_rss:.0f} MB")
+
+
+def bench_one_file(syncagent, tmp, rows, notes, agents, files=1000, changes=20):
+    base = os.path.join(tmp, "peers-one")
+    os.makedirs(base)
+    phone, watch = bench.make_pair(syncagent, base, "peers-one", agents)
+    data = [bench.file_content(i) for i in range(files)]
+    write_files(phone.data, data)
+    phone.start()
+    watch.start()
+    wait_all(watch.data, data, (phone, watch))
+    bench.wait_converged(phone, watch, timeout=bench.COMMIT_TIMEOUT_S)
+    u = UnisonPair(base)
+    write_files(u.a, data)
+    u.run()
+    time.sleep(1.1)  # see bench_bulk_pair: Unison's fast check and whole-second mtimes
+    a_lat, u_lat = [], []
+    for k in range(changes):
+        i = (k * 37 + 11) % files
+        want = bench.file_content(i, k + 1) + b"+" * (k + 1)  # a new size: see contents()
+        t0 = time.perf_counter()
+        with open(os.path.join(phone.data, bench.rel_path(i)), "wb") as f:
+            f.write(want)
+        a_lat.append(bench.wait_bytes(os.path.join(watch.data, bench.rel_path(i)), want, agents=(phone, watch)) - t0)
+        bench.wait_settled(phone, watch)
+        with open(os.path.join(u.a, bench.rel_path(i)), "wb") as f:
+            f.write(want)
+        u_lat.append(u.run()[0])
+        if not bench.holds(os.path.join(u.b, bench.rel_path(i)), want):
+            raise BenchError(f"unison did not copy {bench.rel_path(i)}")
+    phone.stop()
+    watch.stop()
+    bench.cleanup(base)
+    rows.append((f"1 file -> peer p50, {files // 1000}k-file tree", bench.pct(a_lat, 50), bench.pct(u_lat, 50),
+                 ("ratio", 1.0)))
+
+
+def wait_running(agent, timeout=60):
+    """Until a fresh agent (no commit yet) answers running with nothing pending."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        bench.check_running([agent])
+        s = agent.status()
+        if s.get("running") and s.get("pending") == 0:
+            return
+        time.sleep(0.05)
+    raise BenchError(f"{agent.name}: not running within {timeout} s")
+
+
+def run(main_module, syncagent, tmp, agents):
+    """Runs every peer row; returns (rows, notes, version line)."""
+    global bench
+    bench = main_module
+    version = ensure_unison()
+    rows, notes = [], []
+    scale = bench.SCALE
+    n10 = max(100, int(10_000 * scale))
+    n100 = max(1000, int(100_000 * scale))
+    log("peers 1/4: 1 file in a 1k-file tree, agents against one Unison run")
+    bench_one_file(syncagent, tmp, rows, notes, agents)
+    for kind in ("text", "random"):
+        log(f"peers: {n10} new then modified files ({kind}), agents against one Unison run each")
+        bench_bulk_pair(syncagent, tmp, rows, notes, agents, n10, kind)
+    log(f"peers 4/4: {n100}-file first sync to an empty peer")
+    bench_first_sync(syncagent, tmp, rows, notes, agents, n100)
+    notes.append("Syncthing: not run by this harness (PEERS.md keeps its figures from an earlier one: "
+                 "10k new 9.0 s, 10k modified 19.3 s, 100k first sync 224 s at its 1 s watcher delay)")
+    return rows, notes, version
+
+
+def print_table(rows, notes, version):
+    print()
+    print(f"syncagent vs {version} (one run of `unison A B -batch -auto` after the writes; "
+          f"the agents run all along, debounce {bench.DEBOUNCE_MS} ms)")
+    print()
+    print(f"  {'workload':<44}{'syncagent':>12}{'Unison':>12}{'ratio':>9}  target")
+    for name, a, u, target in rows:
+        ok = "met" if a / u <= target[1] else "MISSED"
+        print(f"  {name:<44}{bench.fmt_time(a):>12}{bench.fmt_time(u):>12}{a / u:>9.2f}  <= {target[1]:g}x Unison {ok}")
+    for n in notes:
+        print(f"  note: {n}")
