@@ -1,5 +1,6 @@
 import CLibgit2
 import Foundation
+import Glibc
 
 /// Process-wide libgit2 set-up. `Libgit2.initialize()` runs once, before any other call of this module.
 public enum Libgit2 {
@@ -42,6 +43,34 @@ public enum Libgit2 {
         _ = syncagent_git_set_mwindow_mapped_limit(packMapBytes)
         _ = syncagent_git_set_mwindow_file_limit(openPacks)
     }
+
+    /// A config object for pack builders that must not search for deltas: libgit2 1.5 takes its
+    /// "no delta above this size" threshold from `pack.deltaCacheSize` (pack-objects.c), so 1 byte
+    /// there turns delta search off. Read from a file of its own beside the empty config directory.
+    /// Nil if that file cannot be written (the pack builder then searches as usual).
+    static func noDeltaConfig() -> OpaquePointer? { noDelta.value }
+
+    private final class ConfigBox: @unchecked Sendable {
+        let value: OpaquePointer?
+        init(_ value: OpaquePointer?) { self.value = value }
+    }
+
+    private static let noDelta: ConfigBox = {
+        let file = NSTemporaryDirectory() + "syncagent-nodelta-\(getuid()).gitconfig"
+        let text = "[pack]\n\tdeltaCacheSize = 1\n"
+        if (try? String(contentsOfFile: file, encoding: .utf8)) != text {
+            let temp = file + ".\(getpid())"
+            guard (try? text.write(toFile: temp, atomically: false, encoding: .utf8)) != nil,
+                  rename(temp, file) == 0 else { return ConfigBox(nil) }
+        }
+        var config: OpaquePointer?
+        guard git_config_new(&config) == 0 else { return ConfigBox(nil) }
+        guard git_config_add_file_ondisk(config, file, GIT_CONFIG_LEVEL_APP, nil, 0) == 0 else {
+            git_config_free(config)
+            return ConfigBox(nil)
+        }
+        return ConfigBox(config)
+    }()
 
     private static func emptyConfigDirectory() -> String {
         let dir = NSTemporaryDirectory() + "syncagent-empty-gitconfig-\(getuid())"

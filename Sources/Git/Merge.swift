@@ -145,7 +145,8 @@ extension Repository {
     /// 1 MiB pieces (memory does not grow with the file); never through a filter
     /// (libgit2's own add-from-disk applies the data directory's .gitattributes: `text`, `eol`,
     /// `ident`... would change what is stored).
-    public func writeBlob(fromFile absolutePath: FilePath) throws(GitError) -> FileBlob {
+    /// With `batch`, a small file goes into that pack batch instead of a loose object.
+    public func writeBlob(fromFile absolutePath: FilePath, batch: PackBatch? = nil) throws(GitError) -> FileBlob {
         let fd = absolutePath.withPlatformString { Glibc.open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
         guard fd >= 0 else { return errno == EACCES || errno == EPERM ? .unreadable : .missing }
         defer { close(fd) }
@@ -167,6 +168,12 @@ extension Repository {
                 got += n
             }
             guard got == size else { return .changedWhileRead }
+            if let batch {
+                let written: Result<Oid, GitError> = bytes.withUnsafeBytes { raw in
+                    Result { () throws(GitError) in try batch.write(UnsafeRawBufferPointer(rebasing: raw[..<size])) }
+                }
+                return .written(try written.get())
+            }
             var out = git_oid()
             let rc = bytes.withUnsafeBytes { git_odb_hash(&out, $0.baseAddress, size, GIT_OBJECT_BLOB) }
             try check(rc, "git_odb_hash(\(absolutePath))")

@@ -58,12 +58,6 @@ extension Repository {
     }
 }
 
-/// The pack builder's progress callback, as an object a C callback can reach.
-private final class PackTicker {
-    let tick: () -> Bool
-    init(_ tick: @escaping () -> Bool) { self.tick = tick }
-}
-
 private struct ObjectCopier: ~Copyable {
     let source: Repository
     let target: Repository
@@ -75,12 +69,8 @@ private struct ObjectCopier: ~Copyable {
     /// Past `limits.looseLimit` loose objects, the rest go into packs: every new file costs an
     /// inode, and on ext4 that is most of the time of a big copy (git's own unpackLimit is 100).
     var loose = 0
-    /// Objects waiting in memory for the next pack: an object database with a mempack in front,
-    /// and a repository around it for libgit2's pack builder.
-    var batch: (odb: OpaquePointer, mempack: UnsafeMutablePointer<git_odb_backend>, repo: OpaquePointer)?
-    var batchBytes = 0
-    /// The objects in the batch, in the order they were written.
-    var batchIds: [Oid] = []
+    /// Objects waiting in memory for the next pack (opened at the first object past the loose ones).
+    var batch: PackBatch?
 
     init(from source: Repository, to target: Repository, limits: ObjectCopyLimits,
          progress: @escaping (ObjectCopyReport) -> Bool) throws(GitError) {
@@ -100,10 +90,6 @@ private struct ObjectCopier: ~Copyable {
     }
 
     func close() {
-        if let batch {
-            git_repository_free(batch.repo)
-            git_odb_free(batch.odb)
-        }
         git_odb_free(sourceOdb)
         git_odb_free(odb)
     }
@@ -111,79 +97,38 @@ private struct ObjectCopier: ~Copyable {
     func has(_ id: Oid) -> Bool {
         var raw = id.raw
         if git_odb_exists(odb, &raw) == 1 { return true }
-        return batch.map { git_odb_exists($0.odb, &raw) == 1 } ?? false
+        return batch?.has(id) ?? false
     }
 
     /// Writes a small object: loose for the first few, then into the batch for the next pack.
     mutating func write(_ data: UnsafeRawPointer?, _ size: Int, _ type: git_object_t, _ id: Oid) throws(GitError) {
-        var out = git_oid()
         if loose < limits.looseLimit {
             loose += 1
+            var out = git_oid()
             try check(git_odb_write(&out, odb, data, size, type), "git_odb_write(\(id))")
+            try verify(Oid(out), id)
         } else {
             let batch = try openBatch()
-            try check(git_odb_write(&out, batch.odb, data, size, type), "git_odb_write(\(id)) to the batch")
-            batchBytes += size
-            batchIds.append(id)
+            try verify(try batch.write(UnsafeRawBufferPointer(start: data, count: size), type: type), id)
+            report.packs = batch.packs  // it writes a pack each time it holds `limits.batchBytes`
         }
-        try verify(Oid(out), id)
-        if batchBytes >= limits.batchBytes { try flush() }
     }
 
-    mutating func openBatch() throws(GitError) -> (odb: OpaquePointer, mempack: UnsafeMutablePointer<git_odb_backend>, repo: OpaquePointer) {
+    mutating func openBatch() throws(GitError) -> PackBatch {
         if let batch { return batch }
-        var odb: OpaquePointer?
-        let objects = target.gitDir.appending("objects")
-        try check(objects.withPlatformString { git_odb_open(&odb, $0) }, "git_odb_open(\(objects))")
-        var mempack: UnsafeMutablePointer<git_odb_backend>?
-        var repo: OpaquePointer?
-        guard git_mempack_new(&mempack) == 0, git_odb_add_backend(odb, mempack, 999) == 0,
-              git_repository_wrap_odb(&repo, odb) == 0 else {
-            let error = lastError(code: -1, call: "git_mempack_new / git_repository_wrap_odb")
-            git_odb_free(odb)
-            throw error
-        }
-        batch = (odb!, mempack!, repo!)
-        return batch!
+        let made = try PackBatch(gitDir: target.gitDir, flushBytes: limits.batchBytes)
+        // Writing a big batch takes a while: each tick of the pack builder proves progress.
+        let progress = self.progress, snapshot = { [report] in report }
+        made.onProgress = { progress(snapshot()) }
+        batch = made
+        return made
     }
 
-    /// Writes the batch as one pack (with its index) beside the others, then empties it.
-    /// The pack holds exactly the objects of the batch (`batchIds`). Not `git_mempack_dump`: in
-    /// libgit2 1.5 it packs only what the commits in the mempack reach (so a batch of blobs whose
-    /// commit comes in a later batch became an empty pack, and the blobs were dropped with the
-    /// reset), and with a commit it packs its whole tree again, objects already on disk included.
+    /// Writes the waiting objects as one pack of exactly those objects.
     mutating func flush() throws(GitError) {
-        guard let batch, !batchIds.isEmpty else { return }
-        var builder: OpaquePointer?
-        try check(git_packbuilder_new(&builder, batch.repo), "git_packbuilder_new")
-        defer { git_packbuilder_free(builder) }
-        git_packbuilder_set_threads(builder, 1)
-        // Writing a big batch takes seconds (libgit2 looks for deltas): it reports progress, so a
-        // silence timeout above never takes it for a dead peer, and a cancel stops it.
-        let progress = self.progress, snapshot = self.report
-        let ticker = PackTicker { progress(snapshot) }
-        let payload = Unmanaged.passRetained(ticker).toOpaque()
-        defer { Unmanaged<PackTicker>.fromOpaque(payload).release() }
-        git_packbuilder_set_callbacks(builder, { _, _, _, payload in
-            guard let payload else { return 0 }
-            return Unmanaged<PackTicker>.fromOpaque(payload).takeUnretainedValue().tick() ? 0 : -1
-        }, payload)
-        for id in batchIds {
-            var raw = id.raw
-            try check(git_packbuilder_insert(builder, &raw, nil), "git_packbuilder_insert(\(id)) from the batch")
-        }
-        let packDir = target.gitDir.appending("objects").appending("pack")
-        try check(packDir.withPlatformString { git_packbuilder_write(builder, $0, 0, nil, nil) },
-                  "writing a pack of \(batchIds.count) objects into \(packDir)")
-        guard git_packbuilder_object_count(builder) == batchIds.count else {
-            throw GitError(code: -1, errorClass: 0,
-                           message: "the pack written into \(packDir) holds \(git_packbuilder_object_count(builder)) objects, not the \(batchIds.count) copied",
-                           call: "git_packbuilder_write")
-        }
-        try check(git_mempack_reset(batch.mempack), "git_mempack_reset")
-        batchBytes = 0
-        batchIds.removeAll(keepingCapacity: true)
-        report.packs += 1
+        guard let batch else { return }
+        try batch.flush()
+        report.packs = batch.packs
     }
 
     mutating func copy(tips: [Oid]) throws(GitError) {

@@ -26,15 +26,21 @@ extension Store {
         let gitDir = self.gitDir, data = self.data
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
             guard let repo = try? Repository.open(gitDir: gitDir, workdir: data) else { return }
+            // Small files go into packs written straight from memory: no inode per object, nothing
+            // to repack later (a pack batch per worker, one pack each 32 MiB).
+            let batch = try? PackBatch(gitDir: gitDir)
             var mine: [FilePath: Prehashed] = [:]
             for i in stride(from: worker, to: list.count, by: workers) {
                 let path = list[i]
                 guard !PathRules.isIgnored(path: path),
                       let stat = (try? FileStat.of(data.pushing(path))) ?? nil, stat.kind == .regular,
-                      case .written(let oid)? = try? repo.writeBlob(fromFile: data.pushing(path)),
+                      case .written(let oid)? = try? repo.writeBlob(fromFile: data.pushing(path), batch: batch),
                       let again = (try? FileStat.of(data.pushing(path))) ?? nil, again == stat else { continue }
                 mine[path] = Prehashed(oid: oid, stat: stat)
             }
+            // Objects still in memory are not in the store: without their pack, none of this
+            // worker's results is used (the commit loop reads those files itself).
+            if let batch, (try? batch.flush()) == nil { return }
             found.withLock { $0.merge(mine) { a, _ in a } }
         }
         return found.withLock { $0 }

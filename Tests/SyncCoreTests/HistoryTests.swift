@@ -65,7 +65,11 @@ import Testing
             try t.phone.write(rel, "file \(i)\n")
             written[rel] = "file \(i)\n"
         }
-        try t.phone.commit(contentsOf: written.keys.map { FilePath($0) })
+        // Batches below `Store.prehashThreshold` write their objects loose.
+        let paths = written.keys.sorted().map { FilePath($0) }
+        for start in stride(from: 0, to: paths.count, by: 50) {
+            try t.phone.commit(contentsOf: Array(paths[start..<min(start + 50, paths.count)]))
+        }
         let loose = t.phone.store.looseCount()
         #expect(loose > 400)
         // Under the minimum: nothing happens.
@@ -83,6 +87,28 @@ import Testing
         #expect(files.count == 400)
         #expect(try gitFsck(t.phone.gitDir, full: true) == 0)
         #expect(t.phone.store.diskBytes() > 0)
+    }
+
+    /// A big batch (a bulk copy, a start-up commit) writes its blobs straight into packs: no
+    /// inode per file, nothing to repack later; every byte readable, fsck clean.
+    @Test func aBigBatchWritesItsBlobsIntoPacks() throws {
+        let t = try TwoDevices()
+        var written: [String: String] = [:]
+        for i in 0..<(Store.prehashThreshold * 2) {
+            let rel = "d\(i % 10)/f\(i).txt"
+            try t.phone.write(rel, "file \(i)\n")
+            written[rel] = "file \(i)\n"
+        }
+        try t.phone.commit(contentsOf: written.keys.map { FilePath($0) })
+        // Loose: only the commit and its trees (the root and ten directories).
+        #expect(t.phone.store.looseCount() <= 12)
+        let head = try #require(try t.phone.store.head())
+        let files = try t.phone.store.files(at: head)
+        #expect(files.count == written.count)
+        for file in files {
+            #expect(String(decoding: try t.phone.store.blob(file.oid), as: UTF8.self) == written[file.path.string])
+        }
+        #expect(try gitFsck(t.phone.gitDir, full: true) == 0)
     }
 }
 
