@@ -177,7 +177,9 @@ extension Repository {
             var out = git_oid()
             let rc = bytes.withUnsafeBytes { git_odb_hash(&out, $0.baseAddress, size, GIT_OBJECT_BLOB) }
             try check(rc, "git_odb_hash(\(absolutePath))")
-            if git_odb_exists(odb, &out) == 0 {
+            // No re-reading of the pack directory on a miss (a new file's blob is always missing):
+            // the caller refreshes once per batch (`refreshObjects`).
+            if git_odb_exists_ext(odb, &out, UInt32(GIT_ODB_LOOKUP_NO_REFRESH.rawValue)) == 0 {
                 let wrc = bytes.withUnsafeBytes { git_odb_write(&out, odb, $0.baseAddress, size, GIT_OBJECT_BLOB) }
                 try check(wrc, "git_odb_write(\(absolutePath))")
             }

@@ -96,7 +96,9 @@ private struct ObjectCopier: ~Copyable {
 
     func has(_ id: Oid) -> Bool {
         var raw = id.raw
-        if git_odb_exists(odb, &raw) == 1 { return true }
+        // No re-reading of the pack directory on a miss (most objects of a copy are missing):
+        // this database was opened for this copy, and only this copy writes into it.
+        if git_odb_exists_ext(odb, &raw, UInt32(GIT_ODB_LOOKUP_NO_REFRESH.rawValue)) == 1 { return true }
         return batch?.has(id) ?? false
     }
 

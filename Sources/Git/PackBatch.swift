@@ -41,6 +41,10 @@ public final class PackBatch {
         self.repo = repo!
     }
 
+    /// A miss does not re-read the pack directory (most objects of a batch are new): at worst an
+    /// object another process packed meanwhile is written once more.
+    static let noRefresh = UInt32(GIT_ODB_LOOKUP_NO_REFRESH.rawValue)
+
     deinit {
         git_repository_free(repo)
         git_odb_free(odb)
@@ -49,7 +53,7 @@ public final class PackBatch {
     /// Whether the object is in the batch or already in the store.
     public func has(_ id: Oid) -> Bool {
         var raw = id.raw
-        return git_odb_exists(odb, &raw) == 1
+        return git_odb_exists_ext(odb, &raw, Self.noRefresh) == 1
     }
 
     /// Adds an object (nothing when the store or the batch has it already); returns its id.
@@ -57,7 +61,7 @@ public final class PackBatch {
     public func write(_ data: UnsafeRawBufferPointer, type: git_object_t = GIT_OBJECT_BLOB) throws(GitError) -> Oid {
         var out = git_oid()
         try check(git_odb_hash(&out, data.baseAddress, data.count, type), "git_odb_hash")
-        guard git_odb_exists(odb, &out) == 0 else { return Oid(out) }
+        guard git_odb_exists_ext(odb, &out, Self.noRefresh) == 0 else { return Oid(out) }
         try check(git_odb_write(&out, odb, data.baseAddress, data.count, type), "git_odb_write(\(Oid(out))) to a pack batch")
         bytes += data.count
         ids.append(Oid(out))

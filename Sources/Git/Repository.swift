@@ -315,6 +315,15 @@ extension Repository {
     }
 
     /// Whether the object database holds this object.
+    /// Re-reads the pack directory, so objects other handles packed (a fetch, the pre-hash
+    /// workers) are seen by lookups that do not refresh on a miss (`writeBlob`).
+    public func refreshObjects() {
+        var odb: OpaquePointer?
+        guard git_repository_odb(&odb, handle) == 0 else { return }
+        _ = git_odb_refresh(odb)
+        git_odb_free(odb)
+    }
+
     public func hasObject(_ id: Oid) -> Bool {
         var odb: OpaquePointer?
         guard git_repository_odb(&odb, handle) == 0 else { return false }

@@ -29,6 +29,7 @@ extension Store {
     public func commit(paths: Set<FilePath>, now: Date = Date(), reason: String? = nil,
                        send: Set<FilePath> = []) throws(GitError) -> CommitOutcome {
         let index = try liveIndex()
+        repo.refreshObjects()  // packs a fetch or the pre-hash wrote since: a known blob is not written again
         var changes: [(path: FilePath, before: Oid?, after: Oid?)] = []
         var retry: Set<FilePath> = []
         var skipped: [Obstacle] = []
@@ -78,6 +79,7 @@ extension Store {
         }
         // Many files at once (a start-up commit, a bulk copy): hash them on every core first.
         let prehashed = paths.count >= Self.prehashThreshold ? prehash(paths) : [:]
+        if !prehashed.isEmpty { repo.refreshObjects() }  // the workers' packs
         // Parents sort before their children, so a directory replaced by a file (or the reverse)
         // is cleared before the new entries go in.
         for path in paths.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
