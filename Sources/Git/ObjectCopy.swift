@@ -81,6 +81,9 @@ private struct ObjectCopier: ~Copyable {
             git_odb_free(s)
             throw error
         }
+        // Packs other handles wrote since this one last looked: seen once here, since the copy's
+        // lookups do not re-read the pack directory on a miss.
+        _ = git_odb_refresh(t)
         self.source = source
         self.target = target
         self.sourceOdb = s!

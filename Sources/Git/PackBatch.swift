@@ -94,6 +94,7 @@ public final class PackBatch {
             try write(builder)
         }
         try check(git_mempack_reset(mempack), "git_mempack_reset")
+        _ = git_odb_refresh(odb)  // the new pack: what left memory is still found by `has`
         bytes = 0
         ids.removeAll(keepingCapacity: true)
         packs += 1

@@ -300,6 +300,10 @@ extension Store {
             && entry.mtimeSeconds == Int32(truncatingIfNeeded: stat.mtimeSeconds)
             && entry.mtimeNanoseconds == UInt32(truncatingIfNeeded: stat.mtimeNanoseconds)
             && entry.inode == UInt32(truncatingIfNeeded: stat.inode)
+            // Every write sets ctime, and nobody can set it back: an edit that keeps the size and
+            // puts the mtime back (`touch -r`, rsync -t, a clock set back) still shows here.
+            && entry.ctimeSeconds == Int32(truncatingIfNeeded: stat.ctimeSeconds)
+            && entry.ctimeNanoseconds == UInt32(truncatingIfNeeded: stat.ctimeNanoseconds)
     }
 
     static func isRacy(_ entry: IndexEntry, _ indexStat: FileStat?) -> Bool {

@@ -57,6 +57,22 @@ import Testing
         }
     }
 
+    /// The scan trusts stat data, but not an edit that keeps the size and puts the mtime back
+    /// (`touch -r`, rsync -t) or moves it backwards (a clock set back): ctime shows both.
+    @Test func editsThatKeepSizeAndMtimeAreFound() throws {
+        let fixture = try StoreFixture()
+        try fixture.write("same.txt", "version 1\n", mtime: 1_700_000_000)
+        try fixture.write("back.txt", "version 1\n", mtime: 1_700_000_000)
+        _ = try fixture.store.commit(paths: ["same.txt", "back.txt"])
+        #expect(try fixture.store.changedSinceLastCommit().isEmpty)
+        try fixture.write("same.txt", "version 2\n", mtime: 1_700_000_000)  // same size, same mtime
+        try fixture.write("back.txt", "version 2\n", mtime: 1_000_000_000)  // the clock went back
+        #expect(try fixture.store.changedSinceLastCommit() == ["same.txt", "back.txt"])
+        let outcome = try fixture.store.commit(paths: fixture.store.changedSinceLastCommit())
+        #expect(outcome.summary.modified.count == 2)
+        #expect(try fixture.headContents() == ["same.txt": "version 2\n", "back.txt": "version 2\n"])
+    }
+
     /// A crash after commits whose index was never saved: the next start puts the index back at
     /// `main`, the scan finds nothing to commit, and a real change after it commits as usual.
     @Test func anIndexFileBehindMainIsPutBack() throws {
