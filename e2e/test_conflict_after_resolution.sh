@@ -31,7 +31,11 @@ done
 # the phone settles it; the watch and the tablet do not hear of it yet
 on phone "$SYNCAGENT" resolve "$old" --config "$T/phone/syncagent.toml" --keep phone >"$T/resolve.out" 2>&1 \
     || fail "resolve: $(cat "$T/resolve.out")"
-# a new conflict between watch and tablet, synced only between them
+# a new conflict between watch and tablet, synced only between them. A record orders two versions
+# of one device by their commit time, which has whole seconds (a tie goes to the larger commit id):
+# the watch's second version comes in a later second than its first, as a person's would.
+later_second() { [ "$(date +%s)" -gt "$(git --git-dir="$(store_of watch)" log -1 --format=%at refs/heads/main)" ]; }
+wait_until later_second
 printf 'watch 2\n' >"$T/w2"; cp "$T/w2" "$(data_of watch)/p.txt"
 printf 'tablet 2\n' >"$T/t2"; cp "$T/t2" "$(data_of tablet)/p.txt"
 sync_on watch --peer tablet; sync_on tablet --peer watch; sync_on watch --peer tablet

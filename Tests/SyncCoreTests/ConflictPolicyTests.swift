@@ -191,4 +191,19 @@ import Testing
         #expect(ConflictBook.union(["c-1": done], ["c-1": record(seen, resolved: false)]).count == 1)
         #expect(ConflictBook.union(["c-1": done], ["c-1": record([seen[0]], resolved: false)]).count == 1)
     }
+
+    /// A device's second version in the same second as the one the resolution saw cannot be
+    /// ordered by time: it is kept in the follow-up, whichever commit id is larger.
+    @Test func aVersionOfTheSameSecondIsNeverDropped() {
+        for (old, new) in [("b", "c"), ("c", "b")] {  // both orders of the commit ids
+            let seen = [v("phone", "a", "2026-01-01T00:00:01Z"), v("watch", old, "2026-01-01T00:00:02Z")]
+            let open = record([seen[0], v("watch", new, "2026-01-01T00:00:02Z"), v("tablet", "d", "2026-01-01T00:00:02Z")], resolved: false)
+            let next = ConflictBook.union(["c-1": record(seen, resolved: true)], ["c-1": open])[ConflictRecord.followUpID("c-1")]
+            #expect(next?.versions.map(\.device).sorted() == ["tablet", "watch"], "watch \(old) seen, watch \(new) open")
+        }
+        // an older version of a device (an open copy that missed its later edit) opens nothing
+        let seen = [v("phone", "a", "2026-01-01T00:00:01Z"), v("watch", "b", "2026-01-01T00:00:09Z")]
+        let stale = record([seen[0], v("watch", "c", "2026-01-01T00:00:02Z")], resolved: false)
+        #expect(ConflictBook.union(["c-1": record(seen, resolved: true)], ["c-1": stale]).count == 1)
+    }
 }
