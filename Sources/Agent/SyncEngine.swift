@@ -202,10 +202,9 @@ actor SyncEngine {
     }
 
     /// The start-up commit: what changed while the agent was stopped, in chunks, so a stop request
-    /// is heard between them (a chunk of 25,000 small files takes a few seconds; each leaves one pack
-    /// per core, so a 100k-file start-up leaves a handful of packs, not dozens to roll up later).
-    /// The deletion guard sees the whole set first.
-    func commitStartupChanges(stopping: @Sendable () -> Bool, chunk: Int = 25_000) {
+    /// is heard between them (each chunk's blobs go into one pack per core). The deletion guard sees
+    /// the whole set first.
+    func commitStartupChanges(stopping: @Sendable () -> Bool, chunk: Int = 5000) {
         do {
             let fixed = try store.reconcileIndexWithHead()
             if fixed > 0 {
@@ -240,7 +239,7 @@ actor SyncEngine {
         var start = 0
         while start < rest.count, !stopping() {
             let end = min(start + chunk, rest.count)
-            if rest.count > 5000 { progress.update("start-up commit", done: start, total: rest.count) }
+            if rest.count > chunk { progress.update("start-up commit", done: start, total: rest.count) }
             commit(WatchBatch(paths: Set(rest[start..<end])))
             start = end
         }
