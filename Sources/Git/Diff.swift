@@ -1,4 +1,5 @@
 import CLibgit2
+import Glibc
 import SystemPackage
 
 /// One path that differs between two trees (no rename detection: a move is a delete and an add).
@@ -17,9 +18,61 @@ public struct TreeChange: Sendable, Equatable {
 }
 
 extension Repository {
-    /// The blobs and links that differ between two trees (`nil` is the empty tree). Costs the size
-    /// of the difference: unchanged subtrees are skipped by id.
+    /// The blobs and links that differ between two trees (`nil` is the empty tree), sorted by path
+    /// bytes. Costs the size of the difference: a subtree with the same id on both sides is never
+    /// read (libgit2's tree-to-tree diff reads every subtree of both: 2,000 tree objects for one
+    /// changed file in a 100k-file tree, most of a merge's time).
     public func diffTrees(_ old: Oid?, _ new: Oid) throws(GitError) -> [TreeChange] {
+        var changes: [TreeChange] = []
+        try diffTree(old, new, prefix: [], into: &changes)
+        changes.sort { $0.path.bytes.lexicographicallyPrecedes($1.path.bytes) }
+        return changes
+    }
+
+    /// One entry of a tree: its name's bytes, id and mode.
+    private struct Entry {
+        let name: [UInt8]
+        let id: Oid
+        let mode: UInt32
+        var isTree: Bool { mode == 0o040000 }
+    }
+
+    private func entries(of tree: Oid?) throws(GitError) -> [[UInt8]: Entry] {
+        guard var raw = tree?.raw else { return [:] }
+        var obj: OpaquePointer?
+        try check(git_tree_lookup(&obj, handle, &raw), "git_tree_lookup(\(tree!))")
+        defer { git_tree_free(obj) }
+        var out: [[UInt8]: Entry] = [:]
+        let count = git_tree_entrycount(obj)
+        out.reserveCapacity(count)
+        for i in 0..<count {
+            guard let e = git_tree_entry_byindex(obj, i), let cName = git_tree_entry_name(e) else { continue }
+            let name = Array(UnsafeBufferPointer(start: UnsafeRawPointer(cName).assumingMemoryBound(to: UInt8.self), count: strlen(cName)))
+            out[name] = Entry(name: name, id: Oid(git_tree_entry_id(e)), mode: git_tree_entry_filemode(e).rawValue)
+        }
+        return out
+    }
+
+    private func diffTree(_ old: Oid?, _ new: Oid?, prefix: [UInt8], into changes: inout [TreeChange]) throws(GitError) {
+        guard old != new else { return }
+        let a = try entries(of: old), b = try entries(of: new)
+        func path(_ name: [UInt8]) -> FilePath { FilePath(bytes: prefix.isEmpty ? name : prefix + [UInt8(ascii: "/")] + name) }
+        func sub(_ name: [UInt8]) -> [UInt8] { prefix.isEmpty ? name : prefix + [UInt8(ascii: "/")] + name }
+        for name in Set(a.keys).union(b.keys) {
+            let x = a[name], y = b[name]
+            let oldTree = x?.isTree == true ? x?.id : nil, newTree = y?.isTree == true ? y?.id : nil
+            if oldTree != nil || newTree != nil {
+                try diffTree(oldTree, newTree, prefix: sub(name), into: &changes)
+            }
+            let oldLeaf = x.flatMap { $0.isTree ? nil : ConflictSide(oid: $0.id, mode: $0.mode) }
+            let newLeaf = y.flatMap { $0.isTree ? nil : ConflictSide(oid: $0.id, mode: $0.mode) }
+            if oldLeaf != newLeaf { changes.append(TreeChange(path: path(name), old: oldLeaf, new: newLeaf)) }
+        }
+    }
+
+    /// libgit2's own tree-to-tree diff, which reads every subtree: the reference `diffTrees` is
+    /// checked against in tests.
+    public func diffTreesReadingEverything(_ old: Oid?, _ new: Oid) throws(GitError) -> [TreeChange] {
         var oldTree: OpaquePointer?, newTree: OpaquePointer?
         if var raw = old?.raw {
             try check(git_tree_lookup(&oldTree, handle, &raw), "git_tree_lookup(\(old!))")

@@ -22,7 +22,7 @@ import Testing
         }
     }
 
-    /// Each op sets one path of the universe to a blob (or removes it), the way the commit path
+    /// Each op sets one path of the universe (and checks `diffTrees` against libgit2's diff) to a blob (or removes it), the way the commit path
     /// does: what stands in its way (a file above it, files under it) goes first. Batches of three
     /// ops, each checked against `index.writeTree()`.
     static func replay(_ ops: [Int]) throws {
@@ -51,6 +51,11 @@ import Testing
                 let along = try store.treeFollowingIndex(index, base: tree, paths: touched)
                 let whole = try index.writeTree()
                 #expect(along == whole, "after op \(n) of \(ops), touched \(touched.map(\.string).sorted())")
+                // The diff that skips equal subtrees by id finds what libgit2's full walk finds.
+                let diff = try store.repo.diffTrees(tree, along)
+                let reference = try store.repo.diffTreesReadingEverything(tree, along)
+                    .sorted { $0.path.bytes.lexicographicallyPrecedes($1.path.bytes) }
+                #expect(diff == reference, "diff after op \(n) of \(ops)")
                 tree = along
                 touched = []
             }
