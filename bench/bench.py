@@ -463,7 +463,7 @@ def bench_bulk(syncagent, tmp, rows, notes, agents):
     if tree_count(repo.git_dir) != BULK_FILES:
         raise BenchError("bulk: git baseline did not commit every file")
     cleanup(base)
-    rows.append((f"{BULK_FILES // 1000}k-file bulk commit (from start)", a_time, g_time, rss_text(agent), ("ratio", 1.0)))
+    rows.append((f"{BULK_FILES // 1000}k-file bulk commit (from start)", a_time, g_time, rss_text(agent), ("ratio", 0.5)))
     notes.append(f"bulk: agent landed {BULK_FILES} files in {n_commits} commit(s); "
                  f"cpu {agent.stats.get('cpu_s', float('nan')):.2f} s, "
                  f"peak RSS {agent.stats.get('peak_rss_mb') or float('nan'):.0f} MB")
@@ -553,10 +553,14 @@ def bench_big_tree(syncagent, tmp, rows, notes, agents):
     k = f"{BIG_FILES // 1000}k"
     peak = watching.get("peak_rss_mb")
     watch_rss = f"{agent.name} {watching.get('rss_mb') or float('nan'):.0f} MB (peak {peak or float('nan'):.0f})"
-    rows.append((f"{k}-file initial commit (from start)", a_init, g_init, watch_rss, ("ratio", 1.0)))
+    # Targets of issue 19: the initial commit at half of git's, one change past the debounce at 3% of
+    # a whole `git add -A && git commit`, the worst of the changes at 10%.
+    rows.append((f"{k}-file initial commit (from start)", a_init, g_init, watch_rss, ("ratio", 0.5)))
     rows.append((f"1 change in {k} tree p50 (debounce {DEBOUNCE_MS}ms)", pct(a_lat, 50), pct(g_lat, 50), watch_rss,
                  ("ratio", 0.1)))
-    rows.append((f"1 change in {k} tree max of {BIG_CHANGES}", max(a_lat), max(g_lat), watch_rss, ("ratio", 0.2)))
+    rows.append((f"  the same, past the debounce", pct(a_lat, 50) - DEBOUNCE_MS / 1e3, pct(g_lat, 50), watch_rss,
+                 ("ratio", 0.03)))
+    rows.append((f"1 change in {k} tree max of {BIG_CHANGES}", max(a_lat), max(g_lat), watch_rss, ("ratio", 0.1)))
     rows.append((f"peak RSS watching a {k}-file tree", (peak or 0) / 1e3, float("nan"), watch_rss, ("mb", 64)))
     rows.append((f"1 change synced into {k} tree p50", pct(s_lat, 50), pct(p_lat, 50), rss_text(agent, watch),
                  ("ratio", 0.1)))
