@@ -28,6 +28,8 @@ stop_agent
 head_before=$(head_oid)
 commits_before=$(commit_count)
 cp "$T/index.before" "$STORE/index"   # as if the agent had died before saving the index
+# `status` of the stopped agent sees through it too: nothing is waiting to be committed
+assert_eq 0 "$(status_field pending)" "pending while stopped, with an index file behind main"
 run_agent
 wait_until grep -q "index was behind main" "$LOG"
 grep -q "index was behind main (the agent stopped before saving it): 3 entries" "$LOG" \

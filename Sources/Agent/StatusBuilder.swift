@@ -78,9 +78,14 @@ public enum StatusBuilder {
         do {
             let s = try Store.open(device: config.device, data: config.data, gitDir: config.storePath)
             s.policy = config.policy
+            // An index file behind `main` (the agent died before saving it) is put back in memory
+            // only (nothing is written without the lock), so `pending` counts real changes alone.
+            s.deferIndexWrites = true
+            let putBack = (try? s.reconcileIndexWithHead()) ?? []
+            let same = (try? s.holdingIndexVersion(putBack)) ?? []
             // What start-up will commit: changed paths the rules neither keep local nor hold back.
             let held = s.loadHeld()
-            let changed = try s.changedSinceLastCommit().filter { config.policy.materializes($0) && held[$0] == nil }
+            let changed = try s.changedSinceLastCommit().filter { config.policy.materializes($0) && held[$0] == nil && !same.contains($0) }
             pending = changed.count
             store = s
             // What a running agent would report, from what is on disk.

@@ -206,7 +206,7 @@ actor SyncEngine {
     /// the whole set first.
     func commitStartupChanges(stopping: @Sendable () -> Bool, chunk: Int = 5000) {
         do {
-            let fixed = try store.reconcileIndexWithHead()
+            let fixed = try store.reconcileIndexWithHead().count
             if fixed > 0 {
                 logger.notice("the store's index was behind main (the agent stopped before saving it): \(fixed) entries put back at main; their files are read again")
             }

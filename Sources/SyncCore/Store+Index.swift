@@ -38,10 +38,10 @@ extension Store {
     }
 
     /// Puts every index entry that differs from `main`'s tree back at `main` (entries without stat
-    /// data, so the next scan reads those files again); returns how many were fixed. A no-op for an
+    /// data, so the next scan reads those files again); returns the paths fixed. A no-op for an
     /// index saved after the last commit; after a crash it costs the paths the file missed.
     @discardableResult
-    public func reconcileIndexWithHead() throws(GitError) -> Int {
+    public func reconcileIndexWithHead() throws(GitError) -> [FilePath] {
         let index = try liveIndex()
         let headTree = try repo.headCommit().map { id throws(GitError) in try repo.commit(id).tree }
         let stale = try repo.diffIndex(index, against: headTree)
@@ -53,7 +53,17 @@ extension Store {
             }
         }
         if !stale.isEmpty { try saveIndex(index) }
-        return stale.count
+        return stale.map(\.path)
+    }
+
+    /// Of these paths, those whose file or link holds exactly what the index has there (read and
+    /// hashed: for the few paths `reconcileIndexWithHead` put back without stat data).
+    public func holdingIndexVersion(_ paths: [FilePath]) throws(GitError) -> Set<FilePath> {
+        let index = try liveIndex()
+        return Set(paths.filter { path in
+            guard let entry = index.entry(path) else { return false }
+            return diskMatches(path, ConflictSide(oid: entry.oid, mode: entry.mode), entry: nil)
+        })
     }
 
     /// `base` with every one of `paths` set to what the index holds there: its entry, the
