@@ -44,32 +44,32 @@ public enum Libgit2 {
         _ = syncagent_git_set_mwindow_file_limit(openPacks)
     }
 
-    /// A config object for pack builders that must not search for deltas: libgit2 1.5 takes its
-    /// "no delta above this size" threshold from `pack.deltaCacheSize` (pack-objects.c), so 1 byte
-    /// there turns delta search off. Read from a file of its own beside the empty config directory.
-    /// Nil if that file cannot be written (the pack builder then searches as usual).
-    static func noDeltaConfig() -> OpaquePointer? { noDelta.value }
-
-    private final class ConfigBox: @unchecked Sendable {
-        let value: OpaquePointer?
-        init(_ value: OpaquePointer?) { self.value = value }
+    /// A new config object for a pack builder that must not search for deltas: libgit2 1.5 takes
+    /// its "no delta above this size" threshold from `pack.deltaCacheSize` (pack-objects.c), so 1
+    /// byte there turns delta search off. Each caller gets its own object (a repository takes
+    /// ownership of the config it is given, so one shared between threads would be written from
+    /// several); the caller frees it. Nil if its file cannot be written (then deltas are searched).
+    static func noDeltaConfig() -> OpaquePointer? {
+        guard let file = noDeltaFile else { return nil }
+        var config: OpaquePointer?
+        guard git_config_new(&config) == 0 else { return nil }
+        guard git_config_add_file_ondisk(config, file, GIT_CONFIG_LEVEL_APP, nil, 0) == 0 else {
+            git_config_free(config)
+            return nil
+        }
+        return config
     }
 
-    private static let noDelta: ConfigBox = {
+    /// The file behind `noDeltaConfig`, written once per process.
+    private static let noDeltaFile: String? = {
         let file = NSTemporaryDirectory() + "syncagent-nodelta-\(getuid()).gitconfig"
         let text = "[pack]\n\tdeltaCacheSize = 1\n"
         if (try? String(contentsOfFile: file, encoding: .utf8)) != text {
             let temp = file + ".\(getpid())"
             guard (try? text.write(toFile: temp, atomically: false, encoding: .utf8)) != nil,
-                  rename(temp, file) == 0 else { return ConfigBox(nil) }
+                  rename(temp, file) == 0 else { return nil }
         }
-        var config: OpaquePointer?
-        guard git_config_new(&config) == 0 else { return ConfigBox(nil) }
-        guard git_config_add_file_ondisk(config, file, GIT_CONFIG_LEVEL_APP, nil, 0) == 0 else {
-            git_config_free(config)
-            return ConfigBox(nil)
-        }
-        return ConfigBox(config)
+        return file
     }()
 
     private static func emptyConfigDirectory() -> String {

@@ -33,7 +33,10 @@ public final class PackBatch {
             git_odb_free(odb)
             throw error
         }
-        if let config = Libgit2.noDeltaConfig() { _ = git_repository_set_config(repo, config) }
+        if let config = Libgit2.noDeltaConfig() {
+            _ = git_repository_set_config(repo, config)  // the repository holds its own reference
+            git_config_free(config)
+        }
         self.gitDir = gitDir
         self.flushBytes = flushBytes
         self.odb = odb!
