@@ -101,6 +101,17 @@ for d in "${DEVICES[@]}"; do
     if grep -q -i "forced\|force" "${DEVICE_LOG[$d]:-/dev/null}" 2>/dev/null; then fail "$d's log speaks of forcing"; fi
 done
 
+# ---- a push cut short by kill -9 leaves the hub's ref lock behind -------------------------------------
+# (found by the convergence suite, seed 1 hub: every later push failed with "failed to lock file")
+printf 'stale\n' >"$HUB/refs/heads/devices/phone.lock"
+printf 'written after the lock\n' >"$(data_of phone)/after-lock.txt"
+start_device phone
+hub_has_after_lock() { git --git-dir="$HUB" cat-file -e refs/heads/devices/phone:after-lock.txt 2>/dev/null; }
+wait_until hub_has_after_lock
+grep -q "removed a lock a push of this device left in hub" "$LOG" || fail "the start did not say it removed the hub's stale lock"
+[ ! -e "$HUB/refs/heads/devices/phone.lock" ] || fail "the stale lock is still on the hub"
+stop_device phone
+
 # ---- a second device calling itself "phone" -----------------------------------------------------------
 before=$(git --git-dir="$HUB" rev-parse refs/heads/devices/phone)
 init_device phone2 50

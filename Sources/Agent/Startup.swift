@@ -31,6 +31,12 @@ enum Startup {
         for stale in Store.clearStaleLocks(gitDir: config.storePath) {
             logger.warning("removed a stale lock left by a stopped agent", metadata: ["file": "\(stale)"])
         }
+        for peer in config.peers where peer.hub {
+            guard let hubDir = PeerLink(peer, configFile: config.file).localGitDir else { continue }
+            for stale in Store.clearStaleHubLocks(hubGitDir: hubDir, device: config.device) {
+                logger.warning("removed a lock a push of this device left in hub \(peer.name) when the agent stopped", metadata: ["file": "\(stale)"])
+            }
+        }
         Store.limitMemory(config.memory)
         let store = try Store.openOrCreate(device: config.device, data: config.data, gitDir: config.storePath)
         store.rules = config.resolvers

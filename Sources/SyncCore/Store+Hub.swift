@@ -38,6 +38,19 @@ extension Store {
     /// The peer name a device seen through a hub is merged as (its tracking refs, its status entry).
     public static func hubPeer(_ hub: String, device: String) -> String { "\(hub)/\(device)" }
 
+    /// Removes the lock files a push of this device's own branches left in a hub on this machine
+    /// when the agent was killed in the middle of it (libgit2 writes `<ref>.lock`, then renames it):
+    /// left there, every later push failed with "failed to lock file". Only this device pushes those
+    /// refs (the same-name check guards that), and only while holding its agent lock, which the
+    /// caller holds: a lock found now is stale.
+    @discardableResult
+    public static func clearStaleHubLocks(hubGitDir: FilePath, device: String) -> [FilePath] {
+        let mine = [FilePath("refs/heads/devices/\(device).lock"), FilePath("refs/syncagent/devices/\(device)/conflicts.lock")]
+        return mine.map { hubGitDir.pushing($0) }.filter { lock in
+            (try? FileStat.of(lock)) != nil && (try? Files.remove(lock)) != nil  // (remove is fine with nothing there)
+        }
+    }
+
     static func hubBranch(_ hub: String, _ device: String) -> String { "refs/hubs/\(hub)/heads/\(device)" }
     static func hubRecords(_ hub: String, _ device: String) -> String { "refs/hubs/\(hub)/records/\(device)/conflicts" }
     static func hubPushed(_ hub: String) -> String { "refs/hubs/\(hub)/pushed" }
