@@ -226,7 +226,7 @@ actor SyncEngine {
         }
         let changed: [FilePath]
         do {
-            changed = Array(try store.changedSinceLastCommit()).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+            changed = Array(try store.changedSinceLastCommit()).sorted { $0.precedesInBytes($1) }
             progress.finish(Store.scanTask)
         } catch {
             progress.finish(Store.scanTask)

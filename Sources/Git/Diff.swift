@@ -25,7 +25,7 @@ extension Repository {
     public func diffTrees(_ old: Oid?, _ new: Oid) throws(GitError) -> [TreeChange] {
         var changes: [TreeChange] = []
         try diffTree(old, new, prefix: [], into: &changes)
-        changes.sort { $0.path.bytes.lexicographicallyPrecedes($1.path.bytes) }
+        changes.sort { $0.path.precedesInBytes($1.path) }
         return changes
     }
 

@@ -9,6 +9,8 @@ public struct ObjectCopyReport: Sendable, Equatable {
     public var streamed = 0
     /// Packs written (one per full batch, and one for the rest).
     public var packs = 0
+    /// The peer's packs taken whole (through the indexer, nothing compressed again).
+    public var wholePacks = 0
 }
 
 /// Where `copyMissingObjects` changes how it writes: tests set them small to cross every limit.
@@ -19,10 +21,14 @@ public struct ObjectCopyLimits: Sendable {
     public var looseLimit: Int
     /// A pack is written each time the objects waiting for one hold this many bytes.
     public var batchBytes: Int
-    public init(streamAbove: Int = 16 << 20, looseLimit: Int = 64, batchBytes: Int = 32 << 20) {
+    /// A copy of at least this many objects takes whole the peer's packs that hold at least this
+    /// many of them (and are at least half made of them).
+    public var wholePacksFrom: Int
+    public init(streamAbove: Int = 16 << 20, looseLimit: Int = 64, batchBytes: Int = 32 << 20, wholePacksFrom: Int = 256) {
         self.streamAbove = streamAbove
         self.looseLimit = looseLimit
         self.batchBytes = batchBytes
+        self.wholePacksFrom = wholePacksFrom
     }
 }
 
@@ -151,21 +157,31 @@ private struct ObjectCopier: ~Copyable {
                 stack.append((parent, false))
             }
         }
+        var missing: [(id: Oid, type: git_object_t)] = []
+        var planned = Set<Oid>()
         for id in order {
-            try copyTree(try source.commit(id).tree)
-            try copyWhole(id, expecting: GIT_OBJECT_COMMIT)
+            try planTree(try source.commit(id).tree, into: &missing, planned: &planned)
+            missing.append((id, GIT_OBJECT_COMMIT))
+        }
+        if missing.count >= limits.wholePacksFrom {
+            let taken = try takeWholePacks(wanted: planned)
+            if !taken.isEmpty { missing.removeAll { taken.contains($0.id) } }
+        }
+        for (id, type) in missing where !has(id) {
+            if type == GIT_OBJECT_BLOB { try copyBlob(id) } else { try copyWhole(id, expecting: type) }
         }
         try flush()
     }
 
-    /// A tree after everything in it (subtrees first), skipping what is already here.
-    mutating func copyTree(_ root: Oid) throws(GitError) {
-        guard !has(root) else { return }
+    /// The objects of a tree this repository lacks, in the order they may be written: everything
+    /// a tree names before the tree (subtrees first).
+    func planTree(_ root: Oid, into missing: inout [(id: Oid, type: git_object_t)], planned: inout Set<Oid>) throws(GitError) {
+        guard !planned.contains(root), !has(root) else { return }
+        planned.insert(root)
         var stack: [(Oid, expanded: Bool)] = [(root, false)]
-        var scheduled: Set<Oid> = [root]
         while let (id, expanded) = stack.popLast() {
             if expanded {
-                try copyWhole(id, expecting: GIT_OBJECT_TREE)
+                missing.append((id, GIT_OBJECT_TREE))
                 continue
             }
             stack.append((id, true))
@@ -176,19 +192,51 @@ private struct ObjectCopier: ~Copyable {
             for i in 0..<git_tree_entrycount(tree) {
                 guard let entry = git_tree_entry_byindex(tree, i) else { continue }
                 let child = Oid(git_tree_entry_id(entry))
-                switch git_tree_entry_type(entry) {
-                case GIT_OBJECT_TREE:
-                    if !scheduled.contains(child), !has(child) {
-                        scheduled.insert(child)
-                        stack.append((child, false))
-                    }
-                case GIT_OBJECT_BLOB:
-                    if !has(child) { try copyBlob(child) }
-                default:
-                    continue  // a submodule's commit is not ours to have
-                }
+                let type = git_tree_entry_type(entry)
+                guard type == GIT_OBJECT_TREE || type == GIT_OBJECT_BLOB else { continue }  // a submodule's commit is not ours
+                guard !planned.contains(child), !has(child) else { continue }
+                planned.insert(child)
+                if type == GIT_OBJECT_TREE { stack.append((child, false)) } else { missing.append((child, type)) }
             }
         }
+    }
+
+    /// Takes whole the peer's packs that are mostly made of objects this copy needs (a big batch of
+    /// new files sits in a few packs of exactly those blobs). Each goes through the indexer, which
+    /// computes every id and refuses a pack that names objects neither in it nor here: packs that
+    /// need one another are tried again once others are in; one that still fails is left to the
+    /// object-by-object copy (which then reports any damage). Returns the wanted ids taken.
+    mutating func takeWholePacks(wanted: Set<Oid>) throws(GitError) -> Set<Oid> {
+        var candidates: [(transfer: PackTransfer, needed: Int)] = []
+        for transfer in try PackTransfer.packs(of: source.gitDir) {
+            let needed = transfer.ids.reduce(0) { $0 + (wanted.contains($1) ? 1 : 0) }
+            // Mostly new here: whatever of it this store already has is stored twice until the
+            // next roll-up of packs, which is cheaper than compressing the rest again.
+            if needed >= limits.wholePacksFrom, needed * 2 >= transfer.ids.count { candidates.append((transfer, needed)) }
+        }
+        var taken = Set<Oid>()
+        let progress = self.progress, snapshot = { [report] in report }
+        var progressed = true
+        while progressed, !candidates.isEmpty {
+            progressed = false
+            var rest: [(transfer: PackTransfer, needed: Int)] = []
+            for candidate in candidates {
+                do {
+                    let bytes = try candidate.transfer.index(into: target.gitDir) { progress(snapshot()) }
+                    _ = git_odb_refresh(odb)  // the next pack's checks see this one
+                    for id in candidate.transfer.ids where wanted.contains(id) { taken.insert(id) }
+                    report.objects += candidate.needed
+                    report.bytes += bytes
+                    report.wholePacks += 1
+                    progressed = true
+                } catch {
+                    guard progress(report) else { throw Self.cancelled(source) }
+                    rest.append(candidate)
+                }
+            }
+            candidates = rest
+        }
+        return taken
     }
 
     mutating func copyBlob(_ id: Oid) throws(GitError) {
@@ -274,3 +322,4 @@ private struct ObjectCopier: ~Copyable {
         }
     }
 }
+

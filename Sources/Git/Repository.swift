@@ -264,6 +264,11 @@ extension FilePath {
         }
     }
 
+    /// Whether this path sorts before `other` byte by byte (git's order), without copying either.
+    public func precedesInBytes(_ other: FilePath) -> Bool {
+        withPlatformString { a in other.withPlatformString { b in strcmp(a, b) < 0 } }
+    }
+
     /// The path's bytes, exactly.
     public var bytes: [UInt8] {
         withPlatformString { ptr in

@@ -1,6 +1,7 @@
 import FileSystem
 import Foundation
 import Git
+import Synchronization
 import SystemPackage
 
 /// What writing a merge result into the data directory did, path by path.
@@ -66,45 +67,40 @@ public struct Obstacle: Sendable, Equatable {
 }
 
 extension Store {
-    /// What stands at `path` that is not a regular file, link or directory this user can use; nil
-    /// when nothing does (absent, or something syncable). Looks at the path only (a directory above
-    /// it that is not a directory is `place`'s business).
-    func obstacle(at path: FilePath) -> Obstacle? {
-        let abs = data.pushing(path)
-        let stat: FileStat?
-        do { stat = try FileStat.of(abs) } catch {
-            return Obstacle(path: path, what: "a directory above it that this user cannot enter (\(error))")
+    /// The data directory's side of applying (checks and writes that need no store state).
+    var disk: DataDirectory { DataDirectory(root: data) }
+
+    func obstacle(at path: FilePath) -> Obstacle? { disk.obstacle(at: path) }
+
+    func diskMatches(_ path: FilePath, _ side: ConflictSide?, entry: IndexEntry?) -> Bool {
+        disk.diskMatches(path, side, entry: entry)
+    }
+
+    /// Applying this many paths at a time bounds what is held between the writes and their record.
+    static let applySlice = 2048
+
+    /// Checks and writes each item's path, on every core (at most 4) when there are many, each
+    /// worker with a repository handle of its own. A path is checked right before it is written.
+    func placeAll(_ items: [DataDirectory.PlaceItem]) -> [DataDirectory.Placement] {
+        let workers = items.count >= 64 ? max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)) : 1
+        let disk = self.disk
+        guard workers > 1 else {
+            var counter: UInt64 = 0
+            return items.map { disk.placeChecked($0, repo: repo, counter: &counter) }
         }
-        guard let stat else {
-            // Absent, or a directory above it is no longer one: a FIFO (or the like) standing where
-            // the directory was keeps out everything under it, as it keeps out the path itself.
-            var prefix = FilePath("")
-            for component in path.components.dropLast() {
-                prefix.append(component)
-                guard let above = (try? FileStat.of(data.pushing(prefix))) ?? nil else { return nil }
-                if above.kind == .directory { continue }
-                if above.kind == .symlink { return nil }  // a link there now: a real change
-                if above.kind == .regular {
-                    // a file there now: a real change, unless this user cannot read it
-                    let readable = data.pushing(prefix).withPlatformString { access($0, R_OK) } == 0
-                    return readable ? nil : Obstacle(path: path, what: "a file this user cannot read at \(prefix.display), where a directory was")
-                }
-                return Obstacle(path: path, what: "a \(above.kind) at \(prefix.display), where a directory was")
+        let gitDir = self.gitDir
+        let results = Mutex<[DataDirectory.Placement?]>(Array(repeating: nil, count: items.count))
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            var counter = UInt64(worker) << 40  // temporary names never meet another worker's
+            guard let repo = try? Repository.openForReading(gitDir: gitDir) else { return }  // its paths: .failed(.ioError)
+            var mine: [(Int, DataDirectory.Placement)] = []
+            // A contiguous run of the sorted paths each: workers do not meet in one directory.
+            for i in (items.count * worker / workers)..<(items.count * (worker + 1) / workers) {
+                mine.append((i, disk.placeChecked(items[i], repo: repo, counter: &counter)))
             }
-            return nil
+            results.withLock { all in for (i, placement) in mine { all[i] = placement } }
         }
-        switch stat.kind {
-        case .regular:
-            guard abs.withPlatformString({ access($0, R_OK) }) != 0 else { return nil }
-            return Obstacle(path: path, what: "a file this user cannot read (\(Errno(rawValue: errno)))")
-        case .directory:
-            guard abs.withPlatformString({ access($0, R_OK | X_OK) }) != 0 else { return nil }
-            return Obstacle(path: path, what: "a directory this user cannot read (\(Errno(rawValue: errno)))")
-        case .symlink:
-            return nil
-        default:
-            return Obstacle(path: path, what: "a \(stat.kind)")
-        }
+        return results.withLock { $0.map { $0 ?? .failed(.ioError) } }
     }
 
     /// Moves the data directory along `changes` (from the tree it holds to a new tree), path by path.
@@ -180,7 +176,7 @@ extension Store {
         changes.removeAll { DirectoryMarker.isMarker($0.path) }
         let keptDirectories = Set(markers.filter { $0.new != nil }.map { DirectoryMarker.directory(of: $0.path) })
         // Removals first, deepest first, so a directory can become a file and a file a directory.
-        let removals = changes.filter { $0.new == nil }.sorted { $1.path.bytes.lexicographicallyPrecedes($0.path.bytes) }
+        let removals = changes.filter { $0.new == nil }.sorted { $1.path.precedesInBytes($0.path) }
         for change in removals {
             let entry = index.entry(change.path)
             if obstacle(at: change.path) != nil {
@@ -207,54 +203,51 @@ extension Store {
             try index.remove(change.path)
         }
         try applyDirectories(markers, index: index, unapplied: &unapplied, report: &report, keeping: keptDirectories)
-        var counter: UInt64 = 0
-        var step = 0
-        for change in changes.sorted(by: { $0.path.bytes.lexicographicallyPrecedes($1.path.bytes) }) {
-            step += 1
-            if changes.count >= 1000, step % 500 == 0 { onProgress?(Self.mergeTask, step, changes.count) }
-            guard let new = change.new else { continue }
-            let entry = index.entry(change.path)
-            if diskMatches(change.path, new, entry: nil) {
-                try stage(index, change.path, new)
-                unapplied[change.path] = nil
-                continue
+        let additions = changes.filter { $0.new != nil }.sorted { $0.path.precedesInBytes($1.path) }
+        // Written in slices, each on every core; what each path came to is recorded in order.
+        var done = 0
+        for start in stride(from: 0, to: additions.count, by: Self.applySlice) {
+            let slice = additions[start..<min(start + Self.applySlice, additions.count)]
+            let items = slice.map { change in
+                DataDirectory.PlaceItem(change: change, entry: index.entry(change.path), replacing: replace.contains(change.path),
+                          unappliedOld: unapplied[change.path].map { $0 == Self.absent ? nil : $0 })
             }
-            if let obstacle = obstacle(at: change.path) {
-                // Never removed or replaced: the peer's version waits (the store has it) and lands
-                // when the obstacle goes away (`retryUnapplied`).
-                report.failures.append(ApplyFailure(path: change.path, errno: .fileExists, obstacle: obstacle))
-                if unapplied[change.path] == nil { unapplied[change.path] = Self.absent }
-                try index.add(change.path, blob: new.oid, mode: new.mode)
-                continue
-            }
-            let unappliedOld = unapplied[change.path].map { $0 == Self.absent ? nil : $0 }
-            let untouchedSinceFailure = unappliedOld.map { diskMatches(change.path, $0, entry: nil) } ?? false
-            guard replace.contains(change.path) || diskMatches(change.path, change.old, entry: entry) || untouchedSinceFailure else {
-                report.localChanges.append(change.path)
-                try index.add(change.path, blob: new.oid, mode: new.mode)
-                continue
-            }
-            do {
-                if let displaced = try place(new, at: change.path, counter: &counter, displace: replace.contains(change.path)) {
+            let outcomes = placeAll(items)
+            for (item, outcome) in zip(items, outcomes) {
+                let path = item.change.path, new = item.change.new!
+                switch outcome {
+                case .alreadyThere:
+                    try stage(index, path, new)
+                    unapplied[path] = nil
+                case .obstacle(let obstacle):
+                    // Never removed or replaced: the peer's version waits (the store has it) and
+                    // lands when the obstacle goes away (`retryUnapplied`).
+                    report.failures.append(ApplyFailure(path: path, errno: .fileExists, obstacle: obstacle))
+                    if unapplied[path] == nil { unapplied[path] = Self.absent }
+                    try index.add(path, blob: new.oid, mode: new.mode)
+                case .localChange:
+                    report.localChanges.append(path)
+                    try index.add(path, blob: new.oid, mode: new.mode)
+                case .failed(let errno):
+                    report.failures.append(ApplyFailure(path: path, errno: errno))
+                    if unapplied[path] == nil { unapplied[path] = item.change.old ?? Self.absent }
+                    try index.add(path, blob: new.oid, mode: new.mode)
+                case .written(let displaced):
                     // What the local file held at the very moment it was replaced: kept unless it
                     // is what was kept already.
-                    keepDisplaced(displaced, as: change.path)
+                    if let displaced { keepDisplaced(displaced, as: path) }
+                    try stage(index, path, new)
+                    report.written += 1
+                    report.touched.append(path)
+                    unapplied[path] = nil
                 }
-            } catch {
-                report.failures.append(ApplyFailure(path: change.path, errno: error))
-                if unapplied[change.path] == nil { unapplied[change.path] = change.old ?? Self.absent }
-                try index.add(change.path, blob: new.oid, mode: new.mode)
-                continue
             }
-            try stage(index, change.path, new)
-            report.written += 1
-            report.touched.append(change.path)
-            unapplied[change.path] = nil
+            done += slice.count
+            if additions.count >= 1000 { onProgress?(Self.mergeTask, done, additions.count) }
         }
         try saveIndex(index)
         saveUnapplied(unapplied)
         Durability.flushFileSystem(containing: data)
-        if changes.count >= 1000 { onProgress?(Self.mergeTask, changes.count, changes.count) }  // the end of it
         return report
     }
 
@@ -274,7 +267,7 @@ extension Store {
                 pruneEmptyParents(of: dir, keeping: keeping)
             }
         }
-        for change in markers.sorted(by: { $0.path.bytes.lexicographicallyPrecedes($1.path.bytes) }) {
+        for change in markers.sorted(by: { $0.path.precedesInBytes($1.path) }) {
             guard let new = change.new else { continue }
             let dir = DirectoryMarker.directory(of: change.path)
             do {
@@ -320,58 +313,10 @@ extension Store {
     /// written, each with what stands in the way when that is known (for `status` while stopped,
     /// and `conflicts`). Looks at each path on disk.
     public func stuckPaths() -> [ApplyFailure] {
-        loadUnapplied().keys.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }.map { path in
+        loadUnapplied().keys.sorted { $0.precedesInBytes($1) }.map { path in
             if let obstacle = obstacle(at: path) { return ApplyFailure(path: path, errno: .fileExists, obstacle: obstacle) }
             return ApplyFailure(path: path, errno: .resourceTemporarilyUnavailable)
         }
-    }
-
-    /// Writes one entry at `path` through a short-named temporary beside it, then `rename`.
-    /// With `displace`, a file or link already at the path is swapped out atomically and left at the
-    /// returned temporary name (for the caller to keep, then remove) instead of being dropped.
-    @discardableResult
-    private func place(_ side: ConflictSide, at path: FilePath, counter: inout UInt64, displace: Bool = false) throws(Errno) -> FilePath? {
-        let target = data.pushing(path)
-        let dir = target.removingLastComponent()
-        // Never write through a link: a directory above the path that is now a symbolic link (not
-        // committed yet) would take the file outside the data directory.
-        var prefix = data
-        for component in path.components.dropLast() {
-            prefix.append(component)
-            if let stat = try FileStat.of(prefix), stat.kind != .directory { throw .fileExists }
-        }
-        if let stat = try FileStat.of(target), stat.kind == .directory {
-            // Its tracked files were removed above; what is left is not ours to delete.
-            guard Files.removeDirectoryWithoutFiles(target) else { throw .directoryNotEmpty }
-        }
-        try Files.makeDirectories(dir)
-        let temp = AgentTemporary.path(in: dir, counter: &counter)
-        if side.mode == 0o120000 {
-            let bytes: [UInt8]
-            do { bytes = try repo.blobData(side.oid) } catch { throw .ioError }
-            try Files.createLink(temp, target: bytes)
-        } else {
-            // Streamed: a big file costs a fixed buffer, not its size.
-            try Files.create(temp, executable: side.mode == 0o100755) { [repo] sink in
-                try repo.streamBlob(side.oid) { chunk in try sink.write(chunk) }
-            }
-        }
-        do {
-            if displace, let old = try FileStat.of(target), old.isStorable {
-                do {
-                    try Files.exchange(temp, target)
-                    return temp
-                } catch where error == .invalidArgument || error == .notSupported {
-                    // A file system without RENAME_EXCHANGE: the bytes kept before the merge are
-                    // what is kept; replace as usual.
-                }
-            }
-            try Files.rename(temp, to: target)
-        } catch {
-            try? Files.remove(temp)
-            throw error
-        }
-        return nil
     }
 
     /// Stages `side` at `path` with the stat data of the file now there.
@@ -382,34 +327,6 @@ extension Store {
                 ctimeSeconds: st.ctimeSeconds, ctimeNanoseconds: st.ctimeNanoseconds, inode: st.inode, device: st.device))
         } else {
             try index.add(path, blob: side.oid, mode: side.mode)
-        }
-    }
-
-    /// Whether the data directory holds exactly `side` at `path` (nil: no file or link there).
-    /// `entry` is the index's record of the path: when its stat data matches, the file is not read.
-    func diskMatches(_ path: FilePath, _ side: ConflictSide?, entry: IndexEntry?) -> Bool {
-        if DirectoryMarker.isMarker(path) {
-            // A marker is never on disk: it matches when its directory is (or is not) there.
-            let isDirectory = (try? FileStat.of(data.pushing(DirectoryMarker.directory(of: path))))??.kind == .directory
-            return isDirectory == (side != nil)
-        }
-        let abs = data.pushing(path)
-        guard let stat = try? FileStat.of(abs) else { return side == nil }
-        guard let side else { return stat.kind == .directory }  // a directory is not a lost file
-        if let entry, entry.oid == side.oid, entry.mode == side.mode, Self.statMatches(entry, stat) {
-            return true
-        }
-        switch stat.kind {
-        case .regular:
-            guard (side.mode == 0o100755) == stat.isExecutable, side.mode != 0o120000 else { return false }
-            if stat.size > 1 << 20 { return Oid.hashing(file: abs) == side.oid }
-            guard let bytes = try? Files.read(abs) else { return false }
-            return Oid.hashing(bytes) == side.oid
-        case .symlink:
-            guard side.mode == 0o120000, let target = try? Files.readLink(abs) else { return false }
-            return Oid.hashing(target) == side.oid
-        default:
-            return false
         }
     }
 

@@ -82,14 +82,19 @@ extension Store {
         if !prehashed.isEmpty { repo.refreshObjects() }  // the workers' packs
         // Parents sort before their children, so a directory replaced by a file (or the reverse)
         // is cleared before the new entries go in.
-        for path in paths.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
+        for path in paths.sorted(by: { $0.precedesInBytes($1) }) {
             guard !path.isEmpty, !PathRules.isIgnored(path: path) else { continue }
             guard policy.materializes(path) else { continue }  // this device's own, or not its to hold
-            if let obstacle = obstacle(at: path) {
+            // A file hashed ahead whose stat data has not moved since is a regular file this user
+            // read a moment ago: no obstacle to look for, no second look after the hash.
+            let unmoved = prehashed[path].flatMap { ahead in
+                ((try? FileStat.of(data.pushing(path))) ?? nil).flatMap { $0 == ahead.stat ? $0 : nil }
+            }
+            if unmoved == nil, let obstacle = obstacle(at: path) {
                 obstruct(obstacle)
                 continue
             }
-            let stat = (try? FileStat.of(data.pushing(path))) ?? nil
+            let stat = unmoved ?? ((try? FileStat.of(data.pushing(path))) ?? nil)
             // The rules hold files, not directories: a directory that went away (or came) is
             // handled below, file by file, under the same rules.
             let fileLevel = stat?.isStorable == true || index.entry(path) != nil
@@ -153,7 +158,7 @@ extension Store {
                     newestMtime = max(newestMtime ?? stat.mtimeSeconds, stat.mtimeSeconds)
                 }
                 // Rewritten while we read it? Then what we hashed may be stale: read it again later.
-                if let again = try? FileStat.of(data.pushing(path)), again != stat {
+                if unmoved == nil, let again = try? FileStat.of(data.pushing(path)), again != stat {
                     retry.insert(path)
                 }
             default:
@@ -204,7 +209,7 @@ extension Store {
         guard !dirs.isEmpty else { return }
         var emptyBlob: Oid?
         // Deepest first: a directory's marker is settled before its parent looks at what it holds.
-        for dir in dirs.sorted(by: { $1.bytes.lexicographicallyPrecedes($0.bytes) }) {
+        for dir in dirs.sorted(by: { $1.precedesInBytes($0) }) {
             guard !PathRules.isIgnored(path: dir) else { continue }
             let marker = DirectoryMarker.marker(of: dir)
             guard policy.materializes(marker), send.contains(marker) || policy.holdReason(marker, size: 0) == nil else { continue }

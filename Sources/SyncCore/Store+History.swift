@@ -159,7 +159,7 @@ extension Store {
     public func restoreChanges(_ path: FilePath, to point: Oid) throws -> [TreeChange] {
         let wanted = try version(of: path, at: point)
         let current = try head().map { try entries(under: path, in: $0) } ?? [:]
-        return Set(wanted.keys).union(current.keys).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+        return Set(wanted.keys).union(current.keys).sorted { $0.precedesInBytes($1) }
             .compactMap { p in wanted[p] == current[p] ? nil : TreeChange(path: p, old: current[p], new: wanted[p]) }
     }
 
@@ -181,7 +181,7 @@ extension Store {
     /// a file, a link, or a directory tree for a directory. Never overwrites an existing path.
     public func export(_ entries: [FilePath: ConflictSide], root: FilePath, to target: FilePath) throws -> Int {
         var written = 0
-        for (path, side) in entries.sorted(by: { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }) {
+        for (path, side) in entries.sorted(by: { $0.key.precedesInBytes($1.key) }) {
             var dest = target
             if path != root {
                 let rel = Array(path.bytes.dropFirst(root.bytes.count + 1))

@@ -310,7 +310,7 @@ extension Store {
                 }
             }
         }
-        return lost.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+        return lost.sorted { $0.precedesInBytes($1) }
     }
 
     /// One side made a directory that the other filled: the merged directory holds files, so its

@@ -143,6 +143,118 @@ import Testing
         }
     }
 
+    /// A commit of `count` files whose blobs the phone wrote into one pack (as a big batch is),
+    /// the trees and the commit loose. Returns the commit and the files.
+    func packedBatch(_ t: TempStore, _ repo: Repository, count: Int) throws -> (Oid, [String: [UInt8]]) {
+        var files: [String: [UInt8]] = [:]
+        let batch = try PackBatch(gitDir: t.gitDir)
+        let index = try repo.index()
+        for i in 0..<count {
+            let path = "d\(i % 9)/f\(i)"
+            let bytes = (0..<(100 + i)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) }
+            files[path] = bytes
+            let url = URL(fileURLWithPath: t.data.appending(path).string)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(bytes).write(to: url)
+            guard case .written(let blob) = try repo.writeBlob(fromFile: t.data.appending(path), batch: batch) else {
+                Issue.record("could not store \(path)"); continue
+            }
+            try index.add(FilePath(path), blob: blob, mode: 0o100644)
+        }
+        try batch.flush()
+        repo.refreshObjects()
+        let tree = try index.writeTree()
+        let tip = try repo.createCommit(tree: tree, parents: [], author: sig, committer: sig, message: "c\n", updateRef: "refs/heads/main")
+        return (tip, files)
+    }
+
+    func packFiles(_ gitDir: FilePath) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: gitDir.appending("objects/pack").string).sorted()
+    }
+
+    func fsck(_ gitDir: FilePath) throws -> Int32 {
+        let fsck = Process()
+        fsck.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+        fsck.arguments = ["--git-dir", gitDir.string, "fsck", "--no-dangling", "--full"]
+        try fsck.run()
+        fsck.waitUntilExit()
+        return fsck.terminationStatus
+    }
+
+    /// A peer's pack made only of blobs this store lacks is taken whole (nothing compressed again),
+    /// through the indexer: every blob arrives, git finds the store whole, and the pack's name is
+    /// the peer's (the same bytes).
+    @Test func aPackOfNewBlobsIsTakenWhole() throws {
+        let phone = try TempStore(), watch = try TempStore()
+        let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+        let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+        let (tip, files) = try packedBatch(phone, source, count: 400)
+        let report = try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [tip])
+        #expect(report.wholePacks == 1)
+        #expect(report.objects == 400 + 9 + 1 + 1)
+        #expect(try packFiles(watch.gitDir).filter { $0.hasSuffix(".pack") } == packFiles(phone.gitDir).filter { $0.hasSuffix(".pack") })
+        let copied = try Repository.open(gitDir: watch.gitDir, workdir: watch.data)
+        let tree = try copied.treeFiles(try copied.commit(tip).tree)
+        #expect(tree.count == 400)
+        for file in tree { #expect(try copied.blobData(file.oid) == files[file.path.string]) }
+        #expect(try fsck(watch.gitDir) == 0)
+        #expect(try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [tip]).objects == 0)
+    }
+
+    /// A pack whose trees name blobs that are neither in it nor here is refused by the indexer and
+    /// leaves nothing behind; the copy takes the objects one by one instead, and all arrive.
+    @Test func aPackThatIsNotWholeHereIsCopiedObjectByObject() throws {
+        let phone = try TempStore(), watch = try TempStore()
+        let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+        let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+        var files: [String: [UInt8]] = [:]
+        for i in 0..<300 { files["d\(i)/f"] = Array("file \(i)\n".utf8) }
+        let tip = try commit(phone, source, files, parent: nil)
+        // The trees and the commit in a pack of their own; the blobs stay loose.
+        let trees = try source.treeFiles(try source.commit(tip).tree).map { _ in () }.count
+        #expect(trees == 300)
+        let list = Process()
+        list.executableURL = URL(fileURLWithPath: "/bin/sh")
+        list.arguments = ["-c", "git --git-dir '\(phone.gitDir.string)' rev-list --objects \(tip.hex) | cut -c1-40 | "
+                          + "git --git-dir '\(phone.gitDir.string)' cat-file --batch-check='%(objecttype) %(objectname)' | "
+                          + "awk '$1 != \"blob\" {print $2}' | git --git-dir '\(phone.gitDir.string)' pack-objects -q '\(phone.gitDir.string)/objects/pack/pack'"]
+        list.standardOutput = FileHandle.nullDevice
+        try list.run()
+        list.waitUntilExit()
+        #expect(list.terminationStatus == 0)
+        #expect(try packFiles(phone.gitDir).filter { $0.hasSuffix(".pack") }.count == 1)
+        let report = try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [tip],
+                                                   limits: ObjectCopyLimits(wholePacksFrom: 100))
+        #expect(report.wholePacks == 0)
+        #expect(report.objects == 300 + 300 + 1 + 1)
+        #expect(try packFiles(watch.gitDir).allSatisfy { !$0.hasPrefix("tmp") })
+        let copied = try Repository.open(gitDir: watch.gitDir, workdir: watch.data)
+        for file in try copied.treeFiles(try copied.commit(tip).tree) { #expect(try copied.blobData(file.oid) == files[file.path.string]) }
+        #expect(try fsck(watch.gitDir) == 0)
+    }
+
+    /// A damaged pack is refused whole (its checksum, or an object's id, does not hold), and the
+    /// copy of the object it lacks fails: nothing of the damage is stored, the commit is not here.
+    @Test func aDamagedPackIsRefused() throws {
+        let phone = try TempStore(), watch = try TempStore()
+        let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+        let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+        let (tip, _) = try packedBatch(phone, source, count: 400)
+        let pack = try #require(try packFiles(phone.gitDir).first { $0.hasSuffix(".pack") })
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: phone.gitDir.appending("objects/pack").appending(pack).string))
+        let size = try handle.seekToEnd()
+        try handle.seek(toOffset: size / 2)
+        let byte = try handle.read(upToCount: 1)!
+        try handle.seek(toOffset: size / 2)
+        handle.write(Data([byte[0] ^ 0xff]))
+        try handle.close()
+        #expect(throws: GitError.self) {
+            try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [tip])
+        }
+        #expect(!target.hasObject(tip))
+        #expect(try packFiles(watch.gitDir).allSatisfy { !$0.hasPrefix("tmp") && !$0.hasSuffix(".pack") })
+    }
+
     @Test func refusesADamagedPeerObjectAndStoresNothingUnderItsName() throws {
         for streamAbove in [1 << 20, 1 << 30] {
             let phone = try TempStore(), watch = try TempStore()

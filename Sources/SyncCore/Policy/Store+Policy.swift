@@ -77,7 +77,7 @@ extension Store {
             return
         }
         var text = ""
-        for change in list.values.sorted(by: { $0.path.bytes.lexicographicallyPrecedes($1.path.bytes) }) {
+        for change in list.values.sorted(by: { $0.path.precedesInBytes($1.path) }) {
             text += "\(ConflictRecord.hex(change.path.bytes)) \(change.reason.rawValue) \(change.bytes.map(String.init) ?? "-") \(change.blob?.hex ?? "-")\n"
         }
         try? Files.makeDirectories(heldFile.removingLastComponent())
@@ -104,7 +104,7 @@ extension Store {
         let held = loadHeld()
         let chosen = paths.isEmpty ? Array(held.keys) : paths
         let targets = chosen.filter { held[$0]?.reason == .localChange }
-            .sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+            .sorted { $0.precedesInBytes($1) }
         guard !targets.isEmpty else { return ([], nil) }
         let kept = try keepLocalBytes(targets, why: "reverted")
         let head = try head()

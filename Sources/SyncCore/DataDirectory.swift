@@ -1,0 +1,167 @@
+import FileSystem
+import Foundation
+import Git
+import SystemPackage
+
+/// The data directory as the apply step sees it: what stands at a path, whether it holds a given
+/// version, and writing one version in place. No store state: the workers of a big apply each use
+/// it with a repository handle of their own.
+struct DataDirectory: Sendable {
+    let root: FilePath
+
+    /// One path to write, with what the decision needs (read from the index and the unapplied list
+    /// before the workers start: neither is touched by more than one thread).
+    struct PlaceItem: Sendable {
+        let change: TreeChange
+        let entry: IndexEntry?
+        /// A receive-only device's local edit at the path, kept already: replaced, not kept as a change.
+        let replacing: Bool
+        /// What the disk held when an earlier merge could not write the path (nil: not unapplied;
+        /// .some(nil): nothing was there).
+        let unappliedOld: ConflictSide??
+    }
+
+    enum Placement: Sendable {
+        case alreadyThere
+        case obstacle(Obstacle)
+        /// Changed on disk since the baseline: left as it is.
+        case localChange
+        /// Written; `displaced` is the temporary holding what a receive-only device had there.
+        case written(displaced: FilePath?)
+        case failed(Errno)
+    }
+
+    /// Whether `item`'s path may take the new version (it holds the baseline, or nothing changed
+    /// since an earlier failure), and if so writes it.
+    func placeChecked(_ item: PlaceItem, repo: Repository, counter: inout UInt64) -> Placement {
+        let path = item.change.path, new = item.change.new!
+        if diskMatches(path, new, entry: nil) { return .alreadyThere }
+        if let obstacle = obstacle(at: path) { return .obstacle(obstacle) }
+        let untouchedSinceFailure = item.unappliedOld.map { diskMatches(path, $0, entry: nil) } ?? false
+        guard item.replacing || diskMatches(path, item.change.old, entry: item.entry) || untouchedSinceFailure else {
+            return .localChange
+        }
+        do {
+            return .written(displaced: try place(new, at: path, repo: repo, counter: &counter, displace: item.replacing))
+        } catch {
+            return .failed(error)
+        }
+    }
+
+    /// What stands at `path` that is not a regular file, link or directory this user can use; nil
+    /// when nothing does (absent, or something syncable). Looks at the path only (a directory above
+    /// it that is not a directory is `place`'s business).
+    func obstacle(at path: FilePath) -> Obstacle? {
+        let abs = root.pushing(path)
+        let stat: FileStat?
+        do { stat = try FileStat.of(abs) } catch {
+            return Obstacle(path: path, what: "a directory above it that this user cannot enter (\(error))")
+        }
+        guard let stat else {
+            // Absent, or a directory above it is no longer one: a FIFO (or the like) standing where
+            // the directory was keeps out everything under it, as it keeps out the path itself.
+            var prefix = FilePath("")
+            for component in path.components.dropLast() {
+                prefix.append(component)
+                guard let above = (try? FileStat.of(root.pushing(prefix))) ?? nil else { return nil }
+                if above.kind == .directory { continue }
+                if above.kind == .symlink { return nil }  // a link there now: a real change
+                if above.kind == .regular {
+                    // a file there now: a real change, unless this user cannot read it
+                    let readable = root.pushing(prefix).withPlatformString { access($0, R_OK) } == 0
+                    return readable ? nil : Obstacle(path: path, what: "a file this user cannot read at \(prefix.display), where a directory was")
+                }
+                return Obstacle(path: path, what: "a \(above.kind) at \(prefix.display), where a directory was")
+            }
+            return nil
+        }
+        switch stat.kind {
+        case .regular:
+            guard abs.withPlatformString({ access($0, R_OK) }) != 0 else { return nil }
+            return Obstacle(path: path, what: "a file this user cannot read (\(Errno(rawValue: errno)))")
+        case .directory:
+            guard abs.withPlatformString({ access($0, R_OK | X_OK) }) != 0 else { return nil }
+            return Obstacle(path: path, what: "a directory this user cannot read (\(Errno(rawValue: errno)))")
+        case .symlink:
+            return nil
+        default:
+            return Obstacle(path: path, what: "a \(stat.kind)")
+        }
+    }
+
+    /// Whether the data directory holds exactly `side` at `path` (nil: no file or link there).
+    /// `entry` is the index's record of the path: when its stat data matches, the file is not read.
+    func diskMatches(_ path: FilePath, _ side: ConflictSide?, entry: IndexEntry?) -> Bool {
+        if DirectoryMarker.isMarker(path) {
+            // A marker is never on disk: it matches when its directory is (or is not) there.
+            let isDirectory = (try? FileStat.of(root.pushing(DirectoryMarker.directory(of: path))))??.kind == .directory
+            return isDirectory == (side != nil)
+        }
+        let abs = root.pushing(path)
+        guard let stat = try? FileStat.of(abs) else { return side == nil }
+        guard let side else { return stat.kind == .directory }  // a directory is not a lost file
+        if let entry, entry.oid == side.oid, entry.mode == side.mode, Store.statMatches(entry, stat) {
+            return true
+        }
+        switch stat.kind {
+        case .regular:
+            guard (side.mode == 0o100755) == stat.isExecutable, side.mode != 0o120000 else { return false }
+            if stat.size > 1 << 20 { return Oid.hashing(file: abs) == side.oid }
+            guard let bytes = try? Files.read(abs) else { return false }
+            return Oid.hashing(bytes) == side.oid
+        case .symlink:
+            guard side.mode == 0o120000, let target = try? Files.readLink(abs) else { return false }
+            return Oid.hashing(target) == side.oid
+        default:
+            return false
+        }
+    }
+
+    /// Writes one entry at `path` through a short-named temporary beside it, then `rename`.
+    /// With `displace`, a file or link already at the path is swapped out atomically and left at the
+    /// returned temporary name (for the caller to keep, then remove) instead of being dropped.
+    @discardableResult
+    func place(_ side: ConflictSide, at path: FilePath, repo: Repository, counter: inout UInt64, displace: Bool = false) throws(Errno) -> FilePath? {
+        let target = root.pushing(path)
+        let dir = target.removingLastComponent()
+        // Never write through a link: a directory above the path that is now a symbolic link (not
+        // committed yet) would take the file outside the data directory.
+        var prefix = root
+        for component in path.components.dropLast() {
+            prefix.append(component)
+            if let stat = try FileStat.of(prefix), stat.kind != .directory { throw .fileExists }
+        }
+        if let stat = try FileStat.of(target), stat.kind == .directory {
+            // Its tracked files were removed above; what is left is not ours to delete.
+            guard Files.removeDirectoryWithoutFiles(target) else { throw .directoryNotEmpty }
+        }
+        try Files.makeDirectories(dir)
+        let temp = AgentTemporary.path(in: dir, counter: &counter)
+        if side.mode == 0o120000 {
+            let bytes: [UInt8]
+            do { bytes = try repo.blobData(side.oid) } catch { throw .ioError }
+            try Files.createLink(temp, target: bytes)
+        } else {
+            // Streamed: a big file costs a fixed buffer, not its size.
+            try Files.create(temp, executable: side.mode == 0o100755) { sink in
+                try repo.streamBlob(side.oid) { chunk in try sink.write(chunk) }
+            }
+        }
+        do {
+            if displace, let old = try FileStat.of(target), old.isStorable {
+                do {
+                    try Files.exchange(temp, target)
+                    return temp
+                } catch where error == .invalidArgument || error == .notSupported {
+                    // A file system without RENAME_EXCHANGE: the bytes kept before the merge are
+                    // what is kept; replace as usual.
+                }
+            }
+            try Files.rename(temp, to: target)
+        } catch {
+            try? Files.remove(temp)
+            throw error
+        }
+        return nil
+    }
+}
