@@ -71,14 +71,8 @@ public final class AgentService: Service, Sendable {
                 }
             })
         await engine.attach(watcher)
-        var control: ControlServer?
-        do {
-            control = try ControlServer(path: config.socketPath)
-        } catch {
-            logger.warning("no control socket: \(error); `syncagent status` will show less detail")
-        }
         return AgentService(config: config, logger: logger, session: session, watcher: watcher,
-                            control: control, problems: problems)
+                            control: session.control, problems: problems)
     }
 
     /// Every event from now on (SPEC "Events"), until the agent stops: what `syncagent events

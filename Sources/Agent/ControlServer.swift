@@ -107,6 +107,20 @@ public enum ControlRequest: Codable, Sendable {
     /// Answer: one `AgentEvent` per line: the kept ones after `since`, then (with `follow`) every new
     /// one until the client hangs up or the agent stops.
     case events(since: Int?, follow: Bool)
+
+    /// The subcommand that makes this request (one word: the agent lock names its holder with it).
+    var commandName: String {
+        switch self {
+        case .status: "status"
+        case .sync: "sync"
+        case .resolve: "resolve"
+        case .sendDeletes, .send: "send"
+        case .held: "held"
+        case .revert: "revert"
+        case .restore: "restore"
+        case .events: "events"
+        }
+    }
 }
 
 /// A one-line answer.

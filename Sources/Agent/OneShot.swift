@@ -17,7 +17,7 @@ public enum OneShot {
         if let peer, chosen.isEmpty {
             return [SyncResult(peer: peer, error: "no peer named '\(peer)' in \(config.file)")]
         }
-        let session = try Startup.openUnderLock(config: config, logger: quietLogger)
+        let session = try Startup.openUnderLock(config: config, logger: quietLogger, command: "sync")
         defer { session.events.finish() }  // every event written before the lock is let go
         await session.engine.commitStartupChanges(stopping: { false })
         let ledger = PeerLedger.load(state: config.state)
@@ -37,7 +37,7 @@ public enum OneShot {
             let line = try ControlClient.send(.sendDeletes, to: config.socketPath, timeoutSeconds: 120)
             return try JSONDecoder().decode(MessageResult.self, from: Data(line))
         }
-        let session = try Startup.openUnderLock(config: config, logger: quietLogger)
+        let session = try Startup.openUnderLock(config: config, logger: quietLogger, command: "send")
         defer { session.events.finish() }  // every event written before the lock is let go
         await session.engine.commitStartupChanges(stopping: { false })
         return MessageResult(message: await session.engine.confirmDeletes(), error: nil)
@@ -50,7 +50,7 @@ public enum OneShot {
             let line = try ControlClient.send(request, to: config.socketPath, timeoutSeconds: 120)
             return try JSONDecoder().decode(T.self, from: Data(line))
         }
-        let session = try Startup.openUnderLock(config: config, logger: quietLogger)
+        let session = try Startup.openUnderLock(config: config, logger: quietLogger, command: request.commandName)
         defer { session.events.finish() }  // every event written before the lock is let go
         await session.engine.commitStartupChanges(stopping: { false })
         return await work(session.engine)

@@ -25,19 +25,12 @@ struct PeerLink: Sendable {
         config = peer
         configuredURL = peer.url
         pollSeconds = peer.pollSeconds
-        let url = peer.url
-        if url.hasPrefix("file://") {
-            let path = FilePath(String(url.dropFirst("file://".count)))
+        if let path = peer.localPath(configFile: configFile) {
             localGitDir = path
-            fetchURL = url
-        } else if url.contains("://") || Self.isScpLike(url) {
-            localGitDir = nil
-            fetchURL = url
+            fetchURL = peer.url.hasPrefix("file://") ? peer.url : "file://" + path.string
         } else {
-            let base = configFile.removingLastComponent()
-            let path = (url.hasPrefix("/") ? FilePath(url) : base.pushing(FilePath(url))).lexicallyNormalized()
-            localGitDir = path
-            fetchURL = "file://" + path.string
+            localGitDir = nil
+            fetchURL = peer.url
         }
         auth = KnownHosts.auth(for: peer, url: fetchURL, home: home)
     }
@@ -49,10 +42,5 @@ struct PeerLink: Sendable {
         return comps.string ?? configuredURL
     }
 
-    /// `host:path` (scp-like ssh) has a ':' before any '/'.
-    static func isScpLike(_ url: String) -> Bool {
-        guard let colon = url.firstIndex(of: ":") else { return false }
-        guard let slash = url.firstIndex(of: "/") else { return true }
-        return colon < slash
-    }
+    static func isScpLike(_ url: String) -> Bool { PeerConfig.isScpLike(url) }
 }

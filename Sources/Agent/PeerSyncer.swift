@@ -206,6 +206,10 @@ final class PeerSyncer: Sendable {
 
     /// Ends a round: notes the error (logged once per distinct message), persists what is known.
     private func finish(error: String?, unreachable: Bool) async -> String? {
+        // One line: libssh2 and servers put newlines in their messages.
+        let error = error.map { text in
+            text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: "; ")
+        }
         let (first, wasReachable) = state.withLock { s -> (Bool, Bool?) in
             let changed = s.lastError != error
             let was = s.announced
@@ -219,7 +223,7 @@ final class PeerSyncer: Sendable {
         if let now, now != wasReachable {
             engine.events.emit(.peer(link.name, reachable: now, error: now ? nil : error))
         }
-        if first, let error { logger.warning("peer \(link.name): \(error)") }
+        if first, let error { logger.warning("\(error.hasPrefix("peer \(link.name) ") ? error : "peer \(link.name): \(error)")") }
         await engine.notePeer(link.name, ledgerEntry)
         return error
     }
@@ -240,6 +244,18 @@ final class PeerSyncer: Sendable {
             return "peer \(link.name) (\(url)): an object its history names could not be read (\(git.message)); nothing was merged and the fetch is retried. If this repeats, run `git --git-dir=<its store> fsck` on \(link.name)."
         }
         let text = git.message.lowercased()
+        if let dir = link.localGitDir, text.contains("could not find repository") || text.contains("not found") {
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: dir.string, isDirectory: &isDirectory)
+            let partial = ["HEAD", "objects", "refs"].contains { FileManager.default.fileExists(atPath: dir.appending($0).string) }
+            if partial {
+                return "peer \(link.name) (\(url)): \(dir) is not a whole store (\(git.message)): its agent may be creating it, or it is damaged. "
+                    + "Retried; if this lasts, run `git --git-dir=\(dir) fsck` on \(link.name)."
+            }
+            let what = !exists ? "\(dir) does not exist" : isDirectory.boolValue ? "\(dir) is a directory but not a store" : "\(dir) is a file"
+            return "peer \(link.name) (\(url)): \(what). A peer's url is its store, <its state>/store.git "
+                + "(by default ~/.local/state/syncagent/\(link.name)/store.git), never its data directory. Fix the url in \(config.file)."
+        }
         if text.contains("not found") || text.contains("status code: 404") || text.contains("does not appear to be a git repository")
             || text.contains("not a git repository") {
             return "peer \(link.name) (\(url)): the repository was not found (\(git.message)). Check the url in \(config.file); a hub must exist first (git init --bare)."

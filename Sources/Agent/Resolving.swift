@@ -60,7 +60,7 @@ extension OneShot {
                                               to: config.socketPath, timeoutSeconds: 120)
             return try JSONDecoder().decode([ResolveResult].self, from: Data(line))
         }
-        let session = try Startup.openUnderLock(config: config, logger: quietLogger)
+        let session = try Startup.openUnderLock(config: config, logger: quietLogger, command: "resolve")
         defer { session.events.finish() }  // every event written before the lock is let go
         return await session.engine.resolve(targets: targets, all: all, choice: choice)
     }

@@ -13,9 +13,15 @@ enum Startup {
         let engine: SyncEngine
         let events: EventBus
         let progress: ProgressBoard
+        /// The agent's control socket, listening from the moment the lock is held (a command that
+        /// finds the lock held reaches the agent, and waits in the backlog until it answers).
+        var control: ControlServer? = nil
     }
 
-    static func openUnderLock(config: Config, logger: Logger, resolvers: [any ConflictResolver] = []) throws -> Session {
+    /// `command`: the one-shot command taking the lock, nil for the agent itself (which waits for
+    /// a one-shot command that holds it, and never for another agent).
+    static func openUnderLock(config: Config, logger: Logger, resolvers: [any ConflictResolver] = [],
+                              command: String? = nil) throws -> Session {
         guard let dataStat = try? FileStat.of(config.data), dataStat.kind == .directory else {
             throw AgentError("the data directory \(config.data) does not exist or is not a directory",
                              hint: "create it, or fix `data` in \(config.file)")
@@ -27,7 +33,17 @@ enum Startup {
             throw AgentError("cannot create the state directory \(config.state): \(error.localizedDescription)",
                              hint: "fix `state` in \(config.file) or the directory's permissions")
         }
-        let lock = try AgentLock.acquire(config.lockPath)
+        let lock = try AgentLock.acquire(config.lockPath, role: command ?? AgentLock.agentRole, waitForCommands: command == nil) { pid, command in
+            logger.notice("waiting for `syncagent \(command)` (pid \(pid)) to finish with \(config.state) before starting")
+        }
+        var control: ControlServer?
+        if command == nil {
+            do {
+                control = try ControlServer(path: config.socketPath)
+            } catch {
+                logger.warning("no control socket: \(error); `syncagent status` will show less detail")
+            }
+        }
         for stale in Store.clearStaleLocks(gitDir: config.storePath) {
             logger.warning("removed a stale lock left by a stopped agent", metadata: ["file": "\(stale)"])
         }
@@ -46,7 +62,7 @@ enum Startup {
         let progress = ProgressBoard(logger: logger)
         store.onProgress = { task, done, total in progress.update(task, done: done, total: total) }
         return Session(lock: lock, engine: SyncEngine(config: config, store: store, logger: logger, events: events, progress: progress),
-                       events: events, progress: progress)
+                       events: events, progress: progress, control: control)
     }
 }
 

@@ -512,7 +512,9 @@ actor SyncEngine {
             logger.notice("\(message)")
             return MessageResult(message: message, error: nil)
         } catch {
-            return MessageResult(message: "not restored", error: "cannot restore \(path.display): \(error)")
+            // A store error names the path itself: said once.
+            let why = (error as? StoreError).map { "\($0.message). \($0.hint)" } ?? "\(error)"
+            return MessageResult(message: "not restored", error: "cannot restore \(path.display): \(why)")
         }
     }
 

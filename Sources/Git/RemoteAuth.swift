@@ -84,6 +84,14 @@ final class AuthSession {
             let candidate = candidates[sshAttempt]
             sshAttempt += 1
             guard let key = candidate else {
+                // libssh2 gives up the whole connection when it cannot reach an agent (not
+                // running under systemd, a stale SSH_AUTH_SOCK): look first, and go on to the
+                // keys when nobody answers. An agent that answers but holds no key the server
+                // takes is refused like any key, and the next one is offered.
+                if let why = Self.agentProblem() {
+                    tried.append("ssh-agent (\(why))")
+                    return credential(out, urlUser, allowed)
+                }
                 tried.append("ssh-agent")
                 return git_credential_ssh_key_from_agent(out, user)
             }
@@ -103,6 +111,28 @@ final class AuthSession {
             return git_credential_userpass_plaintext_new(out, name, password)
         }
         return GIT_PASSTHROUGH.rawValue
+    }
+
+    /// Why no ssh-agent can be asked (nil: one answers at `SSH_AUTH_SOCK`).
+    static func agentProblem() -> String? {
+        guard let path = ProcessInfo.processInfo.environment["SSH_AUTH_SOCK"], !path.isEmpty else {
+            return "none running: SSH_AUTH_SOCK is not set"
+        }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return "SSH_AUTH_SOCK is too long a path" }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return "cannot make a socket: \(Errno(rawValue: errno))" }
+        defer { close(fd) }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        return rc == 0 ? nil : "nothing answers at SSH_AUTH_SOCK=\(path): \(Errno(rawValue: errno))"
     }
 
     func checkCertificate(_ cert: UnsafeMutablePointer<git_cert>?, _ valid: Bool, _ host: String) -> Int32 {

@@ -15,8 +15,16 @@ public final class AgentLock: Sendable {
 
     deinit { close(fd) }
 
-    /// Takes the lock or says who holds it.
-    public static func acquire(_ path: FilePath) throws(LockError) -> AgentLock {
+    /// What holds the lock, written into the file after the pid: `run` for an agent, else the
+    /// one-shot command (`sync`, `resolve`, `send`) that works under the lock while no agent runs.
+    public static let agentRole = "run"
+
+    /// Takes the lock or says who holds it. With `waitForCommands`, a lock held by a one-shot
+    /// command (never by another agent) is waited for: such a command ends within its own
+    /// timeouts, and `syncagent run &` right before `syncagent sync` must not fail by a race.
+    /// `waiting` is told once, before the wait, who is waited for.
+    public static func acquire(_ path: FilePath, role: String = agentRole, waitForCommands: Bool = false,
+                               waiting: (_ pid: Int32, _ command: String) -> Void = { _, _ in }) throws(LockError) -> AgentLock {
         let fd = open(path.string, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw LockError(path: path, holder: nil, message: "cannot open the lock file: \(Errno(rawValue: errno))")
@@ -24,18 +32,38 @@ public final class AgentLock: Sendable {
         var lock = Glibc.flock()
         lock.l_type = Int16(F_WRLCK)
         lock.l_whence = Int16(SEEK_SET)
-        guard fcntl(fd, F_SETLK, &lock) == 0 else {
+        if fcntl(fd, F_SETLK, &lock) != 0 {
             let err = Errno(rawValue: errno)
-            close(fd)
-            if err == .resourceTemporarilyUnavailable || err == .permissionDenied {
-                throw LockError(path: path, holder: holder(of: path), message: "another syncagent holds this state directory")
+            guard err == .resourceTemporarilyUnavailable || err == .permissionDenied else {
+                close(fd)
+                throw LockError(path: path, holder: nil, message: "cannot lock: \(err)")
             }
-            throw LockError(path: path, holder: nil, message: "cannot lock: \(err)")
+            let holder = holder(of: path)
+            let command = Self.role(of: path)
+            guard waitForCommands, let holder, let command, command != agentRole else {
+                close(fd)
+                throw LockError(path: path, holder: holder, message: "another syncagent holds this state directory")
+            }
+            waiting(holder, command)
+            var rc: Int32
+            repeat { rc = fcntl(fd, F_SETLKW, &lock) } while rc != 0 && errno == EINTR
+            guard rc == 0 else {
+                let err = Errno(rawValue: errno)
+                close(fd)
+                throw LockError(path: path, holder: nil, message: "cannot lock: \(err)")
+            }
         }
-        let pid = "\(getpid())\n"
+        let content = "\(getpid()) \(role)\n"
         _ = ftruncate(fd, 0)
-        _ = pwrite(fd, pid, pid.utf8.count, 0)
+        _ = pwrite(fd, content, content.utf8.count, 0)
         return AgentLock(path: path, fd: fd)
+    }
+
+    /// The role the holder wrote after its pid (nil: none written, e.g. by an older agent).
+    static func role(of path: FilePath) -> String? {
+        guard let text = try? String(contentsOfFile: path.string, encoding: .utf8) else { return nil }
+        let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        return fields.count >= 2 ? String(fields[1]) : nil
     }
 
     /// The pid of the process holding the lock, or nil when nobody does. Never takes the lock.

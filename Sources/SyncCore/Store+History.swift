@@ -120,7 +120,11 @@ extension Store {
             return true
         }
         guard let found else {
-            throw StoreError(path: path, message: "\(path.display) has no earlier version in the store",
+            if try repo.entry(at: path, inTree: repo.commit(head).tree) == nil {
+                throw StoreError(path: path, message: "it has no history in the store: it was never committed on this device or its peers",
+                                 hint: "Check the path: it is relative to the data directory \(data.display) (`syncagent history DIR` lists what a directory held)")
+            }
+            throw StoreError(path: path, message: "it has no earlier version in the store (it is as it was first committed)",
                              hint: "`syncagent history \(path.display)` lists its versions")
         }
         return found

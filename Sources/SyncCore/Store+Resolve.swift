@@ -108,8 +108,10 @@ extension Store {
         var counter: UInt64 = 0
         func version(of device: String) throws -> ConflictRecord.Version {
             guard let v = record.versions.first(where: { $0.device == device }) else {
-                let names = record.versions.map(\.device).joined(separator: ", ")
-                throw ResolveError(message: "conflict \(record.id) has no version from '\(device)'; choose one of: \(names)")
+                let names = record.versions.map(\.device)
+                let meant = Spelling.nearest(device, in: names + ["newest", "both"]).map { " (did you mean '\($0)'?)" } ?? ""
+                throw ResolveError(message: "conflict \(record.id) has no version from '\(device)'\(meant); --keep takes one of: "
+                                   + (names + ["newest", "both"]).joined(separator: ", "))
             }
             return v
         }

@@ -10,13 +10,18 @@ struct InitCommand: AsyncParsableCommand {
         abstract: "Write a commented config file and create the store.",
         usage: """
             syncagent init --device <device> --data <dir> [--state <dir>]
-                             [--peer <name=url> ...] [--config <file>]
+                           [--peer <name=url> ...] [--hub <name=url>]
+                           [--config <file>]
             """,
         discussion: """
             Creates the data directory if it is missing. Never overwrites an existing config file. \
             The file it writes documents every key.
 
-            Example: syncagent init --device phone --data ~/Notes --peer watch=ssh://watch.local/home/me/.local/state/syncagent/watch/store.git
+            Examples:
+              syncagent init --device phone --data ~/Notes \\
+                  --peer watch=/home/me/.local/state/syncagent/watch/store.git
+              syncagent init --device phone --data ~/Notes \\
+                  --hub family=ssh://me@nas/srv/family.git
             """
     )
 
@@ -33,12 +38,19 @@ struct InitCommand: AsyncParsableCommand {
             help: ArgumentHelp("A peer, as NAME=URL (a path, file://, ssh://, git:// or http(s):// URL). Repeatable.", valueName: "name=url"))
     var peer: [String] = []
 
+    @Option(name: .long,
+            help: ArgumentHelp("A hub (a bare git repository many devices share), as NAME=URL; create it first with git init --bare.", valueName: "name=url"))
+    var hub: String?
+
     @Option(name: .long, help: ArgumentHelp("Where to write the config file.", valueName: "file"))
     var config: String?
 
     func validate() throws {
         for p in peer where !p.contains("=") {
             throw ValidationError("--peer '\(p)' must look like NAME=URL, e.g. --peer watch=/srv/watch/state/store.git")
+        }
+        if let hub, !hub.contains("=") {
+            throw ValidationError("--hub '\(hub)' must look like NAME=URL, e.g. --hub family=ssh://me@nas/srv/family.git")
         }
     }
 
@@ -51,13 +63,23 @@ struct InitCommand: AsyncParsableCommand {
         }
         let absoluteData = cwd.pushing(FilePath(data)).lexicallyNormalized()
         let absoluteState = state.map { cwd.pushing(FilePath($0)).lexicallyNormalized().string }
-        let peers = peer.map { p -> (name: String, url: String) in
-            let parts = p.split(separator: "=", maxSplits: 1)
-            return (String(parts[0]), String(parts[1]))
+        func split(_ p: String, hub: Bool) -> (name: String, url: String, hub: Bool) {
+            let parts = p.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            return (String(parts[0]), String(parts[1]), hub)
         }
+        let peers = peer.map { split($0, hub: false) } + (hub.map { [split($0, hub: true)] } ?? [])
         let text = ConfigTemplate.render(device: device, data: absoluteData.string, state: absoluteState, peers: peers)
         // Validate by parsing what we are about to write: the same rules as `run`.
-        let parsed = try Config.parse(text, file: file, environment: env)
+        let parsed: Config
+        do {
+            parsed = try Config.parse(text, file: file, environment: env)
+        } catch let error as ConfigError {
+            // The file is not written: name the option, not a line of it.
+            let option = error.key.map { key in
+                ["device": "--device", "data": "--data", "state": "--state", "peer.name": "--peer/--hub NAME", "peer.url": "--peer/--hub URL"][key] ?? key
+            } ?? "the options"
+            throw UserFacingError("\(option): \(error.message). Nothing was written.")
+        }
         try FileManager.default.createDirectory(atPath: parsed.data.string, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: parsed.state.string, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])

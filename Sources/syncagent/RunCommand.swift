@@ -14,13 +14,14 @@ struct RunCommand: AsyncParsableCommand {
             Under systemd (Type=notify) it says READY=1 once its watches are in place, keeps STATUS= \
             up to date and answers WatchdogSec.
 
-            Example: syncagent run --config ~/.config/syncagent/config.toml --log-level notice
+            Example:
+              syncagent run --config ~/.config/syncagent/config.toml --log-level notice
             """
     )
 
     @OptionGroup var options: ConfigOption
 
-    @Option(name: .long, help: "trace, debug, info, notice, warning, error or critical.")
+    @Option(name: .long, help: ArgumentHelp("How much to log.", valueName: "level"))
     var logLevel: Logger.Level = .info
 
     func run() async throws {

@@ -9,7 +9,17 @@ struct SyncAgentCommand: AsyncParsableCommand {
     /// `run` catches SIGTERM and SIGINT before anything else happens (argument parsing included):
     /// `systemctl stop` right after `start` must end with exit status 0, not the signal's default.
     static func main() async {
-        if CommandLine.arguments.dropFirst().first(where: { !$0.hasPrefix("-") }) == "run" { StopSignals.catchEarly() }
+        let first = CommandLine.arguments.dropFirst().first(where: { !$0.hasPrefix("-") })
+        if first == "run" { StopSignals.catchEarly() }
+        if let first, CommandLine.arguments.dropFirst().first == first {
+            // A mistyped subcommand: say which one was meant (ArgumentParser only says "unexpected").
+            let names = configuration.subcommands.compactMap { $0.configuration.commandName } + ["help"]
+            if !names.contains(first) {
+                let advice = Spelling.nearest(first, in: names).map { "; did you mean '\($0)'?" } ?? ""
+                FileHandle.standardError.write(Data("Error: unknown command '\(first)'\(advice)\nCommands: \(names.dropLast().joined(separator: ", ")). See 'syncagent --help'.\n".utf8))
+                Glibc.exit(64)
+            }
+        }
         await main(nil)
     }
 
@@ -23,9 +33,18 @@ struct SyncAgentCommand: AsyncParsableCommand {
 
             Example: syncagent init --device phone --data ~/Notes && syncagent run
             """,
-        version: "syncagent \(SyncAgentVersion.string)",
         subcommands: [RunCommand.self, InitCommand.self, StatusCommand.self, SyncCommand.self, SendCommand.self, HeldCommand.self, RevertCommand.self, EventsCommand.self, ConflictsCommand.self, ShowCommand.self, ResolveCommand.self, HistoryCommand.self, RestoreCommand.self]
     )
+
+    // The program's version is an option of `syncagent` alone (ArgumentParser's `version:` puts a
+    // `--version` in every subcommand's help, and `show` has a `--version` of its own).
+    @Flag(name: .long, help: "Print the program's version.")
+    var version = false
+
+    func run() async throws {
+        guard version else { throw CleanExit.helpRequest(self) }
+        print("syncagent \(SyncAgentVersion.string)")
+    }
 }
 
 enum SyncAgentVersion {

@@ -268,8 +268,43 @@ final class StoreFixture {
         child.waitUntilExit()
         // The holder died: the lock is free at once, no stale file can block.
         let lock = try AgentLock.acquire(path)
-        #expect(try String(contentsOfFile: path.string, encoding: .utf8) == "\(getpid())\n")
+        #expect(try String(contentsOfFile: path.string, encoding: .utf8) == "\(getpid()) run\n")
         _ = lock
+    }
+
+    /// `syncagent run &` then `syncagent sync`: the agent waits for a one-shot command that holds
+    /// the lock (told who it waits for), never for another agent.
+    @Test(arguments: ["sync", "run"])
+    func anAgentWaitsForACommandButNotForAnotherAgent(holderRole: String) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("locktest-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = FilePath(dir).appending("agent.lock")
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        child.arguments = ["-c", "import fcntl,os,sys,time; f=open(sys.argv[1],'a+'); fcntl.lockf(f, fcntl.LOCK_EX); "
+                           + "f.truncate(0); f.write('%d %s\\n' % (os.getpid(), sys.argv[2])); f.flush(); print('locked', flush=True); time.sleep(30)",
+                           path.string, holderRole]
+        let out = Pipe()
+        child.standardOutput = out
+        try child.run()
+        defer { kill(child.processIdentifier, SIGKILL); child.waitUntilExit() }
+        _ = out.fileHandleForReading.availableData  // "locked"
+        var waitedFor: (Int32, String)?
+        do {
+            let lock = try AgentLock.acquire(path, waitForCommands: true) { pid, command in
+                waitedFor = (pid, command)
+                kill(child.processIdentifier, SIGKILL)  // the command ends: the lock is let go
+            }
+            #expect(holderRole == "sync", "an agent must not wait for another agent")
+            #expect(waitedFor?.0 == child.processIdentifier && waitedFor?.1 == "sync")
+            #expect(try String(contentsOfFile: path.string, encoding: .utf8) == "\(getpid()) run\n")
+            _ = lock
+        } catch {
+            #expect(holderRole == "run", "an agent waits for a one-shot command: \(error)")
+            #expect(waitedFor == nil)
+            #expect((error as? LockError)?.holder == child.processIdentifier)
+        }
     }
 }
 

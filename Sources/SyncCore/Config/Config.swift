@@ -126,6 +126,39 @@ public enum EventTypes {
                              "peer-unreachable", "held", "problem", "started", "stopped"]
 }
 
+extension PeerConfig {
+    /// The peer's git dir when its url names one on this machine (a path, relative to the config
+    /// file's directory, or a file:// URL); nil for a network URL.
+    public func localPath(configFile: FilePath) -> FilePath? {
+        if url.hasPrefix("file://") { return FilePath(String(url.dropFirst("file://".count))).lexicallyNormalized() }
+        if url.contains("://") || Self.isScpLike(url) { return nil }
+        let base = configFile.removingLastComponent()
+        return (url.hasPrefix("/") ? FilePath(url) : base.pushing(FilePath(url))).lexicallyNormalized()
+    }
+
+    /// `host:path` (scp-like ssh) has a ':' before any '/'.
+    public static func isScpLike(_ url: String) -> Bool {
+        guard let colon = url.firstIndex(of: ":") else { return false }
+        guard let slash = url.firstIndex(of: "/") else { return true }
+        return colon < slash
+    }
+}
+
+extension Config {
+    /// Every key the config file may hold, by table ("" for the top level): what the parser accepts
+    /// (anything else is refused with a suggestion) and what `init`'s file documents.
+    public static let keys: [String: [String]] = [
+        "": ["device", "data", "state", "mode", "watch", "peer", "resolver", "rule", "hook", "safety", "store"],
+        "watch": ["debounce_ms", "max_delay_ms"],
+        "safety": ["max_delete_percent", "min_delete_files"],
+        "store": ["cache_mb", "pack_window_mb"],
+        "peer": ["name", "url", "poll_seconds", "timeout_seconds", "hub", "identity", "known_hosts", "credentials"],
+        "resolver": ["path", "strategy", "command"],
+        "rule": ["path", "sync", "max_bytes", "devices"],
+        "hook": ["events", "command", "timeout_seconds"],
+    ]
+}
+
 public struct SafetySettings: Sendable, Equatable {
     /// One batch deleting more than this share of the tracked files...
     public var maxDeletePercent: Int = 50
@@ -285,7 +318,7 @@ private struct ConfigParser {
 
     func parse() throws -> Config {
         let top = Section(
-            table: root, path: [], title: nil, keys: ["device", "data", "state", "mode", "watch", "peer", "resolver", "rule", "hook", "safety", "store"])
+            table: root, path: [], title: nil, keys: Config.keys[""]!)
         try checkKeys(top)
         let device = try required("device", in: top, rule: Rule.device) { Config.isValidName($0) ? $0 : nil }
         let data = try directory(required("data", in: top, rule: Rule.data) { $0.isEmpty ? nil : $0 }, key: "data")
@@ -305,6 +338,17 @@ private struct ConfigParser {
         config.hooks = try hooks(in: top)
         config.warnings = warnings
         try checkApart(data: config.data, state: config.state)
+        for (i, peer) in config.peers.enumerated() {
+            guard let local = peer.localPath(configFile: file) else { continue }
+            if local == config.storePath.lexicallyNormalized() || local == config.state.lexicallyNormalized() {
+                throw fail(["peer", "#\(i)", "url"], key: "peer.url",
+                           "\(peer.url) is this device's own store; a peer's url is another device's <state>/store.git")
+            }
+            if local == config.data.lexicallyNormalized() || local.starts(with: config.data.lexicallyNormalized()) {
+                throw fail(["peer", "#\(i)", "url"], key: "peer.url",
+                           "\(peer.url) is in this device's data directory; a peer's url is another device's <state>/store.git")
+            }
+        }
         return config
     }
 
@@ -312,7 +356,7 @@ private struct ConfigParser {
 
     private func watchSettings(in top: Section) throws -> WatchSettings {
         var settings = WatchSettings()
-        guard let watch = try table("watch", in: top, keys: ["debounce_ms", "max_delay_ms"]) else { return settings }
+        guard let watch = try table("watch", in: top, keys: Config.keys["watch"]!) else { return settings }
         settings.debounceMs = try int("debounce_ms", in: watch, unit: "milliseconds", 0...600_000) ?? settings.debounceMs
         let lower = "debounce_ms (\(settings.debounceMs))"
         if let maxDelay = try int("max_delay_ms", in: watch, unit: "milliseconds", settings.debounceMs...3_600_000,
@@ -328,7 +372,7 @@ private struct ConfigParser {
 
     private func safetySettings(in top: Section) throws -> SafetySettings {
         var settings = SafetySettings()
-        guard let safety = try table("safety", in: top, keys: ["max_delete_percent", "min_delete_files"]) else { return settings }
+        guard let safety = try table("safety", in: top, keys: Config.keys["safety"]!) else { return settings }
         settings.maxDeletePercent = try int("max_delete_percent", in: safety, unit: "percent", 0...100) ?? settings.maxDeletePercent
         settings.minDeleteFiles = try int("min_delete_files", in: safety, unit: "files", 0...100_000_000) ?? settings.minDeleteFiles
         return settings
@@ -336,7 +380,7 @@ private struct ConfigParser {
 
     private func storeSettings(in top: Section) throws -> StoreMemorySettings {
         var settings = StoreMemorySettings()
-        guard let store = try table("store", in: top, keys: ["cache_mb", "pack_window_mb"]) else { return settings }
+        guard let store = try table("store", in: top, keys: Config.keys["store"]!) else { return settings }
         settings.cacheMB = try int("cache_mb", in: store, unit: "MiB", 0...4096) ?? settings.cacheMB
         settings.packWindowMB = try int("pack_window_mb", in: store, unit: "MiB", 4...65536) ?? settings.packWindowMB
         return settings
@@ -344,7 +388,7 @@ private struct ConfigParser {
 
     private func peers(in top: Section, device: String) throws -> [PeerConfig] {
         var peers: [PeerConfig] = []
-        for peer in try tables("peer", in: top, keys: ["name", "url", "poll_seconds", "timeout_seconds", "hub", "identity", "known_hosts", "credentials"]) {
+        for peer in try tables("peer", in: top, keys: Config.keys["peer"]!) {
             let name = try required("name", in: peer, rule: Rule.peerName) { Config.isValidName($0) ? $0 : nil }
             if name == device {
                 throw fail(peer.path + ["name"], key: "peer.name",
@@ -378,7 +422,7 @@ private struct ConfigParser {
     }
 
     private func resolvers(in top: Section) throws -> [ResolverRule] {
-        try tables("resolver", in: top, keys: ["path", "strategy", "command"]).map { resolver in
+        try tables("resolver", in: top, keys: Config.keys["resolver"]!).map { resolver in
             let path = try required("path", in: resolver, rule: Rule.glob) { $0.isEmpty ? nil : $0 }
             let strategy = try required("strategy", in: resolver, rule: Rule.strategy, ResolverStrategy.init)
             let command = try stringArray("command", in: resolver, rule: Rule.command)
@@ -397,7 +441,7 @@ private struct ConfigParser {
     private func syncRules(in top: Section, device: String, peers: [PeerConfig],
                            warnings: inout [ConfigError]) throws -> [SyncRule] {
         let known = Set([device] + peers.map(\.name))
-        return try tables("rule", in: top, keys: ["path", "sync", "max_bytes", "devices"]).map { rule in
+        return try tables("rule", in: top, keys: Config.keys["rule"]!).map { rule in
             let path = try required("path", in: rule, rule: Rule.glob) { $0.isEmpty ? nil : $0 }
             if let why = Glob.neverMatches(path) {
                 warnings.append(fail(rule.path + ["path"], key: "rule.path", "'\(path)' can never match: it \(why)"))
@@ -425,7 +469,7 @@ private struct ConfigParser {
     }
 
     private func hooks(in top: Section) throws -> [HookConfig] {
-        try tables("hook", in: top, keys: ["events", "command", "timeout_seconds"]).map { hook in
+        try tables("hook", in: top, keys: Config.keys["hook"]!).map { hook in
             guard let events = try stringArray("events", in: hook, rule: Rule.events) else {
                 throw fail(hook.path, key: nil, "missing required key 'events' in [[hook]] (\(Rule.events))")
             }
@@ -561,26 +605,7 @@ private struct ConfigParser {
         return fail(section.path + [key], key: section.displayKey(key), "must be \(rule), got \(got)")
     }
 
-    /// The candidate a typo of `key` most likely meant, if any is close enough.
-    private func nearest(_ key: String, in candidates: [String]) -> String? {
-        candidates
-            .map { (candidate: $0, distance: editDistance(key.lowercased(), $0)) }
-            .filter { $0.distance <= min(3, max(1, min(key.count, $0.candidate.count) / 2)) }
-            .min { $0.distance < $1.distance }?.candidate
-    }
-
-    private func editDistance(_ a: String, _ b: String) -> Int {
-        let b = Array(b)
-        var previous = Array(0...b.count)
-        for (i, x) in a.enumerated() {
-            var current = [i + 1]
-            for (j, y) in b.enumerated() {
-                current.append(min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1)))
-            }
-            previous = current
-        }
-        return previous[b.count]
-    }
+    private func nearest(_ key: String, in candidates: [String]) -> String? { Spelling.nearest(key, in: candidates) }
 }
 
 /// The 1-based line of each key and table header, found by scanning the text, since TOMLKit does not

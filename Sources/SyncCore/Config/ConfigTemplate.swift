@@ -1,13 +1,15 @@
 /// The commented config file `syncagent init` writes: every key of SPEC.md documented, the given values
 /// filled in, the others shown as commented-out defaults or examples.
 public enum ConfigTemplate {
-    public static func render(device: String, data: String, state: String?, peers: [(name: String, url: String)]) -> String {
+    /// `peers` with `hub` set are written with `hub = true`.
+    public static func render(device: String, data: String, state: String?, peers: [(name: String, url: String, hub: Bool)]) -> String {
         let defaults = WatchSettings()
+        let safety = SafetySettings()
         let defaultState = quoted("~/.local/state/syncagent/" + device)
         let stateLine = state.map { "state = \(quoted($0))" } ?? "# state = \(defaultState)"
         let peerTables = peers.isEmpty
-            ? peerTable(name: "watch", url: "/srv/watch/state/store.git", commented: true)
-            : peers.map { peerTable(name: $0.name, url: $0.url, commented: false) }.joined(separator: "\n")
+            ? peerTable(name: "watch", url: "/srv/watch/state/store.git", hub: false, commented: true)
+            : peers.map { peerTable(name: $0.name, url: $0.url, hub: $0.hub, commented: false) }.joined(separator: "\n")
         return """
             # syncagent configuration. Relative paths are relative to this file; a leading ~ is your home.
 
@@ -30,6 +32,12 @@ public enum ConfigTemplate {
             # debounce_ms = \(defaults.debounceMs)
             # During non-stop changes, commit at least this often, in milliseconds (debounce_ms to 3600000).
             # max_delay_ms = \(defaults.maxDelayMs)
+
+            [safety]
+            # One batch that deletes more than this share of the tracked files (0 to 100)...
+            # max_delete_percent = \(safety.maxDeletePercent)
+            # ...and at least this many files is held until `syncagent send --deletes` (or the files come back).
+            # min_delete_files = \(safety.minDeleteFiles)
 
             # One [[peer]] table for each device to sync with.
             #   name: the peer's device name
@@ -85,13 +93,18 @@ public enum ConfigTemplate {
             """
     }
 
-    private static func peerTable(name: String, url: String, commented: Bool) -> String {
+    private static func peerTable(name: String, url: String, hub: Bool, commented: Bool) -> String {
         let prefix = commented ? "# " : ""
+        let defaults = PeerConfig(name: name, url: url)
+        let hubLines = (hub ? "hub = true\n" : "# hub = false\n") + "# poll_seconds = \(defaults.pollSeconds)\n"
         return """
             \(prefix)[[peer]]
             \(prefix)name = \(quoted(name))
             \(prefix)url = \(quoted(url))
-            # poll_seconds = \(PeerConfig(name: name, url: url).pollSeconds)
+            \(hubLines)# timeout_seconds = \(defaults.timeoutSeconds)
+            # identity = "~/.ssh/id_ed25519"
+            # known_hosts = "~/.ssh/known_hosts"
+            # credentials = "~/.config/syncagent/\(name).credentials"
 
             """
     }
