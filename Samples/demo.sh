@@ -6,7 +6,8 @@ DIR=$(mktemp -d /tmp/syncagent-demo.XXXXXX)
 PHONE_PID= WATCH_PID=
 cleanup() { kill $PHONE_PID $WATCH_PID 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$DIR"; }
 trap cleanup EXIT
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Bold headings on a terminal only: piped or logged output gets no escape codes.
+if [ -t 1 ]; then say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }; else say() { printf '\n== %s\n' "$*"; }; fi
 run() { printf '$ %s\n' "$*"; "$@"; }
 cd "$DIR"
 start() {  # start NAME: run the agent in the background until its status answers

@@ -19,7 +19,7 @@ public struct Oid: Hashable, Sendable, CustomStringConvertible, Comparable {
         var buf = [CChar](repeating: 0, count: 41)
         var copy = raw
         git_oid_tostr(&buf, 41, &copy)
-        return String(cString: buf)
+        return buf.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }  // 40 hex digits and a NUL
     }
 
     public var description: String { hex }

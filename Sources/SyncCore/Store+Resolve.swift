@@ -234,6 +234,7 @@ extension Store {
         resolved.status = .resolved
         resolved.resolution = .init(strategy: superseded.map { "superseded (\($0.display) is now a file)" } ?? choice.strategyName, by: device,
                                     at: ISOTime.string(Int64(now.timeIntervalSince1970)))
+        resolved.current = resolved.heldAfterResolution
         var book = try ConflictBook.load(repo)
         book[record.id] = resolved
         try ConflictBook.save(repo, book, device: device,

@@ -42,7 +42,8 @@ struct ConflictsCommand: AsyncParsableCommand {
         for r in records {
             let versions = r.versions.map { "\($0.device)\($0.isDirectory ? " (directory)" : $0.blob == nil ? " (deleted)" : "") \($0.time)" }.joined(separator: ", ")
             print("\(r.id)  \(r.status.rawValue)  \(r.kind.rawValue)  \(r.path)")
-            print("    versions: \(versions); data holds: \(r.current ?? "-")")
+            let holds = r.current ?? (r.status == .resolved ? "the resolution's result" : "-")
+            print("    versions: \(versions); data holds: \(holds)")
             if let res = r.resolution { print("    resolved: \(res.strategy) by \(res.by) at \(res.at)") }
         }
         if records.contains(where: { $0.status == .open }) {

@@ -29,7 +29,8 @@ struct StatusCommand: AsyncParsableCommand {
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             print(String(decoding: try encoder.encode(report), as: UTF8.self))
         } else {
-            print(StatusReporter.text(report))
+            let saved = try? FileManager.default.attributesOfItem(atPath: PeerLedger.file(state: config.state).string)[.modificationDate] as? Date
+            print(StatusReporter.text(report, peersSavedAt: saved))
         }
     }
 }

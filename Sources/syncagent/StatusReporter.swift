@@ -20,7 +20,9 @@ enum StatusReporter {
         return StatusBuilder.offline(config)
     }
 
-    static func text(_ r: StatusReport) -> String {
+    /// `peersSavedAt`: when a stopped agent last wrote what it knew of its peers (their lines are
+    /// that old).
+    static func text(_ r: StatusReport, peersSavedAt: Date? = nil) -> String {
         var lines = [
             "device:   \(r.device)",
             "agent:    " + (r.running ? "running (pid \(r.pid.map(String.init) ?? "?"))" : "stopped"),
@@ -29,8 +31,12 @@ enum StatusReporter {
             "head:     \(r.head ?? "(no commit yet)")",
             "pending:  " + (r.pending.map { "\($0) change\($0 == 1 ? "" : "s")" + (r.running ? "" : " (committed when the agent starts)") } ?? "unknown"),
         ]
+        if !r.running, !r.peers.isEmpty {
+            let when = peersSavedAt.map { ISOTime.string(Int64($0.timeIntervalSince1970)) } ?? "never (the agent has not run)"
+            lines.append("peers as of \(when), when the agent last ran:")
+        }
         for peer in r.peers {
-            var line = "peer:     \(peer.name) \(peer.url)"
+            var line = "peer:     \(peer.name) " + (peer.via.map { "(through hub \($0))" } ?? peer.url)
             switch peer.reachable {
             case true?: line += " — reachable, last sync \(peer.lastSync ?? "never"), ahead \(peer.ahead ?? 0), behind \(peer.behind ?? 0)"
             case false?: line += " — NOT reachable"

@@ -9,6 +9,13 @@ struct SyncAgentCommand: AsyncParsableCommand {
     /// `run` catches SIGTERM and SIGINT before anything else happens (argument parsing included):
     /// `systemctl stop` right after `start` must end with exit status 0, not the signal's default.
     static func main() async {
+        // The program's version, for `syncagent --version` alone: ArgumentParser's `version:` puts a
+        // `--version` in every subcommand's help, and `show` has a `--version` of its own (a flag on
+        // this command would take that one's argument).
+        if CommandLine.arguments.dropFirst().first == "--version" {
+            print("syncagent \(SyncAgentVersion.string)")
+            return
+        }
         let first = CommandLine.arguments.dropFirst().first(where: { !$0.hasPrefix("-") })
         if first == "run" { StopSignals.catchEarly() }
         if let first, CommandLine.arguments.dropFirst().first == first {
@@ -31,20 +38,13 @@ struct SyncAgentCommand: AsyncParsableCommand {
             file is found at --config, else $SYNCAGENT_CONFIG, else ./syncagent.toml, else \
             $XDG_CONFIG_HOME/syncagent/config.toml.
 
+            `syncagent --version` prints the program's version.
+
             Example: syncagent init --device phone --data ~/Notes && syncagent run
             """,
         subcommands: [RunCommand.self, InitCommand.self, StatusCommand.self, SyncCommand.self, SendCommand.self, HeldCommand.self, RevertCommand.self, EventsCommand.self, ConflictsCommand.self, ShowCommand.self, ResolveCommand.self, HistoryCommand.self, RestoreCommand.self]
     )
 
-    // The program's version is an option of `syncagent` alone (ArgumentParser's `version:` puts a
-    // `--version` in every subcommand's help, and `show` has a `--version` of its own).
-    @Flag(name: .long, help: "Print the program's version.")
-    var version = false
-
-    func run() async throws {
-        guard version else { throw CleanExit.helpRequest(self) }
-        print("syncagent \(SyncAgentVersion.string)")
-    }
 }
 
 enum SyncAgentVersion {

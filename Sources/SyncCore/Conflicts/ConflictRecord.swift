@@ -209,6 +209,18 @@ public struct ConflictRecord: Codable, Sendable, Equatable {
     mutating func markResolved(strategy: String, by device: String, at seconds: Int64 = Int64(Date().timeIntervalSince1970)) {
         status = .resolved
         resolution = Resolution(strategy: strategy, by: device, at: ISOTime.string(seconds))
+        current = heldAfterResolution
+    }
+
+    /// Whose version the data directory holds at the path once the record is resolved: the kept
+    /// device's (`keep:DEVICE`), the newest (`newest`, and `both`, which puts the others beside
+    /// it), none for a file written by hand or a deletion; a merge keeps what the record said.
+    var heldAfterResolution: String? {
+        guard let strategy = resolution?.strategy else { return current }
+        if strategy.hasPrefix("keep:") { return String(strategy.dropFirst("keep:".count)) }
+        if strategy == "newest" || strategy == "both" { return (winningVersion ?? versions.first)?.device }
+        if strategy == "with-file" || strategy == "delete" { return nil }
+        return current
     }
 
     /// Two copies of one record (from two devices) settle to one, the same whichever comes first:
