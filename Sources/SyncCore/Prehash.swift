@@ -19,7 +19,10 @@ extension Store {
     /// (at most 4), each with a repository handle of its own (libgit2 objects are never shared
     /// between threads). A file that changes while it is read is left to the commit loop.
     func prehash(_ paths: Set<FilePath>) -> [FilePath: Prehashed] {
-        let list = Array(paths)
+        // In path order, a contiguous run per worker: each pack holds its files in the order a
+        // peer's apply reads them (sorted, a run per worker), so reading a blob maps the pack
+        // window the one before it used instead of a new one per file.
+        let list = paths.sorted { $0.precedesInBytes($1) }
         let workers = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
         guard workers > 1 else { return [:] }
         let found = Mutex<[FilePath: Prehashed]>([:])
@@ -30,7 +33,7 @@ extension Store {
             // to repack later (a pack batch per worker, one pack each 32 MiB).
             let batch = try? PackBatch(gitDir: gitDir)
             var mine: [FilePath: Prehashed] = [:]
-            for i in stride(from: worker, to: list.count, by: workers) {
+            for i in (list.count * worker / workers)..<(list.count * (worker + 1) / workers) {
                 let path = list[i]
                 guard !PathRules.isIgnored(path: path),
                       let stat = (try? FileStat.of(data.pushing(path))) ?? nil, stat.kind == .regular,
