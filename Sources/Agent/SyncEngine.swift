@@ -372,14 +372,30 @@ actor SyncEngine {
     }
 
     /// Every fetch leaves one pack: roll the small ones up so that file descriptors, maps and
-    /// lookups do not grow with the number of rounds. A failure only costs a later retry.
+    /// lookups do not grow with the number of rounds. The new pack is written on a thread of its
+    /// own (tens of packs after a big start-up take seconds, and commits must not wait for them);
+    /// the engine then removes what it holds. A failure only costs a later retry.
     private func compactPacks() {
-        do {
-            let combined = try store.compactPacks()
-            if combined > 0 {
-                logger.debug("combined \(combined) packs of \(config.storePath.display) into one")
-                FreeMemory.returnToSystem()
+        guard !combining else { return }
+        let packs = store.packsToCombine()
+        guard !packs.isEmpty else { return }
+        combining = true
+        let gitDir = config.storePath
+        Task {
+            let written = await onOwnThread("syncagent-packs") { () -> Result<String, GitError> in
+                Result { () throws(GitError) in try Store.writeCombinedPack(gitDir: gitDir, of: packs) }
             }
+            finishCompaction(packs, written)
+        }
+    }
+    private var combining = false
+
+    private func finishCompaction(_ packs: [FilePath], _ written: Result<String, GitError>) {
+        combining = false
+        do {
+            try store.finishCombining(packs, into: try written.get())
+            logger.debug("combined \(packs.count) packs of \(config.storePath.display) into one")
+            FreeMemory.returnToSystem()
             setProblem("packs", nil)
         } catch {
             let message = "cannot combine the pack files of \(config.storePath.display): \(error). Nothing is lost; it is retried after the next sync. Check the disk space and permissions of the store"

@@ -16,20 +16,38 @@ extension Store {
     /// fails or is killed half-way: the old packs are removed only after the new one is on disk.
     @discardableResult
     public func compactPacks(threshold: Int = PackPlan.threshold) throws -> Int {
-        let packs = packFiles()
-        let chosen = PackPlan.toCombine(sizes: packs.map(\.size), threshold: threshold).map { packs[$0] }
+        let chosen = packsToCombine(threshold: threshold)
         guard !chosen.isEmpty else { return 0 }
-        let name = try repo.writeCombinedPack(of: chosen.map { FilePath($0.base.string + ".idx") })
+        let name = try repo.writeCombinedPack(of: chosen.map { FilePath($0.string + ".idx") })
+        try finishCombining(chosen, into: name)
+        return chosen.count
+    }
+
+    /// The packs (`objects/pack/pack-<id>`, no extension) to roll up now; empty when none.
+    public func packsToCombine(threshold: Int = PackPlan.threshold) -> [FilePath] {
+        let packs = packFiles()
+        return PackPlan.toCombine(sizes: packs.map(\.size), threshold: threshold).map { packs[$0].base }
+    }
+
+    /// Writes one pack of the objects of these packs into the store at `gitDir`, on the caller's
+    /// thread with a repository handle of its own (the slow half of a roll-up, kept off the
+    /// engine: a new pack only adds objects). Returns its name, for `finishCombining`.
+    public static func writeCombinedPack(gitDir: FilePath, of packs: [FilePath]) throws(GitError) -> String {
+        try Repository.openForReading(gitDir: gitDir).writeCombinedPack(of: packs.map { FilePath($0.string + ".idx") })
+    }
+
+    /// The quick half of a roll-up, on the store's own thread: the new pack made durable, the packs
+    /// it holds removed (the index first: a pack without one is invisible to readers), the object
+    /// database reopened. Nothing is lost if it is never called: the objects are then stored twice.
+    public func finishCombining(_ packs: [FilePath], into name: String) throws {
         Durability.flushFileSystem(containing: gitDir)
         // (The new pack has an old one's name only when it holds exactly that pack's objects.)
-        for pack in chosen where pack.base.lastComponent?.string != "pack-" + name {
-            // The index first: a pack without one is invisible to readers.
+        for pack in packs where pack.lastComponent?.string != "pack-" + name {
             for ext in ["idx", "pack", "rev", "bitmap", "mtimes"] {
-                try? Files.remove(FilePath(pack.base.string + "." + ext))
+                try? Files.remove(FilePath(pack.string + "." + ext))
             }
         }
         try repo.reloadObjects()
-        return chosen.count
     }
 
     /// `objects/pack/pack-*.pack` files that have their `.idx` and no `.keep`.
