@@ -346,16 +346,31 @@ actor SyncEngine {
     }
 
     /// Idle care: one slice of loose objects into a pack per tick, once the store has been quiet
-    /// for `packIdleSeconds` (a commit waits for at most one slice), or every `packEveryCommits`
+    /// for `packIdleSeconds` (written beside the engine: a commit never waits for it), or every `packEveryCommits`
     /// commits on a device whose changes never pause that long. Nothing is ever removed from
     /// the store: objects only move from loose files into packs.
     private func packWhenIdle() {
-        guard packPending, Date().timeIntervalSince(lastActivity) >= Self.packIdleSeconds
+        guard !packing, packPending, Date().timeIntervalSince(lastActivity) >= Self.packIdleSeconds
                 || commitsSincePack >= Self.packEveryCommits else { return }
         commitsSincePack = 0
+        packing = true
+        let gitDir = config.storePath, started = ContinuousClock.now
+        // The pack is written on a thread of its own (a slice takes up to a second at 100k files,
+        // and a change made meanwhile must not wait for it); the engine then removes the loose
+        // files it holds.
+        Task {
+            let written = await onOwnThread("syncagent-pack") { () -> Result<Store.WrittenLoosePack, StoreFailure> in
+                do { return .success(try Store.writeLoosePack(gitDir: gitDir)) } catch { return .failure(StoreFailure("\(error)")) }
+            }
+            finishPacking(written, started: started)
+        }
+    }
+    private var packing = false
+
+    private func finishPacking(_ written: Result<Store.WrittenLoosePack, StoreFailure>, started: ContinuousClock.Instant) {
+        packing = false
         do {
-            let started = ContinuousClock.now
-            let slice = try store.packLooseObjects()
+            let slice = try store.finishLoosePack(try written.get())
             packPending = slice.more
             if slice.packed > 0 {
                 logger.info("packed \(slice.packed) loose objects of \(config.storePath.display) in \(ContinuousClock.now - started)\(slice.more ? "; more to go" : "")")
@@ -389,6 +404,12 @@ actor SyncEngine {
         }
     }
     private var combining = false
+
+    /// A failure on a helper thread, as text (errors are not Sendable).
+    struct StoreFailure: Error, Sendable, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
 
     private func finishCompaction(_ packs: [FilePath], _ written: Result<String, GitError>) {
         combining = false

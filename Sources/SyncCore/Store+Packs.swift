@@ -88,31 +88,60 @@ extension Store {
     /// out of loose files only). Fewer than `minimum` loose objects: nothing is done.
     public func packLooseObjects(maxObjects: Int = 4096, maxBytes: Int = 16 << 20, minimum: Int = Store.looseMinimum,
                                  keepLooseAbove: Int = 16 << 20) throws -> LoosePackSlice {
+        let written = try Self.writeLoosePack(repo: repo, gitDir: gitDir, maxObjects: maxObjects, maxBytes: maxBytes,
+                                              minimum: minimum, keepLooseAbove: keepLooseAbove)
+        return try finishLoosePack(written)
+    }
+
+    /// A pack of loose objects, written and checked, whose loose files may now go.
+    public struct WrittenLoosePack: Sendable {
         var slice = LoosePackSlice()
+        /// The loose files of the objects the new pack holds.
+        var held: [FilePath] = []
+    }
+
+    /// The slow half of `packLooseObjects`, on the caller's thread with a repository handle of its
+    /// own (a new pack only adds objects): chooses a slice, writes it as one pack, makes it durable
+    /// and checks which objects it holds. Nothing is removed here.
+    public static func writeLoosePack(gitDir: FilePath, maxObjects: Int = 4096, maxBytes: Int = 16 << 20,
+                                      minimum: Int = Store.looseMinimum, keepLooseAbove: Int = 16 << 20) throws -> WrittenLoosePack {
+        try writeLoosePack(repo: try Repository.openForReading(gitDir: gitDir), gitDir: gitDir, maxObjects: maxObjects,
+                           maxBytes: maxBytes, minimum: minimum, keepLooseAbove: keepLooseAbove)
+    }
+
+    static func writeLoosePack(repo: Repository, gitDir: FilePath, maxObjects: Int, maxBytes: Int, minimum: Int,
+                               keepLooseAbove: Int) throws -> WrittenLoosePack {
+        var written = WrittenLoosePack()
         let found = repo.looseObjects(limit: maxObjects)
-        guard found.count >= minimum else { return slice }
-        slice.more = found.count == maxObjects
+        guard found.count >= minimum else { return written }
+        written.slice.more = found.count == maxObjects
         var chosen: [LooseFile] = []
         var input = 0
         for file in found {
             // Compressed at most ~1000:1, so only files over 16 KiB can hold a 16 MiB object.
             if file.bytes * 1032 > keepLooseAbove, (try? repo.objectSize(file.id)) ?? Int.max > keepLooseAbove {
-                slice.keptLoose += 1
+                written.slice.keptLoose += 1
                 continue
             }
             chosen.append(file)
             input += file.bytes
-            if input > maxBytes { slice.more = true; break }
+            if input > maxBytes { written.slice.more = true; break }
         }
-        guard chosen.count >= minimum || (slice.more && !chosen.isEmpty) else { return slice }
+        guard chosen.count >= minimum || (written.slice.more && !chosen.isEmpty) else { return written }
         let name = try repo.writePack(of: chosen.map(\.id))
         Durability.flushFileSystem(containing: gitDir)
         let held = try repo.pack(name, holds: chosen.map(\.id))
-        for file in chosen where held.contains(file.id) {
-            try? Files.remove(file.path)
-            slice.packed += 1
-        }
-        for dir in Set(chosen.map { $0.path.removingLastComponent() }) { _ = Files.removeEmptyDirectory(dir) }
+        written.held = chosen.filter { held.contains($0.id) }.map(\.path)
+        return written
+    }
+
+    /// The quick half, on the store's own thread: the loose files of the objects the new pack
+    /// holds go, then the object database is reopened.
+    public func finishLoosePack(_ written: WrittenLoosePack) throws -> LoosePackSlice {
+        var slice = written.slice
+        guard !written.held.isEmpty else { return slice }
+        for path in written.held where (try? Files.remove(path)) != nil { slice.packed += 1 }
+        for dir in Set(written.held.map { $0.removingLastComponent() }) { _ = Files.removeEmptyDirectory(dir) }
         try repo.reloadObjects()
         return slice
     }
