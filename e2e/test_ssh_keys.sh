@@ -38,10 +38,16 @@ rc=0; ssh-add -l >/dev/null 2>&1 || rc=$?
 python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$T/dead.sock"
 [ -S "$T/dead.sock" ] || fail "no dead socket file at $T/dead.sock"
 
-# device NAME: an agent with the hub as README's quick start adds it (no identity, no known_hosts).
+# device NAME: `syncagent init --hub`, as a new user makes it (no identity, no known_hosts), then a
+# short debounce and poll for the test.
 device() {
-    init_device "$1" 50
-    join_hub "$1" "$url"
+    use_agent "$1"
+    mkdir -p "$DIR"
+    "$SYNCAGENT" init --device "$1" --data "$DATA" --state "$STATE" --config "$CONFIG" --hub "hub=$url" \
+        >"$DIR/init.out" 2>&1 || fail "syncagent init --hub ($1) failed: $(cat "$DIR/init.out")"
+    grep -q '^hub = true$' "$CONFIG" || fail "init --hub wrote no 'hub = true' into $CONFIG"
+    set_watch debounce_ms 50
+    on "$1" set_peer hub poll_seconds 1
 }
 # start_with NAME HOME SOCK ("" = unset)
 start_with() {
