@@ -37,7 +37,7 @@ log "help: 80 columns, examples whole, --version only where it belongs, typos su
 "$SYNCAGENT" init --device laptop --data "$T/laptop/data" --state "$T/laptop/state" --config "$T/laptop.toml" \
     --hub family=ssh://me@nas.example/srv/family.git >"$T/init.out" 2>&1 || fail "init --hub failed: $(cat "$T/init.out")"
 grep -q '^hub = true$' "$T/laptop.toml" || fail "init --hub wrote no 'hub = true': $(cat "$T/laptop.toml")"
-grep -q '^\[safety\]$' "$T/laptop.toml" || fail "init's file has no [safety] table"
+grep -q '^# \[safety\]$' "$T/laptop.toml" || fail "init's file documents no [safety] table"
 "$SYNCAGENT" status --config "$T/laptop.toml" >/dev/null 2>&1 || fail "the file init --hub wrote does not load"
 rc=0; out=$("$SYNCAGENT" init --device inner --data "$T/inner" --state "$T/inner/state" --config "$T/inner.toml" 2>&1) || rc=$?
 [ "$rc" != 0 ] || fail "init accepted --state inside --data"

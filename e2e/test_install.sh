@@ -29,7 +29,7 @@ for c in "" $subcommands; do
     COLUMNS=80 "$bin" $c --help >"$T/help.out" 2>&1 || fail "syncagent $c --help failed"
     long=$(awk 'length($0) > 80' "$T/help.out")
     [ -z "$long" ] || fail "syncagent $c --help has lines over 80 columns: $long"
-    grep -q "Example: syncagent" "$T/help.out" || fail "syncagent $c --help shows no example"
+    grep -Eq '^(Example: syncagent |Examples?:$)' "$T/help.out" || fail "syncagent $c --help shows no example"
 done
 
 # man pages: the top page and one per subcommand

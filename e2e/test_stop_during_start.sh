@@ -18,9 +18,9 @@ for i in 1 2 3 4 5 6; do
     env --default-signal=INT "$SYNCAGENT" run --config "$CONFIG" --log-level info >"$DIR/run-$RUN_SEQ.out" 2>"$LOG" &
     AGENT_PID=$!
     STARTED_PIDS+=("$AGENT_PID")
-    # as soon as it holds the lock (it writes its pid into agent.lock), stop it
+    # as soon as it holds the lock (it writes its pid and role into agent.lock: 'PID run'), stop it
     n=0
-    until grep -qx "$AGENT_PID" "$STATE/agent.lock" 2>/dev/null; do
+    until grep -q "^$AGENT_PID " "$STATE/agent.lock" 2>/dev/null; do
         agent_alive || fail "the agent (pid $AGENT_PID) exited before it took its lock; see $LOG"
         n=$((n + 1))
         [ "$n" -lt 10000 ] || fail "the agent did not take its lock"

@@ -2,7 +2,8 @@ import Foundation
 import Glibc
 import SystemPackage
 
-/// One agent per state directory: a POSIX record lock on `<state>/agent.lock`, which holds the pid.
+/// One agent per state directory: a POSIX record lock on `<state>/agent.lock`, which holds the pid
+/// and what holds it ("1234 run" for an agent, "1234 sync" for a one-shot command).
 /// The kernel drops the lock when the process dies, however it dies, so a stale file never blocks.
 public final class AgentLock: Sendable {
     public let path: FilePath

@@ -33,8 +33,8 @@ public enum ConfigTemplate {
             # During non-stop changes, commit at least this often, in milliseconds (debounce_ms to 3600000).
             # max_delay_ms = \(defaults.maxDelayMs)
 
-            [safety]
-            # One batch that deletes more than this share of the tracked files (0 to 100)...
+            # Deletion guard: one batch that deletes more than this share of the tracked files (0 to 100)...
+            # [safety]
             # max_delete_percent = \(safety.maxDeletePercent)
             # ...and at least this many files is held until `syncagent send --deletes` (or the files come back).
             # min_delete_files = \(safety.minDeleteFiles)
