@@ -70,20 +70,25 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR := $(DESTDIR)$(PREFIX)/bin
 MANDIR := $(DESTDIR)$(PREFIX)/share/man/man1
+MAN5DIR := $(DESTDIR)$(PREFIX)/share/man/man5
 BASHDIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 UNITDIR := $(DESTDIR)$(PREFIX)/lib/systemd/user
 # swift-argument-parser's plugin writes the pages under .build/plugins (it picks the directory).
+# man/finish.py turns them into clean mdoc (no empty lines, examples as literal blocks, a COMMANDS
+# and a FILES section in syncagent(1)) under .build/man; man/syncagent.toml.5 is the config page.
 man: build
 	$(SWIFT) package generate-manual --configuration release --multi-page >/dev/null
-	@find $(CURDIR)/.build/plugins -path '*GenerateManual*' -name 'syncagent*.1' | grep -q . \
-		|| { echo "generate-manual wrote no syncagent.1 under .build/plugins" >&2; exit 1; }
+	@dir=$$(dirname "$$(find $(CURDIR)/.build/plugins -path '*GenerateManual*' -name 'syncagent.1' | head -1)"); \
+		[ -f "$$dir/syncagent.1" ] || { echo "generate-manual wrote no syncagent.1 under .build/plugins" >&2; exit 1; }; \
+		rm -rf $(CURDIR)/.build/man && python3 man/finish.py "$$dir" $(CURDIR)/.build/man
 
 install: man
-	install -d "$(BINDIR)" "$(MANDIR)" "$(BASHDIR)" "$(ZSHDIR)" "$(FISHDIR)" "$(UNITDIR)"
+	install -d "$(BINDIR)" "$(MANDIR)" "$(MAN5DIR)" "$(BASHDIR)" "$(ZSHDIR)" "$(FISHDIR)" "$(UNITDIR)"
 	install -m 0755 $(BIN) "$(BINDIR)/syncagent"
-	install -m 0644 $$(find $(CURDIR)/.build/plugins -path '*GenerateManual*' -name 'syncagent*.1') "$(MANDIR)/"
+	install -m 0644 $(CURDIR)/.build/man/syncagent*.1 "$(MANDIR)/"
+	install -m 0644 man/syncagent.toml.5 "$(MAN5DIR)/"
 	$(BIN) --generate-completion-script bash > "$(BASHDIR)/syncagent"
 	$(BIN) --generate-completion-script zsh > "$(ZSHDIR)/_syncagent"
 	$(BIN) --generate-completion-script fish > "$(FISHDIR)/syncagent.fish"
@@ -91,7 +96,7 @@ install: man
 	@echo "installed syncagent in $(BINDIR); man syncagent; systemd unit: $(UNITDIR)/syncagent.service"
 
 uninstall:
-	rm -f "$(BINDIR)/syncagent" "$(MANDIR)/syncagent.1" "$(MANDIR)"/syncagent.*.1 "$(BASHDIR)/syncagent" \
+	rm -f "$(BINDIR)/syncagent" "$(MANDIR)/syncagent.1" "$(MANDIR)"/syncagent.*.1 "$(MAN5DIR)/syncagent.toml.5" "$(BASHDIR)/syncagent" \
 		"$(ZSHDIR)/_syncagent" "$(FISHDIR)/syncagent.fish" "$(UNITDIR)/syncagent.service"
 
 clean:

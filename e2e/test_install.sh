@@ -39,8 +39,23 @@ for page in syncagent syncagent.history syncagent.restore syncagent.status; do
 done
 grep -q '^\.Dt SYNCAGENT 1' "$man1/syncagent.1" || fail "syncagent.1 is not a man page"
 grep -q 'restore' "$man1/syncagent.1" || fail "syncagent.1 does not list restore"
+# Every page renders without a warning (groff's mdoc checks on), syncagent(1) lists the commands and
+# points at the config page, which documents every table.
+man5="$prefix/share/man/man5"
+[ -s "$man5/syncagent.toml.5" ] || fail "no man page $man5/syncagent.toml.5"
+for page in "$man1"/syncagent*.1 "$man5/syncagent.toml.5"; do
+    warnings=$(groff -mandoc -ww -z "$page" 2>&1)
+    [ -z "$warnings" ] || fail "$(basename "$page") renders with warnings: $warnings"
+done
+grep -q '^\.Sh COMMANDS' "$man1/syncagent.1" || fail "syncagent.1 has no COMMANDS section"
+grep -q '^\.Xr syncagent.toml 5' "$man1/syncagent.1" || fail "syncagent.1 does not point at syncagent.toml(5)"
+for table in watch peer resolver rule hook safety store; do
+    grep -q "\[$table\]" "$man5/syncagent.toml.5" || fail "syncagent.toml(5) does not document [$table]"
+done
+grep -q '^\.Bd -literal' "$man1/syncagent.init.1" || fail "syncagent.init(1)'s examples are not literal blocks"
 if command -v man >/dev/null; then
     MANPATH="$prefix/share/man" man -P cat syncagent.restore 2>/dev/null | grep -q "ISO 8601" || fail "man syncagent.restore does not render"
+    MANPATH="$prefix/share/man" man -P cat syncagent.toml 2>/dev/null | grep -q "max_delete_percent" || fail "man syncagent.toml does not render"
 fi
 
 # completions
