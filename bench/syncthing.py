@@ -36,19 +36,25 @@ def ensure_syncthing():
     return p.stdout.strip().split(" (")[0]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n):
+    """n distinct free ports: all bound at once (one at a time, the kernel may hand one out twice)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 class Instance:
-    def __init__(self, base, name):
+    def __init__(self, base, name, ports):
         self.name = name
         self.home = os.path.join(base, f"st-{name}-home")
         self.data = os.path.join(base, f"st-{name}")
         os.makedirs(self.data)
-        self.port, self.gui = free_port(), free_port()
+        self.port, self.gui = ports
         self.key = "bench-" + "".join(random.choice("abcdefghijkmnpqrstuvwxyz23456789") for _ in range(24))
         p = subprocess.run([SYNCTHING, "generate", f"--home={self.home}", "--no-default-folder", "--skip-port-probing"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -141,14 +147,19 @@ class SyncthingPair:
     """Two connected instances sharing one folder, idle; `a.data` and `b.data` are the directories."""
 
     def __init__(self, base):
-        self.a, self.b = Instance(base, "a"), Instance(base, "b")
+        ports = free_ports(4)
+        self.a, self.b = Instance(base, "a", ports[:2]), Instance(base, "b", ports[2:])
         self.a.configure(self.b)
         self.b.configure(self.a)
         self.a.start(os.path.join(base, "st-a.log"))
         self.b.start(os.path.join(base, "st-b.log"))
-        self.wait(lambda: self.connected(self.a, self.b) and self.connected(self.b, self.a), 60,
-                  "the two syncthing instances did not connect on 127.0.0.1")
-        self.wait(lambda: self.idle(self.a) and self.idle(self.b), 60, "the shared folder did not become idle")
+        try:
+            self.wait(lambda: self.connected(self.a, self.b) and self.connected(self.b, self.a), 60,
+                      "the two syncthing instances did not connect on 127.0.0.1")
+            self.wait(lambda: self.idle(self.a) and self.idle(self.b), 60, "the shared folder did not become idle")
+        except SyncthingError:
+            self.stop()  # never left running
+            raise
 
     @staticmethod
     def connected(x, y):
@@ -169,7 +180,10 @@ class SyncthingPair:
         while not cond():
             for x in (self.a, self.b):
                 if x.proc.poll() is not None:
-                    raise SyncthingError(f"syncthing {x.name} exited ({x.proc.returncode}); see {x.log.name}")
+                    x.log.flush()
+                    with open(x.log.name, errors="replace") as f:
+                        tail = f.read()[-800:]
+                    raise SyncthingError(f"syncthing {x.name} exited ({x.proc.returncode}); the end of {x.log.name}:\n{tail}")
             if time.monotonic() > deadline:
                 raise SyncthingError(f"{what} within {timeout} s")
             time.sleep(0.05)
