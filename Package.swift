@@ -52,7 +52,6 @@ let package = Package(
                 "Git", "FileSystem",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
-                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The long-running service: lifecycle, watcher -> store, control socket.

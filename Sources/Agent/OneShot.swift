@@ -9,50 +9,48 @@ public enum OneShot {
     /// Asks the running agent, or does the work here under the lock when none runs. Every fetch has
     /// the agent's timeout, so a black-holed peer fails the command instead of hanging it.
     public static func sync(config: Config, peer: String?) async throws -> [SyncResult] {
-        if AgentLock.holder(of: config.lockPath) != nil {
-            let line = try ControlClient.send(.sync(peer: peer), to: config.socketPath, timeoutSeconds: 120)
-            return try JSONDecoder().decode([SyncResult].self, from: Data(line))
-        }
-        let chosen = config.peers.filter { peer == nil || $0.name == peer }
-        if let peer, chosen.isEmpty {
+        if let peer, !config.peers.contains(where: { $0.name == peer }) {
             return [SyncResult(peer: peer, error: "no peer named '\(peer)' in \(config.file)")]
         }
-        let session = try Startup.openUnderLock(config: config, logger: quietLogger, command: "sync")
-        defer { session.events.finish() }  // every event written before the lock is let go
-        await session.engine.commitStartupChanges(stopping: { false })
-        let ledger = PeerLedger.load(state: config.state)
-        var results: [SyncResult] = []
-        for peerConfig in chosen {
-            let link = PeerLink(peerConfig, configFile: config.file)
-            let syncer = PeerSyncer(link: link, config: config, engine: session.engine, logger: quietLogger,
-                                    known: ledger.peers[link.name])
-            results.append(SyncResult(peer: link.name, error: await syncer.round()))
+        return try await viaAgentOrLock(config, .sync(peer: peer), as: [SyncResult].self) { engine in
+            let ledger = PeerLedger.load(state: config.state)
+            var results: [SyncResult] = []
+            for peerConfig in config.peers where peer == nil || peerConfig.name == peer {
+                let link = PeerLink(peerConfig, configFile: config.file)
+                let syncer = PeerSyncer(link: link, config: config, engine: engine, logger: quietLogger,
+                                        known: ledger.peers[link.name])
+                results.append(SyncResult(peer: link.name, error: await syncer.round()))
+            }
+            return results
         }
-        return results
     }
 
     /// `syncagent send --deletes`: through the running agent, or under the lock.
     public static func sendDeletes(config: Config) async throws -> MessageResult {
-        if AgentLock.holder(of: config.lockPath) != nil {
-            let line = try ControlClient.send(.sendDeletes, to: config.socketPath, timeoutSeconds: 120)
-            return try JSONDecoder().decode(MessageResult.self, from: Data(line))
+        try await viaAgentOrLock(config, .sendDeletes, as: MessageResult.self) { engine in
+            MessageResult(message: await engine.confirmDeletes(), error: nil)
         }
-        let session = try Startup.openUnderLock(config: config, logger: quietLogger, command: "send")
-        defer { session.events.finish() }  // every event written before the lock is let go
-        await session.engine.commitStartupChanges(stopping: { false })
-        return MessageResult(message: await session.engine.confirmDeletes(), error: nil)
     }
 
-    /// Asks the running agent, or does `work` here under the lock (after the start-up commit).
-    private static func viaAgentOrLock<T: Decodable>(_ config: Config, _ request: ControlRequest, as: T.Type,
-                                                     work: (SyncEngine) async -> T) async throws -> T {
-        if AgentLock.holder(of: config.lockPath) != nil {
+    /// The one way a command that changes the store runs: asks the running agent over its socket,
+    /// or, when none runs, takes the lock and does `work` here (after committing what changed on
+    /// disk, unless `commitFirst` is false). An agent that takes the lock between the two looks is
+    /// asked after all.
+    static func viaAgentOrLock<T: Decodable>(_ config: Config, _ request: ControlRequest, as: T.Type, commitFirst: Bool = true,
+                                             work: (SyncEngine) async -> T) async throws -> T {
+        func ask() throws -> T {
             let line = try ControlClient.send(request, to: config.socketPath, timeoutSeconds: 120)
             return try JSONDecoder().decode(T.self, from: Data(line))
         }
-        let session = try Startup.openUnderLock(config: config, logger: quietLogger, command: request.commandName)
+        if AgentLock.holder(of: config.lockPath) != nil { return try ask() }
+        let session: Startup.Session
+        do {
+            session = try Startup.openUnderLock(config: config, logger: quietLogger, command: request.commandName)
+        } catch let error as LockError where error.holder != nil {
+            return try ask()  // an agent started meanwhile: it listens from the moment it holds the lock
+        }
         defer { session.events.finish() }  // every event written before the lock is let go
-        await session.engine.commitStartupChanges(stopping: { false })
+        if commitFirst { await session.engine.commitStartupChanges(stopping: { false }) }
         return await work(session.engine)
     }
 

@@ -54,14 +54,9 @@ extension Store {
 extension OneShot {
     /// Through the running agent, or under the store lock when none runs.
     public static func resolve(config: Config, targets: [RecordTarget], all: Bool, choice: ResolveChoiceArgument) async throws -> [ResolveResult] {
-        let choice = choice
-        if AgentLock.holder(of: config.lockPath) != nil {
-            let line = try ControlClient.send(.resolve(targets: targets, all: all, choice: choice),
-                                              to: config.socketPath, timeoutSeconds: 120)
-            return try JSONDecoder().decode([ResolveResult].self, from: Data(line))
+        try await viaAgentOrLock(config, .resolve(targets: targets, all: all, choice: choice), as: [ResolveResult].self,
+                                 commitFirst: false) { engine in
+            await engine.resolve(targets: targets, all: all, choice: choice)
         }
-        let session = try Startup.openUnderLock(config: config, logger: quietLogger, command: "resolve")
-        defer { session.events.finish() }  // every event written before the lock is let go
-        return await session.engine.resolve(targets: targets, all: all, choice: choice)
     }
 }

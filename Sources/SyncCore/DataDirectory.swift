@@ -105,12 +105,12 @@ struct DataDirectory: Sendable {
         }
         switch stat.kind {
         case .regular:
-            guard (side.mode == 0o100755) == stat.isExecutable, side.mode != 0o120000 else { return false }
+            guard (side.mode == EntryMode.executable) == stat.isExecutable, side.mode != EntryMode.link else { return false }
             if stat.size > 1 << 20 { return Oid.hashing(file: abs) == side.oid }
             guard let bytes = try? Files.read(abs) else { return false }
             return Oid.hashing(bytes) == side.oid
         case .symlink:
-            guard side.mode == 0o120000, let target = try? Files.readLink(abs) else { return false }
+            guard side.mode == EntryMode.link, let target = try? Files.readLink(abs) else { return false }
             return Oid.hashing(target) == side.oid
         default:
             return false
@@ -137,13 +137,13 @@ struct DataDirectory: Sendable {
         }
         try Files.makeDirectories(dir)
         let temp = AgentTemporary.path(in: dir, counter: &counter)
-        if side.mode == 0o120000 {
+        if side.mode == EntryMode.link {
             let bytes: [UInt8]
             do { bytes = try repo.blobData(side.oid) } catch { throw .ioError }
             try Files.createLink(temp, target: bytes)
         } else {
             // Streamed: a big file costs a fixed buffer, not its size.
-            try Files.create(temp, executable: side.mode == 0o100755) { sink in
+            try Files.create(temp, executable: side.mode == EntryMode.executable) { sink in
                 try repo.streamBlob(side.oid) { chunk in try sink.write(chunk) }
             }
         }

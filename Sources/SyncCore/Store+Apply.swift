@@ -299,7 +299,7 @@ extension Store {
         var changes: [TreeChange] = []
         for (path, old) in unapplied {
             let target = try repo.entry(at: path, inTree: tree)
-            let wanted = target?.mode == 0o040000 ? nil : target
+            let wanted = target?.mode == EntryMode.tree ? nil : target
             let before: ConflictSide? = old == Self.absent ? nil : old
             changes.append(TreeChange(path: path, old: before, new: wanted))
         }
@@ -368,7 +368,7 @@ extension Store {
         let targetTree = try repo.commit(target).tree
         var report = try apply(try repo.diffTrees(baseTree, targetTree))
         guard !report.localChanges.isEmpty else {
-            try moveRef("refs/heads/main", to: target, expected: head, message: "syncagent: finish an interrupted merge")
+            try moveRef(Store.mainRef, to: target, expected: head, message: "syncagent: finish an interrupted merge")
             return report
         }
         // Files that changed while the merge was being written (before the kill, or since): kept,

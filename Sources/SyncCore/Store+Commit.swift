@@ -195,7 +195,7 @@ extension Store {
                                        committer: committer,
                                        message: (reason.map { "\(device): \($0)\n\n" } ?? "") + summary.message(device: device),
                                        updateRef: nil)
-        try moveRef("refs/heads/main", to: id, expected: parent, message: "syncagent: commit")
+        try moveRef(Store.mainRef, to: id, expected: parent, message: "syncagent: commit")
         try saveIndex(index)
         return CommitOutcome(commit: id, summary: summary, retry: retry, skipped: skipped, newlyHeld: newlyHeld)
     }
@@ -224,7 +224,7 @@ extension Store {
                 let blob: Oid
                 if let emptyBlob { blob = emptyBlob } else { blob = try repo.createBlob([]) }
                 emptyBlob = blob
-                try index.add(marker, blob: blob, mode: 0o100644)
+                try index.add(marker, blob: blob, mode: EntryMode.file)
                 change(marker, nil, blob)
             } else if !wanted, let has {
                 try index.remove(marker)
@@ -295,7 +295,7 @@ extension Store {
     }
 
     static func gitMode(_ stat: FileStat) -> UInt32 {
-        stat.kind == .symlink ? 0o120000 : (stat.isExecutable ? 0o100755 : 0o100644)
+        stat.kind == .symlink ? EntryMode.link : (stat.isExecutable ? EntryMode.executable : EntryMode.file)
     }
 
     static func statMatches(_ entry: IndexEntry, _ stat: FileStat) -> Bool {

@@ -50,7 +50,7 @@ extension Store {
             var entry = HistoryEntry(commit: id.hex, device: info.author.name, time: ISOTime.string(info.author.time),
                                      blob: now?.oid.hex, change: .modified, from: nil, to: nil,
                                      path: current.display, pathBytes: ConflictRecord.hex(current.bytes),
-                                     isLink: now?.mode == 0o120000)
+                                     isLink: now?.mode == EntryMode.link)
             if now == nil {
                 entry.change = .deleted
                 if let parent = info.parents.first, let was = before.first ?? nil,
@@ -76,7 +76,7 @@ extension Store {
 
     /// A file or link at `path` in `tree`; nil when absent or a directory.
     private func fileEntry(_ path: FilePath, tree: Oid) throws(GitError) -> ConflictSide? {
-        guard let entry = try repo.entry(at: path, inTree: tree), entry.mode != 0o040000 else { return nil }
+        guard let entry = try repo.entry(at: path, inTree: tree), entry.mode != EntryMode.tree else { return nil }
         return entry
     }
 
@@ -134,7 +134,7 @@ extension Store {
     public func entries(under path: FilePath, in commit: Oid) throws -> [FilePath: ConflictSide] {
         let tree = try repo.commit(commit).tree
         guard let top = try repo.entry(at: path, inTree: tree) else { return [:] }
-        guard top.mode == 0o040000 else { return [path: top] }
+        guard top.mode == EntryMode.tree else { return [path: top] }
         var out: [FilePath: ConflictSide] = [:]
         for file in try repo.treeFiles(top.oid) {
             out[FilePath(bytes: path.bytes + [UInt8(ascii: "/")] + file.path.bytes)] = ConflictSide(oid: file.oid, mode: file.mode)
@@ -196,10 +196,10 @@ extension Store {
             if try FileStat.of(dest) != nil {
                 throw StoreError(path: dest, message: "\(dest.display) already exists", hint: "choose a --to path that does not exist yet; nothing was overwritten")
             }
-            if side.mode == 0o120000 {
+            if side.mode == EntryMode.link {
                 try Files.createLink(dest, target: repo.blobData(side.oid))
             } else {
-                try Files.create(dest, executable: side.mode == 0o100755) { sink in
+                try Files.create(dest, executable: side.mode == EntryMode.executable) { sink in
                     try repo.streamBlob(side.oid) { try sink.write($0) }
                 }
             }

@@ -113,7 +113,7 @@ extension Store {
     public static func hubPush(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String,
                                auth: RemoteAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws -> HubPush {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
-        guard let main = try repo.resolveReference("refs/heads/main") else { return .upToDate }
+        guard let main = try repo.resolveReference(Store.mainRef) else { return .upToDate }
         let book = try repo.resolveReference(ConflictBook.ref)
         let onHub = try repo.resolveReference(hubBranch(hub, device))
         let pushed = try repo.resolveReference(hubPushed(hub))

@@ -46,7 +46,7 @@ extension Store {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         if let localGitDir {
             let source = try Repository.openForReading(gitDir: localGitDir)
-            let main = try source.resolveReference("refs/heads/main")
+            let main = try source.resolveReference(Store.mainRef)
             let book = try source.resolveReference(ConflictBook.ref)
             let report = try repo.copyMissingObjects(from: source, tips: [main, book].compactMap { $0 },
                                                      progress: { _ in !shouldCancel() })
@@ -101,7 +101,7 @@ extension Store {
             defer { endApply() }
             let heldBack = splitHeldBack(&applied)
             guard !applied.localChanges.isEmpty else {
-                try moveRef("refs/heads/main", to: theirs, expected: ours, message: "syncagent: fast-forward to \(peer)")
+                try moveRef(Store.mainRef, to: theirs, expected: ours, message: "syncagent: fast-forward to \(peer)")
                 applied.localChanges = heldBack
                 return SyncOutcome(action: .fastForward, head: theirs, applied: applied)
             }
@@ -123,7 +123,7 @@ extension Store {
             let tips = try joinTips([ours, theirs])
             guard tips.count > 1 else {
                 guard let only = tips.first, only != ours else { return SyncOutcome(action: .upToDate, head: ours) }
-                try moveRef("refs/heads/main", to: only, expected: ours, message: "syncagent: adopt \(peer)'s equal history")
+                try moveRef(Store.mainRef, to: only, expected: ours, message: "syncagent: adopt \(peer)'s equal history")
                 return SyncOutcome(action: .adoptedEqualTree, head: only)
             }
             var time: Int64 = 0
@@ -132,7 +132,7 @@ extension Store {
             let join = try repo.createCommit(tree: ourTree, parents: tips, author: sig, committer: sig,
                                              message: "syncagent: join equal histories\n", updateRef: nil)
             guard join != ours else { return SyncOutcome(action: .upToDate, head: ours) }
-            try moveRef("refs/heads/main", to: join, expected: ours, message: "syncagent: join \(peer)'s equal history")
+            try moveRef(Store.mainRef, to: join, expected: ours, message: "syncagent: join \(peer)'s equal history")
             return SyncOutcome(action: .adoptedEqualTree, head: join)
         }
         // What the peer changed must be safe before libgit2 even merges it (it refuses some names
@@ -212,7 +212,7 @@ extension Store {
             applied.localChanges += heldBack
             return SyncOutcome(action: .merged, head: head, newConflicts: records, notes: notes, applied: applied)
         }
-        try moveRef("refs/heads/main", to: commit, expected: ours, message: "syncagent: merge \(peer)")
+        try moveRef(Store.mainRef, to: commit, expected: ours, message: "syncagent: merge \(peer)")
         applied.localChanges = heldBack
         return SyncOutcome(action: .merged, head: commit, newConflicts: records, notes: notes, applied: applied)
     }
@@ -240,7 +240,7 @@ extension Store {
             let commit = parents.count == 1 ? parents[0]
                 : try repo.createCommit(tree: target, parents: parents, author: sig, committer: sig,
                                         message: (message ?? "\(device): merge \(peer)") + "\n", updateRef: nil)
-            try moveRef("refs/heads/main", to: commit, expected: expected, message: "syncagent: merge \(peer)")
+            try moveRef(Store.mainRef, to: commit, expected: expected, message: "syncagent: merge \(peer)")
             return commit
         }
         let tree = try index.writeTree()
@@ -258,7 +258,7 @@ extension Store {
             let origin = try repo.origin(of: path, from: theirTip)
             let their = SideVersion(device: origin.author.name, commit: origin.id, time: origin.author.time, entry: theirs)
             guard their.device != device else { continue }
-            let fileBase = base?.mode == 0o040000 ? nil : base
+            let fileBase = base?.mode == EntryMode.tree ? nil : base
             let slot = Self.recordSlot(book, path: path, base: fileBase)
             var plan = policy.plan(PathConflict(path: path, base: fileBase, ours: mine, theirs: their),
                                    existing: slot.existing, generation: slot.generation, now: now, content: { _ in nil })
@@ -266,7 +266,7 @@ extension Store {
             book[plan.record.id] = plan.record
             records.append(plan.record)
         }
-        try moveRef("refs/heads/main", to: commit, expected: expected, message: "syncagent: merge \(peer), keeping local changes")
+        try moveRef(Store.mainRef, to: commit, expected: expected, message: "syncagent: merge \(peer), keeping local changes")
         applied.keptLocal = applied.localChanges
         applied.localChanges = []
         return commit
@@ -302,7 +302,7 @@ extension Store {
         var lost: Set<FilePath> = []
         for tree in [ourTree, theirTree] {
             for change in try repo.diffTrees(baseTree, tree) {
-                guard let new = change.new, new.mode != 0o040000, !DirectoryMarker.isMarker(change.path) else { continue }
+                guard let new = change.new, new.mode != EntryMode.tree, !DirectoryMarker.isMarker(change.path) else { continue }
                 // (The merged index may even hold the file and the directory's files together;
                 // writing its tree then keeps only the directory.)
                 if merge.hasEntries(under: change.path, except: change.path) {
@@ -389,7 +389,7 @@ extension Store {
                 prefix.append(component)
                 let isLink: Bool
                 if let known = linkCache[prefix] { isLink = known } else {
-                    isLink = (try repo.entry(at: prefix, inTree: tree))?.mode == 0o120000
+                    isLink = (try repo.entry(at: prefix, inTree: tree))?.mode == EntryMode.link
                     linkCache[prefix] = isLink
                 }
                 if isLink {

@@ -156,10 +156,10 @@ extension Store {
                 try Files.makeDirectories(abs.removingLastComponent())
                 // The new bytes are complete on disk before anything is taken away.
                 let temp = AgentTemporary.path(in: abs.removingLastComponent(), counter: &counter)
-                if mode == 0o120000 {
+                if mode == EntryMode.link {
                     try Files.createLink(temp, target: bytes)
                 } else {
-                    try Files.create(temp, bytes: bytes, executable: mode == 0o100755)
+                    try Files.create(temp, bytes: bytes, executable: mode == EntryMode.executable)
                 }
                 do {
                     if let stat = try FileStat.of(abs), stat.kind == .directory {
@@ -189,8 +189,8 @@ extension Store {
             guard repo.hasObject(oid) else {
                 throw ResolveError(message: "this device does not have \(v.device)'s version of \(record.path) yet; sync with \(v.device) first (syncagent sync), or resolve on a device that has it")
             }
-            if !diskMatches(path, ConflictSide(oid: oid, mode: v.mode ?? 0o100644), entry: nil) {
-                try put(try blob(oid), mode: v.mode ?? 0o100644, at: path)
+            if !diskMatches(path, ConflictSide(oid: oid, mode: v.mode ?? EntryMode.file), entry: nil) {
+                try put(try blob(oid), mode: v.mode ?? EntryMode.file, at: path)
             }
             if !keepCopies { try removeCopies() }
         }
@@ -215,12 +215,12 @@ extension Store {
                     for v in record.versions where v.device != winner?.device && !v.isDeletion {
                         guard let hex = v.blob, let oid = Oid(hex: hex), repo.hasObject(oid) else { continue }
                         let copy = ConflictPolicy.copyPath(path, device: v.device, time: ISOTime.seconds(v.time))
-                        try put(try blob(oid), mode: v.mode ?? 0o100644, at: copy)
+                        try put(try blob(oid), mode: v.mode ?? EntryMode.file, at: copy)
                     }
                     if let winner { try place(winner, keepCopies: true) }
                 }
             case .with(let bytes):
-                try put(bytes, mode: 0o100644, at: path)
+                try put(bytes, mode: EntryMode.file, at: path)
                 try removeCopies()
             case .delete:
                 try removeVersion(path)

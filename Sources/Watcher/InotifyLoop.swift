@@ -6,7 +6,7 @@ import SystemPackage
 /// The watcher's thread: owns the inotify descriptor, the watch table and the debouncer. Only
 /// `request`, `pending` and `degradedFlag` are touched from other threads.
 final class Loop: @unchecked Sendable {
-    enum Request: UInt8 { case flush = 1, stop = 2, inject = 4, rescan = 8, drain = 16, rewatch = 32 }
+    enum Request: UInt8 { case stop = 2, inject = 4, rescan = 8, drain = 16, rewatch = 32 }
 
     let pending = Atomic<Int>(0)
     let degradedFlag = Atomic<Bool>(false)
@@ -170,10 +170,6 @@ final class Loop: @unchecked Sendable {
                     output.finish()
                     endDrainers()
                     return
-                }
-                if pendingRequests & Request.flush.rawValue != 0 {
-                    drainKernelQueue()
-                    if let batch = debouncer.flush() { emit(batch) }
                 }
             }
         }

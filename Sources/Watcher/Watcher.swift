@@ -69,9 +69,6 @@ public final class Watcher: Sendable {
     /// was replaced by another one at the same path).
     public func rewatch() { loop.request(.rewatch) }
 
-    /// Hands on the pending batch now, without waiting for the quiet period.
-    public func flush() { loop.request(.flush) }
-
     /// Reads what the kernel still holds, hands on the last batch and ends `batches`.
     public func stop() {
         if started.exchange(true, ordering: .acquiringAndReleasing) {

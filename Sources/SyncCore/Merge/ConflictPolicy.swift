@@ -18,7 +18,7 @@ public struct SideVersion: Sendable, Equatable {
         self.entry = entry
     }
 
-    public var isDirectory: Bool { entry?.mode == 0o040000 }
+    public var isDirectory: Bool { entry?.mode == EntryMode.tree }
 
     var recordVersion: ConflictRecord.Version {
         .init(device: device, commit: commit.hex, blob: isDirectory ? nil : entry?.oid.hex,
@@ -154,14 +154,10 @@ public struct ConflictPolicy {
         case .delete:
             take = .entry(nil)
         case .bytes(let bytes):
-            let mode = winner?.mode.flatMap { $0 == 0o100755 ? $0 : nil } ?? 0o100644
+            let mode = winner?.mode.flatMap { $0 == EntryMode.executable ? $0 : nil } ?? EntryMode.file
             take = .bytes(bytes, mode: mode)
         }
         return PathPlan(take: take, copies: [], record: done, note: nil)
-    }
-
-    public func rule(for path: String) -> ResolverRule? {
-        rule(forBytes: Array(path.utf8))
     }
 
     /// The first `[[resolver]]` rule whose glob matches the path's bytes.
@@ -220,14 +216,14 @@ public struct ConflictPolicy {
 
     static func kind(_ c: PathConflict) -> ConflictRecord.Kind {
         guard let o = c.ours.entry, let t = c.theirs.entry else { return .modifiedDeleted }
-        func type(_ mode: UInt32) -> UInt32 { mode == 0o100755 ? 0o100644 : mode }
+        func type(_ mode: UInt32) -> UInt32 { mode == EntryMode.executable ? EntryMode.file : mode }
         if type(o.mode) != type(t.mode) { return .typeChanged }
         return c.base == nil ? .bothAdded : .bothModified
     }
 
     static func entry(of v: ConflictRecord.Version) -> ConflictSide? {
         guard let hex = v.blob, let oid = Oid(hex: hex) else { return nil }
-        return ConflictSide(oid: oid, mode: v.mode ?? 0o100644)
+        return ConflictSide(oid: oid, mode: v.mode ?? EntryMode.file)
     }
 
     /// `notes/today.txt` -> `notes/today.conflict-watch-20261121-100000.txt`. The name's stem is

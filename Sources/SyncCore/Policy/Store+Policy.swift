@@ -113,7 +113,7 @@ extension Store {
         for path in targets {
             let wanted = try tree.flatMap { t throws in try repo.entry(at: path, inTree: t) }
             let onDisk = try diskSide(path)
-            changes.append(TreeChange(path: path, old: onDisk, new: wanted?.mode == 0o040000 ? nil : wanted))
+            changes.append(TreeChange(path: path, old: onDisk, new: wanted?.mode == EntryMode.tree ? nil : wanted))
         }
         _ = try apply(changes)
         var list = loadHeld()

@@ -1,0 +1,59 @@
+import Foundation
+import Glibc
+import Logging
+import SyncCore
+import SystemPackage
+
+/// The CLI side of the control socket.
+public enum ControlClient {
+    /// Sends one request and hands each line of the answer to `line` until the agent closes the
+    /// stream (or `line` returns false). Throws when no agent answers.
+    public static func stream(_ request: ControlRequest, to path: FilePath, line: ([UInt8]) -> Bool) throws(ControlError) {
+        guard let addr = UnixSocket.address(path) else {
+            throw ControlError(message: "the control socket path \(path) is too long")
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw ControlError(message: "socket() failed: \(Errno(rawValue: errno))") }
+        defer { close(fd) }
+        guard UnixSocket.withSockaddr(addr, { connect(fd, $0, $1) }) == 0 else {
+            throw ControlError(message: "cannot reach the agent at \(path): \(Errno(rawValue: errno))")
+        }
+        let body = (try? JSONEncoder().encode(request)) ?? Data()
+        guard UnixSocket.writeAll(fd, Array(body) + [UInt8(ascii: "\n")]) else {
+            throw ControlError(message: "cannot send to the agent at \(path): \(Errno(rawValue: errno))")
+        }
+        var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            pending += buffer[0..<n]
+            while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let one = Array(pending[..<end])
+                pending.removeSubrange(...end)
+                if !line(one) { return }
+            }
+        }
+    }
+
+    /// Sends one request and returns the raw response line; throws when no agent answers.
+    public static func send(_ request: ControlRequest, to path: FilePath, timeoutSeconds: Int = 10) throws(ControlError) -> [UInt8] {
+        guard let addr = UnixSocket.address(path) else {
+            throw ControlError(message: "the control socket path \(path) is too long")
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw ControlError(message: "socket() failed: \(Errno(rawValue: errno))") }
+        defer { close(fd) }
+        UnixSocket.setTimeout(fd, seconds: timeoutSeconds)
+        guard UnixSocket.withSockaddr(addr, { connect(fd, $0, $1) }) == 0 else {
+            throw ControlError(message: "cannot reach the agent at \(path): \(Errno(rawValue: errno))")
+        }
+        let body = (try? JSONEncoder().encode(request)) ?? Data()
+        guard UnixSocket.writeAll(fd, Array(body) + [UInt8(ascii: "\n")]),
+              let line = UnixSocket.readLine(fd) else {
+            throw ControlError(message: "the agent at \(path) did not answer within \(timeoutSeconds) s")
+        }
+        return line
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Glibc
+import Logging
+import SyncCore
+import SystemPackage
+
+/// A request on the control socket: one JSON line, answered by one JSON line (or, for `events`,
+/// one line per event).
+public enum ControlRequest: Codable, Sendable {
+    /// Answer: `StatusReport`.
+    case status
+    /// Answer: `[SyncResult]`.
+    case sync(peer: String?)
+    /// Answer: `[ResolveResult]`.
+    case resolve(targets: [RecordTarget], all: Bool, choice: ResolveChoiceArgument)
+    /// Answer: `MessageResult`.
+    case sendDeletes
+    /// Answer: `[HeldEntry]`.
+    case held
+    /// Answer: `MessageResult`. Paths relative to the data directory, as bytes.
+    case send(paths: [[UInt8]], all: Bool)
+    /// Answer: `MessageResult`.
+    case revert(paths: [[UInt8]])
+    /// Answer: `MessageResult`. The path relative to the data directory, as bytes.
+    case restore(path: [UInt8], at: String?)
+    /// Answer: one `AgentEvent` per line: the kept ones after `since`, then (with `follow`) every new
+    /// one until the client hangs up or the agent stops.
+    case events(since: Int?, follow: Bool)
+
+    /// The subcommand that makes this request (one word: the agent lock names its holder with it).
+    var commandName: String {
+        switch self {
+        case .status: "status"
+        case .sync: "sync"
+        case .resolve: "resolve"
+        case .sendDeletes, .send: "send"
+        case .held: "held"
+        case .revert: "revert"
+        case .restore: "restore"
+        case .events: "events"
+        }
+    }
+}
+
+/// A one-line answer.
+public struct MessageResult: Codable, Sendable {
+    public var message: String
+    public var error: String?
+}
+
+/// A resolution as the CLI states it: `keep` (a device, "newest" or "both"), `withFile`, or `delete`.
+public struct ResolveChoiceArgument: Codable, Sendable {
+    public var keep: String?
+    public var withFile: String?
+    /// The bytes of the `--with` file, read by the CLI from the argument's exact bytes (so a name
+    /// that is not UTF-8 works, and the agent needs no access to the caller's directory).
+    public var withContent: [UInt8]?
+    public var delete: Bool
+    public init(keep: String?, withFile: String?, delete: Bool) {
+        self.keep = keep
+        self.withFile = withFile
+        self.delete = delete
+    }
+}
+
+public struct ControlError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}

@@ -1,0 +1,30 @@
+import Agent
+import ArgumentParser
+import Foundation
+import Glibc
+import SyncCore
+import SystemPackage
+
+struct RevertCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "revert",
+        abstract: "On a receive-only device, put the store's version back over local edits.",
+        discussion: """
+            Every locally edited path, or only PATH... (relative to the data directory; a directory \
+            reverts everything under it). The local bytes are kept in the store \
+            (refs/syncagent/kept), never dropped; the output says how to read them.
+
+            Example: syncagent revert settings.json
+            """
+    )
+
+    @OptionGroup var options: ConfigOption
+    @Argument(help: "Paths to revert, relative to the data directory (default: all).") var paths: [String] = []
+
+    func run() async throws {
+        let config = try options.load()
+        let result = try await OneShot.revert(config: config, paths: paths.map { DataPath.bytes($0, data: config.data) })
+        if let error = result.error { throw UserFacingError(error) }
+        print(result.message)
+    }
+}
