@@ -29,11 +29,14 @@ log "quick start ran as written"
 sample="$T/sample.sh"
 sed -n 's/^#   //p' "$root/Samples/phone.toml" >"$sample"
 grep -q 'syncagent run --config Samples/phone.toml' "$sample" || fail "Samples/phone.toml's header has no run line: $(cat "$sample")"
-rm -rf /tmp/syncagent-sample
+wait_until rm -rf /tmp/syncagent-sample
 (cd "$root" && PATH="$(dirname "$SYNCAGENT"):$clean_path" bash -e "$sample") >"$T/sample.out" 2>&1 \
     || fail "Samples/phone.toml's header failed as written: $(tail -20 "$T/sample.out"; cat /tmp/syncagent-sample/*.log 2>/dev/null | tail -20)"
 assert_contains "$(cat "$T/sample.out")" "hello" "the watch holds the phone's file"
-wait_until test ! -e /tmp/syncagent-sample/phone/state/agent.sock
-rm -rf /tmp/syncagent-sample
+# `kill %1 %2` only asks: wait until both agents have let go of their state before removing it.
+stopped() { "$SYNCAGENT" status --json --config "$root/Samples/$1.toml" 2>/dev/null | grep -q '"running" *: *false'; }
+wait_until stopped phone
+wait_until stopped watch
+wait_until rm -rf /tmp/syncagent-sample
 log "Samples/phone.toml's header ran as written"
 log "ok"

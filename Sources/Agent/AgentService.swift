@@ -84,7 +84,7 @@ public final class AgentService: Service, Sendable {
             "device": "\(config.device)", "store": "\(config.storePath)", "pid": "\(getpid())",
         ])
         for hook in hooks { hook.start() }
-        var started = AgentEvent(type: "started")
+        var started = AgentEvent(.started)
         started.message = "device \(config.device), pid \(getpid())"
         bus.emit(started)
         control?.start(handler: { [self] request in await self.answer(request) }, logger: logger)
@@ -129,7 +129,7 @@ public final class AgentService: Service, Sendable {
             watcher.stop()
         }
         control?.stop()
-        bus.emit(AgentEvent(type: "stopped"))
+        bus.emit(AgentEvent(.stopped))
         bus.finish()
         logger.info("stopped; every change seen is committed")
     }

@@ -65,7 +65,7 @@ final class PeerSyncer: Sendable {
         // direct peers and conflict records ring the bell too.
         let listener: Task<Void, Never>? = link.hub ? Task { [doorbell, engine] in
             for await event in engine.events.stream() {
-                if ["committed", "received", "conflict-opened", "conflict-resolved"].contains(event.type) { doorbell.ring() }
+                if EventType(rawValue: event.type).map(EventType.changesForHub.contains) == true { doorbell.ring() }
             }
         } : nil
         defer { listener?.cancel() }

@@ -28,6 +28,10 @@ public struct AgentEvent: Codable, Sendable, Equatable {
         self.time = Self.format(time)
     }
 
+    public init(_ type: EventType, time: Date = Date()) {
+        self.init(type: type.rawValue, time: time)
+    }
+
     public static let maxPaths = 100
 
     static func format(_ date: Date) -> String {
@@ -35,7 +39,7 @@ public struct AgentEvent: Codable, Sendable, Equatable {
     }
 
     public static func committed(commit: String, paths: [String], count: Int) -> AgentEvent {
-        var e = AgentEvent(type: "committed")
+        var e = AgentEvent(.committed)
         e.commit = commit
         e.paths = Array(paths.prefix(maxPaths))
         e.count = count
@@ -43,7 +47,7 @@ public struct AgentEvent: Codable, Sendable, Equatable {
     }
 
     public static func received(peer: String, commit: String?, paths: [String], count: Int) -> AgentEvent {
-        var e = AgentEvent(type: "received")
+        var e = AgentEvent(.received)
         e.peer = peer
         e.commit = commit
         e.paths = Array(paths.prefix(maxPaths))
@@ -52,14 +56,14 @@ public struct AgentEvent: Codable, Sendable, Equatable {
     }
 
     public static func conflictOpened(id: String, path: String) -> AgentEvent {
-        var e = AgentEvent(type: "conflict-opened")
+        var e = AgentEvent(.conflictOpened)
         e.id = id
         e.path = path
         return e
     }
 
     public static func conflictResolved(id: String, path: String, strategy: String?, by: String?) -> AgentEvent {
-        var e = AgentEvent(type: "conflict-resolved")
+        var e = AgentEvent(.conflictResolved)
         e.id = id
         e.path = path
         e.strategy = strategy
@@ -68,27 +72,27 @@ public struct AgentEvent: Codable, Sendable, Equatable {
     }
 
     public static func peer(_ name: String, reachable: Bool, error: String?) -> AgentEvent {
-        var e = AgentEvent(type: reachable ? "peer-reachable" : "peer-unreachable")
+        var e = AgentEvent(reachable ? .peerReachable : .peerUnreachable)
         e.peer = name
         e.error = error
         return e
     }
 
     public static func held(path: String, reason: HoldReason) -> AgentEvent {
-        var e = AgentEvent(type: "held")
+        var e = AgentEvent(.held)
         e.path = path
         e.reason = reason.rawValue
         return e
     }
 
     public static func problem(_ message: String) -> AgentEvent {
-        var e = AgentEvent(type: "problem")
+        var e = AgentEvent(.problem)
         e.message = message
         return e
     }
 
     public static func gap(since: Int, oldest: Int) -> AgentEvent {
-        var e = AgentEvent(type: "gap")
+        var e = AgentEvent(.gap)
         e.since = since
         e.oldest = oldest
         e.message = "events \(since + 1) to \(oldest - 1) are no longer kept (only the last \(EventLog.keep) are)"
