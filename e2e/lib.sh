@@ -579,8 +579,9 @@ PY
 }
 blackhole_requests() { cat "$T/blackhole.count" 2>/dev/null || echo 0; }
 
-# start_sshd DIR: an sshd on 127.0.0.1 for a test, with its host key DIR/host_key, one authorized
-# key whose private half is DIR/id_device, and DIR/known_hosts that knows the host; sets SSHD_PORT.
+# start_sshd DIR [CONFIG-LINE]...: an sshd on 127.0.0.1 for a test, with its host key DIR/host_key,
+# one authorized key whose private half is DIR/id_device, and DIR/known_hosts that knows the host;
+# sets SSHD_PORT. Extra sshd_config lines come last.
 start_sshd() {
     local dir=$1 sshd
     sshd=$(command -v sshd || echo /usr/sbin/sshd)
@@ -603,6 +604,9 @@ UsePAM no
 PermitRootLogin prohibit-password
 PidFile $dir/sshd.pid
 CONF
+    shift
+    local line
+    for line in "$@"; do printf '%s\n' "$line" >>"$dir/sshd_config"; done
     "$sshd" -D -e -f "$dir/sshd_config" >"$dir/sshd.log" 2>&1 &
     track_pid $!
     printf '[127.0.0.1]:%s %s\n' "$SSHD_PORT" "$(cut -d' ' -f1-2 "$dir/host_key.pub")" >"$dir/known_hosts"

@@ -18,6 +18,8 @@ struct PeerLink: Sendable {
     let config: PeerConfig
     /// Keys, passwords and the host key check for ssh and http(s).
     let auth: RemoteAuth
+    /// The program that prints a line whenever the peer's refs move (`notify`), kept running.
+    let notifyCommand: [String]?
 
     init(_ peer: PeerConfig, configFile: FilePath, home: String? = ProcessInfo.processInfo.environment["HOME"]) {
         name = peer.name
@@ -33,6 +35,13 @@ struct PeerLink: Sendable {
             fetchURL = peer.url
         }
         auth = KnownHosts.auth(for: peer, url: fetchURL, home: home)
+        switch peer.notify {
+        case .poll: notifyCommand = nil
+        case .command: notifyCommand = peer.notifyCommand
+        case .ssh:
+            notifyCommand = SSHTarget(url: peer.url)?.notifyCommand(
+                identity: peer.identity, knownHosts: KnownHosts.knownHostsFile(for: peer, home: home))
+        }
     }
 
     /// The URL as messages show it: a password in it (http://user:secret@host) is never shown.

@@ -32,12 +32,16 @@ final class PeerSyncer: Sendable {
     private let maxBackoff: Duration = .seconds(60)
     /// Abandoned fetches whose thread is still blocked in libgit2 (it has no I/O timeout).
     private let stuck = Mutex<[FetchRunner.Attempt]>([])
+    /// With `notify`: the program that says when the peer's refs move.
+    private let channel: NotifyChannel?
 
     init(link: PeerLink, config: Config, engine: SyncEngine, logger: Logger, known: PeerLedger.Entry?) {
         self.link = link
         self.config = config
         self.engine = engine
         self.logger = logger
+        let bell = doorbell
+        channel = link.notifyCommand.map { NotifyChannel(command: $0, peer: link.name, bell: bell, logger: logger) }
         if let known {
             state.withLock {
                 $0.reachable = known.reachable
@@ -52,9 +56,11 @@ final class PeerSyncer: Sendable {
 
     var ledgerEntry: PeerLedger.Entry {
         let s = snapshot
-        return PeerLedger.Entry(lastSync: s.lastSync.map { ISO8601DateFormatter().string(from: $0) },
+        var entry = PeerLedger.Entry(lastSync: s.lastSync.map { ISO8601DateFormatter().string(from: $0) },
                                 reachable: s.reachable, lastError: s.lastError,
                                 lastPush: s.lastPush.map { ISO8601DateFormatter().string(from: $0) })
+        entry.notify = channel?.statusText(pollSeconds: link.pollSeconds)
+        return entry
     }
 
     /// Runs until the task is cancelled.
@@ -69,11 +75,15 @@ final class PeerSyncer: Sendable {
             }
         } : nil
         defer { listener?.cancel() }
+        let notifier: Task<Void, Never>? = channel.map { channel in Task { await channel.run() } }
+        defer { notifier?.cancel() }
         while !Task.isCancelled {
             if refWatcher == nil { refWatcher = watchRefs() }
             let ok = await round() == nil
             backoff = ok ? .seconds(1) : min(backoff * 2, maxBackoff)
-            let wait = ok ? Duration.seconds(link.pollSeconds) : min(backoff, .seconds(link.pollSeconds))
+            // An open notify channel rings when the peer's refs move: no request while nothing does.
+            let poll: Duration = channel?.isListening == true ? .seconds(86_400) : .seconds(link.pollSeconds)
+            let wait = ok ? poll : min(backoff, poll)
             await doorbell.wait(upTo: wait)
         }
         refWatcher?.stop()

@@ -20,6 +20,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
         /// When the agent last tried this peer (within a minute); what `reachable` and `lastError`
         /// say is as of then (it matters while the agent is stopped).
         public var lastChecked: String?
+        /// With `notify`: "listening", "connecting", or "down: <why>; polling every N s".
+        public var notify: String?
 
         public init(name: String, url: String, reachable: Bool? = nil, lastSync: String? = nil,
                     ahead: Int? = nil, behind: Int? = nil, lastError: String? = nil) {
@@ -114,5 +116,6 @@ extension StatusReport.Peer {
             try c.encode(lastFetch, forKey: .lastFetch)
         }
         if via != nil { try c.encode(lastSeen, forKey: .lastSeen) }
+        if notify != nil { try c.encode(notify, forKey: .notify) }
     }
 }

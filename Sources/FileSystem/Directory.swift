@@ -80,6 +80,33 @@ public enum Durability {
     }
 }
 
+extension Durability {
+    /// Makes these files and the directories that name them durable, one `fsync` each (a
+    /// directory once, however many of the files it holds). False when one cannot be opened or
+    /// flushed: the caller then flushes the whole file system instead.
+    public static func flushFiles(_ files: [FilePath], andDirectories extra: [FilePath] = []) -> Bool {
+        var directories: [FilePath] = []
+        var seen = Set<FilePath>()
+        for file in files {
+            guard flush(file, directory: false) else { return false }
+            let up = file.removingLastComponent()
+            if seen.insert(up).inserted { directories.append(up) }
+        }
+        for dir in extra where seen.insert(dir).inserted { directories.append(dir) }
+        return directories.allSatisfy { flush($0, directory: true) }
+    }
+
+    private static func flush(_ path: FilePath, directory: Bool) -> Bool {
+        let fd = path.withPlatformString { open($0, O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : O_NOFOLLOW)) }
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        while fsync(fd) != 0 {
+            guard errno == EINTR else { return false }
+        }
+        return true
+    }
+}
+
 /// `syncfs(2)`: glibc declares it only under _GNU_SOURCE, which Swift's Glibc module does not set.
 @_silgen_name("syncfs")
 private func linuxSyncfs(_ fd: Int32) -> Int32

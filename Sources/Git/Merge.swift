@@ -123,7 +123,7 @@ extension Repository {
         var out = git_oid()
         let rc = bytes.withUnsafeBytes { git_blob_create_from_buffer(&out, handle, $0.baseAddress, $0.count) }
         try check(rc, "git_blob_create_from_buffer")
-        return Oid(out)
+        return noteWritten(Oid(out))
     }
 }
 
@@ -183,7 +183,7 @@ extension Repository {
                 let wrc = bytes.withUnsafeBytes { git_odb_write(&out, odb, $0.baseAddress, size, GIT_OBJECT_BLOB) }
                 try check(wrc, "git_odb_write(\(absolutePath))")
             }
-            return .written(Oid(out))
+            return .written(noteWritten(Oid(out)))
         }
         var stream: UnsafeMutablePointer<git_odb_stream>?
         try check(git_odb_open_wstream(&stream, odb, git_object_size_t(size), GIT_OBJECT_BLOB), "git_odb_open_wstream(\(absolutePath))")
@@ -205,6 +205,6 @@ extension Repository {
         if read(fd, &extra, 1) > 0 { return .changedWhileRead }  // longer than its size said
         var out = git_oid()
         try check(git_odb_stream_finalize_write(&out, stream), "git_odb_stream_finalize_write(\(absolutePath))")
-        return .written(Oid(out))
+        return .written(noteWritten(Oid(out)))
     }
 }

@@ -9,6 +9,8 @@ public final class Repository {
     public let gitDir: FilePath
     public let workdir: FilePath
     private var cachedIndex: Index?
+    /// Ids of the objects written since `recordWrites()`, while recording (`WrittenObjects.swift`).
+    var writeLog: [Oid]?
 
     init(handle: OpaquePointer, gitDir: FilePath, workdir: FilePath) {
         self.handle = handle
@@ -154,7 +156,7 @@ public final class Repository {
                               treeObj, buf.count, buf.baseAddress)
         }
         try check(rc, "git_commit_create")
-        return Oid(out)
+        return noteWritten(Oid(out))
     }
 
     // MARK: objects

@@ -31,6 +31,6 @@ extension Repository {
         }
         var out = git_oid()
         try check(git_treebuilder_write(&out, builder), "git_treebuilder_write")
-        return Oid(out)
+        return noteWritten(Oid(out))
     }
 }

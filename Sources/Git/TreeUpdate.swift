@@ -28,7 +28,7 @@ extension Repository {
         defer { git_treebuilder_free(builder) }
         var out = git_oid()
         try check(git_treebuilder_write(&out, builder), "git_treebuilder_write")
-        return Oid(out)
+        return noteWritten(Oid(out))
     }
 
     private func update(_ base: Oid?, _ edits: [(names: ArraySlice<[UInt8]>, edit: TreeEdit)]) throws(GitError) -> Oid? {
@@ -89,6 +89,6 @@ extension Repository {
         guard git_treebuilder_entrycount(builder) > 0 else { return nil }
         var out = git_oid()
         try check(git_treebuilder_write(&out, builder), "git_treebuilder_write")
-        return Oid(out)
+        return noteWritten(Oid(out))
     }
 }

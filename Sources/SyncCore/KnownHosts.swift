@@ -42,7 +42,7 @@ public enum KnownHosts {
         if let home {
             auth.defaultKeys = [FilePath(home).appending(".ssh/id_ed25519"), FilePath(home).appending(".ssh/id_rsa")]
         }
-        let file = peer.knownHosts ?? home.map { FilePath($0).appending(".ssh/known_hosts") } ?? FilePath("/etc/ssh/ssh_known_hosts")
+        let file = knownHostsFile(for: peer, home: home)
         let port = URLComponents(string: url)?.port
         let name = peer.name
         auth.checkHostKey = { host, type, key, fingerprint in
@@ -56,6 +56,11 @@ public enum KnownHosts {
             }
         }
         return auth
+    }
+
+    /// The known_hosts file a peer's host key must be in: `known_hosts`, else ~/.ssh/known_hosts.
+    public static func knownHostsFile(for peer: PeerConfig, home: String?) -> FilePath {
+        peer.knownHosts ?? home.map { FilePath($0).appending(".ssh/known_hosts") } ?? FilePath("/etc/ssh/ssh_known_hosts")
     }
 
     /// A problem with the credentials file a user should hear about (nil: none or fine).

@@ -15,6 +15,9 @@ public struct PeerLedger: Codable, Sendable, Equatable {
         /// it knew, and as of when, while the agent is stopped. Refreshed at most once a minute
         /// unless something else changed.
         public var lastChecked: String?
+        /// With `notify`: whether the channel that says when the peer's refs move is open
+        /// ("listening"), or why not ("down: ..."); nil when the peer is only polled.
+        public var notify: String?
         public init(lastSync: String? = nil, reachable: Bool? = nil, lastError: String? = nil, lastPush: String? = nil) {
             self.lastPush = lastPush
             self.lastSync = lastSync

@@ -107,7 +107,7 @@ extension Store {
     /// Each path is checked against the baseline right before it is touched: a file that changed
     /// since is left as it is (reported in `localChanges`). A path that cannot be written does not
     /// stop the others (reported in `failures`, remembered, retried by `retryUnapplied`). The index
-    /// follows the new tree; the files written are flushed with one `syncfs`.
+    /// follows the new tree; what was written is flushed at the end (`makeDurable`).
     func apply(_ changes: [TreeChange]) throws -> ApplyReport {
         var report = ApplyReport()
         guard !changes.isEmpty else { return report }
@@ -247,8 +247,30 @@ extension Store {
         }
         try saveIndex(index)
         saveUnapplied(unapplied)
-        Durability.flushFileSystem(containing: data)
+        makeDurable(report.touched + markers.map(\.path))
         return report
+    }
+
+    /// What an apply wrote, made durable: for a small one an `fsync` per regular file and per
+    /// directory along the paths (new names, removals, pruned parents); a big one, or one whose
+    /// flush fails, pays one `syncfs` of the data directory's file system.
+    private func makeDurable(_ paths: [FilePath]) {
+        if paths.count <= Repository.writeLogLimit {
+            var files: [FilePath] = []
+            var directories = Set<FilePath>()
+            for path in paths {
+                let abs = data.pushing(path)
+                if let stat = (try? FileStat.of(abs)) ?? nil, stat.kind == .regular { files.append(abs) }
+                var up = path.removingLastComponent()
+                while !up.isEmpty {
+                    directories.insert(data.pushing(up))
+                    up = up.removingLastComponent()
+                }
+                directories.insert(data)
+            }
+            if Durability.flushFiles(files, andDirectories: Array(directories)) { return }
+        }
+        Durability.flushFileSystem(containing: data)
     }
 
     /// Makes and removes the directories whose markers these changes add and remove. A directory

@@ -80,6 +80,10 @@ extension Store {
         // Many files at once (a start-up commit, a bulk copy): hash them on every core first.
         let prehashed = paths.count >= Self.prehashThreshold ? prehash(paths) : [:]
         if !prehashed.isEmpty { repo.refreshObjects() }  // the workers' packs
+        // A small commit flushes just the objects it wrote (`moveRef`); the pre-hash's packs are
+        // not in that log, so a batch that used it flushes the file system.
+        if prehashed.isEmpty { repo.recordWrites() }
+        defer { _ = repo.takeWrites() }
         // Parents sort before their children, so a directory replaced by a file (or the reverse)
         // is cleared before the new entries go in.
         for path in paths.sorted(by: { $0.precedesInBytes($1) }) {
@@ -195,7 +199,7 @@ extension Store {
                                        committer: committer,
                                        message: (reason.map { "\(device): \($0)\n\n" } ?? "") + summary.message(device: device),
                                        updateRef: nil)
-        try moveRef(Store.mainRef, to: id, expected: parent, message: "syncagent: commit")
+        try moveRef(Store.mainRef, to: id, expected: parent, message: "syncagent: commit", written: repo.takeWrites())
         try saveIndex(index)
         return CommitOutcome(commit: id, summary: summary, retry: retry, skipped: skipped, newlyHeld: newlyHeld)
     }

@@ -106,8 +106,14 @@ public final class Store {
     /// Moves a ref only after every object written so far is on disk, so a crash can never leave a
     /// ref pointing at a missing object. A crash before the move loses nothing either: the data
     /// directory still holds the files, and the next start commits them again.
-    func moveRef(_ name: String, to id: Oid, expected: Oid?, message: String) throws(GitError) {
-        Durability.flushFileSystem(containing: gitDir)
+    /// With `written` (the objects this step wrote, from `Repository.takeWrites()`, all loose),
+    /// only those files are flushed: every other object the ref reaches was made durable before an
+    /// earlier ref pointed at it, or by the flush after a fetch or a pack.
+    func moveRef(_ name: String, to id: Oid, expected: Oid?, message: String, written: [Oid]? = nil) throws(GitError) {
+        let objects = gitDir.appending("objects")
+        if !(written.map { ids in Durability.flushFiles(ids.map(repo.looseObjectPath), andDirectories: [objects]) } ?? false) {
+            Durability.flushFileSystem(containing: gitDir)
+        }
         try repo.updateReference(name, to: id, expected: expected, message: message)
     }
 

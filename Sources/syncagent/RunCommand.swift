@@ -35,13 +35,21 @@ struct RunCommand: AsyncParsableCommand {
         let logger = Logger(label: "syncagent")
         let config = try options.load()
         let agent = try await AgentService.prepare(config: config, logger: logger)
+        // SIGTERM and SIGINT stay with StopSignals for the agent's whole life: it asks the group
+        // to shut down gracefully.
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: agent)],
-            gracefulShutdownSignals: [.sigterm, .sigint],
+            gracefulShutdownSignals: [],
             logger: logger))
-        async let handOver = StopSignals.handOver(to: group)
-        try await group.run()
-        if await handOver { logger.notice("a stop signal came while starting; stopped cleanly") }
+        let forwarding = Task { await StopSignals.forward(to: group) }
+        do {
+            try await group.run()
+        } catch {
+            forwarding.cancel()
+            throw error
+        }
+        forwarding.cancel()
+        if await forwarding.value { logger.notice("a stop signal came while starting; stopped cleanly") }
     }
 }
 

@@ -44,6 +44,7 @@ enum StatusReporter {
             }
             lines.append(line)
             if let error = peer.lastError { lines.append("          last error: \(error)") }
+            if let notify = peer.notify { lines.append("          notify:     \(notify)") }
         }
         lines.append("conflicts: \(r.conflicts.open) open")
         if r.mode != "send-receive" {

@@ -151,7 +151,7 @@ extension Config {
         "watch": ["debounce_ms", "max_delay_ms"],
         "safety": ["max_delete_percent", "min_delete_files"],
         "store": ["cache_mb", "pack_window_mb"],
-        "peer": ["name", "url", "poll_seconds", "timeout_seconds", "hub", "identity", "known_hosts", "credentials"],
+        "peer": ["name", "url", "poll_seconds", "timeout_seconds", "hub", "identity", "known_hosts", "credentials", "notify", "notify_command"],
         "resolver": ["path", "strategy", "command"],
         "rule": ["path", "sync", "max_bytes", "devices"],
         "hook": ["events", "command", "timeout_seconds"],
@@ -198,12 +198,27 @@ public struct PeerConfig: Sendable, Equatable {
     public var knownHosts: FilePath?
     /// http(s) only: a file holding "user:password".
     public var credentials: FilePath?
+    /// How the agent learns that the peer's refs moved, besides `poll_seconds` (`notify`).
+    public var notify: PeerNotify = .poll
+    /// The program (and arguments) that prints the peer's ref moves (`notify_command`), as
+    /// `syncagent notify-changes` does; set when `notify` is `.command`.
+    public var notifyCommand: [String]?
 
     public init(name: String, url: String, pollSeconds: Int = 30) {
         self.name = name
         self.url = url
         self.pollSeconds = pollSeconds
     }
+}
+
+/// `[[peer]] notify`: polling only, or a channel that says at once when the peer's refs move.
+public enum PeerNotify: String, Sendable, Equatable {
+    /// Fetch every `poll_seconds` (and at once for a peer on this machine: inotify on its refs).
+    case poll
+    /// Keep `ssh ... syncagent notify-changes PATH` running and fetch on every line it prints.
+    case ssh
+    /// Keep `notify_command` running and fetch on every line it prints.
+    case command
 }
 
 public enum ResolverStrategy: Sendable, Equatable, CustomStringConvertible {

@@ -21,6 +21,9 @@ private enum Rule {
     static let devices = "a non-empty array of device names (letters, digits, '-' and '_'), e.g. devices = [\"phone\", \"tablet\"]"
     static let mode = "one of send-receive, receive-only, e.g. mode = \"receive-only\""
     static let events = "a non-empty array of event types (\(EventTypes.all.joined(separator: ", "))), e.g. events = [\"received\"]"
+    static let notify = "one of poll, ssh, e.g. notify = \"ssh\""
+    static let notifyCommand =
+        "a non-empty array of strings: a program that prints a line whenever the peer's refs move, e.g. notify_command = [\"ssh\", \"git@hub\", \"syncagent\", \"notify-changes\", \"family.git\"]"
     static let hookCommand = "a non-empty array of strings: the program and its arguments, e.g. command = [\"/usr/local/bin/reload-ui\"]"
 }
 
@@ -161,12 +164,33 @@ struct ConfigParser {
                     config[keyPath: keyPath] = try directory(text, key: "peer.\(key)")
                 }
             }
+            try notifySettings(in: peer, into: &config)
             if config.hub, peers.contains(where: \.hub) {
                 throw fail(peer.path + ["hub"], key: "peer.hub", "only one [[peer]] may be a hub; keep one and remove hub = true from the others")
             }
             peers.append(config)
         }
         return peers
+    }
+
+    private func notifySettings(in peer: Section, into config: inout PeerConfig) throws {
+        let notify = try string("notify", in: peer, rule: Rule.notify) { PeerNotify(rawValue: $0) }
+        let command = try stringArray("notify_command", in: peer, rule: Rule.notifyCommand)
+        if let command {
+            if notify == .ssh {
+                throw fail(peer.path + ["notify_command"], key: "peer.notify_command",
+                           "and notify = \"ssh\" both say how to hear of changes; keep one of them")
+            }
+            config.notify = .command
+            config.notifyCommand = command
+            return
+        }
+        if notify == .ssh, SSHTarget(url: config.url) == nil {
+            throw fail(peer.path + ["notify"], key: "peer.notify",
+                       "= \"ssh\" needs an ssh url (ssh://user@host/path or user@host:path), but url = \"\(config.url)\"; "
+                           + "remove it, or say how to reach the peer with notify_command = [...]")
+        }
+        config.notify = notify ?? .poll
     }
 
     private func resolvers(in top: Section) throws -> [ResolverRule] {

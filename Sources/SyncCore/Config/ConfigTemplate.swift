@@ -49,6 +49,9 @@ public enum ConfigTemplate {
             #   identity: ssh private key for ssh:// URLs (default: ssh-agent, then ~/.ssh/id_ed25519, ~/.ssh/id_rsa)
             #   known_hosts: the file that must list an ssh server's host key (default ~/.ssh/known_hosts)
             #   credentials: for http(s):// URLs, a file (mode 0600) holding one line user:password
+            #   notify: "ssh" keeps `ssh ... syncagent notify-changes PATH` open and fetches whenever the
+            #           peer's refs move (syncagent must be on the server's PATH); default "poll"
+            #   notify_command: any program that prints a line whenever the peer's refs move, instead
             \(peerTables)
             # Conflict resolvers, each a [[resolver]] table: the first whose path matches wins; no match means "manual".
             #   path: a glob, matched against the path relative to the data directory
@@ -105,6 +108,8 @@ public enum ConfigTemplate {
             # identity = "~/.ssh/id_ed25519"
             # known_hosts = "~/.ssh/known_hosts"
             # credentials = "~/.config/syncagent/\(name).credentials"
+            # notify = "poll"
+            # notify_command = ["ssh", "git@hub.example", "syncagent", "notify-changes", "family.git"]
 
             """
     }

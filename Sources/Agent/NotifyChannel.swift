@@ -1,0 +1,165 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// The agent's end of a notify channel (`[[peer]] notify`): keeps a program running that prints a
+/// line whenever the peer's refs move (`ssh ... syncagent notify-changes PATH`, or
+/// `notify_command`) and rings the peer's doorbell on every line, so a change is fetched at once
+/// instead of at the next poll. `READY` (the channel is open again) rings too: what moved while
+/// it was down is fetched at once. When the program ends, the peer is polled until it is back
+/// (1 s, doubling to 60 s, between tries). Its output is read on threads of its own.
+final class NotifyChannel: Sendable {
+    enum State: Sendable, Equatable {
+        case connecting
+        case listening
+        case down(String)
+    }
+
+    private let command: [String]
+    private let peer: String
+    private let bell: Doorbell
+    private let logger: Logger
+    private let current = Mutex<(state: State, lastDown: String?)>((.connecting, nil))
+
+    init(command: [String], peer: String, bell: Doorbell, logger: Logger) {
+        self.command = command
+        self.peer = peer
+        self.bell = bell
+        self.logger = logger
+    }
+
+    var state: State { current.withLock { $0.state } }
+    var isListening: Bool { state == .listening }
+
+    /// What `status` shows: `listening`, `connecting`, or why it is down (kept while it tries
+    /// again) and that the peer is polled meanwhile.
+    func statusText(pollSeconds: Int) -> String {
+        current.withLock { c in
+            switch c.state {
+            case .listening: "listening"
+            case .connecting, .down:
+                c.lastDown.map { "down: \($0); polling every \(pollSeconds) s" } ?? "connecting"
+            }
+        }
+    }
+
+    /// Keeps the channel open until the task is cancelled.
+    func run() async {
+        var backoff: Duration = .seconds(1)
+        while !Task.isCancelled {
+            set(.connecting)
+            let ended = await connectOnce()
+            if Task.isCancelled { break }
+            if ended.wasReady { backoff = .seconds(1) }
+            let why = "the notify channel (\(command.joined(separator: " "))) ended: \(ended.reason)"
+            set(.down(why))
+            bell.ring()  // polling again, starting now
+            try? await Task.sleep(for: backoff)
+            backoff = min(backoff * 2, .seconds(60))
+        }
+    }
+
+    private func set(_ new: State) {
+        let changed = current.withLock { c -> Bool in
+            defer {
+                c.state = new
+                if case .down(let why) = new { c.lastDown = why }
+                if new == .listening { c.lastDown = nil }
+            }
+            return c.state != new
+        }
+        guard changed else { return }
+        switch new {
+        case .listening: logger.info("peer \(peer): notify channel open; fetching when its refs move")
+        case .down(let why): logger.warning("peer \(peer): \(why). Polling meanwhile; retried.")
+        case .connecting: break
+        }
+    }
+
+    private struct Ended: Sendable {
+        var reason: String
+        var wasReady: Bool
+    }
+
+    /// Runs the program once, until it ends (or the task is cancelled: then it is stopped).
+    private func connectOnce() async -> Ended {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = command
+        let input = Pipe(), output = Pipe(), errors = Pipe()
+        process.standardInput = input  // kept open: the program ends when the agent goes away
+        process.standardOutput = output
+        process.standardError = errors
+        do {
+            try process.run()
+        } catch {
+            return Ended(reason: "it could not start (\(error)); check that \(command.first ?? "the program") is installed", wasReady: false)
+        }
+        let stderrTail = Mutex<[UInt8]>([])
+        let stderrDone = readAll(errors.fileHandleForReading, name: "syncagent-notify-err", lines: false) { chunk in
+            stderrTail.withLock { tail in
+                tail += chunk
+                if tail.count > 2048 { tail.removeFirst(tail.count - 2048) }
+            }
+        }
+        let ready = Atomic<Bool>(false)
+        let bell = self.bell
+        let stdoutDone = readAll(output.fileHandleForReading, name: "syncagent-notify", lines: true) { line in
+            if line.elementsEqual("READY".utf8) {
+                ready.store(true, ordering: .releasing)
+                self.set(.listening)
+            }
+            bell.ring()
+        }
+        await withTaskCancellationHandler {
+            await stdoutDone.value
+        } onCancel: {
+            try? input.fileHandleForWriting.close()
+            process.terminate()
+        }
+        process.terminate()  // stdout closed: it is ending anyway
+        await stderrDone.value
+        process.waitUntilExit()
+        try? input.fileHandleForWriting.close()
+        let status = process.terminationStatus
+        let said = String(decoding: stderrTail.withLock { $0 }, as: UTF8.self)
+            .split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        var reason = process.terminationReason == .uncaughtSignal ? "stopped by signal \(status)" : "it exited with status \(status)"
+        if let last = said.last { reason += ": \(last)" }
+        if status == 127 || said.contains(where: { $0.contains("notify-changes") && $0.contains("not found") }) {
+            reason += " (install syncagent on the server, on the PATH of the account the url logs in as, or set notify_command)"
+        } else if said.contains(where: { $0.contains("Host key verification failed") }) {
+            reason += " (the server's host key is not in the known_hosts file this peer uses)"
+        } else if said.contains(where: { $0.contains("Permission denied") }) {
+            reason += " (the server refused this device's key)"
+        }
+        return Ended(reason: reason, wasReady: ready.load(ordering: .acquiring))
+    }
+
+    /// Reads `handle` to its end on a thread of its own, handing `body` each line (without its
+    /// newline) or, with `lines: false`, each chunk as it comes.
+    private func readAll(_ handle: FileHandle, name: String, lines: Bool,
+                         body: @escaping @Sendable ([UInt8]) -> Void) -> Task<Void, Never> {
+        let (done, finish) = AsyncStream.makeStream(of: Void.self)
+        let thread = Thread {
+            var pending: [UInt8] = []
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                guard lines else {
+                    body(Array(data))
+                    continue
+                }
+                pending += data
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    body(Array(pending[..<newline]))
+                    pending.removeFirst(newline + 1)
+                }
+            }
+            finish.finish()
+        }
+        thread.name = name
+        thread.start()
+        return Task { for await _ in done {} }
+    }
+}

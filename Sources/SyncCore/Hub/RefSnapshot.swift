@@ -1,0 +1,52 @@
+import FileSystem
+import Git
+import SystemPackage
+
+/// A bare repository's references as they are on disk (loose files under `refs/` over
+/// `packed-refs`), read byte for byte: names are never decoded. What `notify-changes` compares
+/// before and after a burst of ref moves. Pure reading: no libgit2, no locks, no writes.
+public struct RefSnapshot: Equatable, Sendable {
+    /// Ref name (e.g. `refs/heads/devices/phone`) -> the 40 hex digits it points at.
+    public private(set) var refs: [[UInt8]: [UInt8]] = [:]
+
+    public init(refs: [[UInt8]: [UInt8]] = [:]) { self.refs = refs }
+
+    /// Reads `gitDir`'s references now. A ref git is rewriting is read whole, old or new: git and
+    /// libgit2 write a `.lock` file and rename it into place (lock files are skipped).
+    public static func read(gitDir: FilePath) -> RefSnapshot {
+        var snapshot = RefSnapshot()
+        if let packed = try? Files.read(gitDir.appending("packed-refs")) {
+            for line in packed.split(separator: UInt8(ascii: "\n")) {
+                // "<id> <name>"; comments start with '#', peeled tags with '^'.
+                guard let first = line.first, first != UInt8(ascii: "#"), first != UInt8(ascii: "^"),
+                      let space = line.firstIndex(of: UInt8(ascii: " ")) else { continue }
+                let id = Array(line[line.startIndex..<space])
+                guard isObjectId(id) else { continue }
+                snapshot.refs[Array(line[(space + 1)...])] = id
+            }
+        }
+        let root = gitDir.appending("refs")
+        Directory.walk(root) { rel, kind in
+            guard kind == .regular, rel.lastComponent?.extension != "lock",
+                  let bytes = try? Files.read(root.pushing(rel)), bytes.count >= 40 else { return }
+            let id = Array(bytes[0..<40])
+            guard isObjectId(id) else { return }  // a symbolic ref ("ref: ...") moves with its target
+            snapshot.refs[Array("refs/".utf8) + rel.bytes] = id
+        }
+        return snapshot
+    }
+
+    /// What moved from `before` to this snapshot, sorted by name: a deleted ref has 40 zeros.
+    public func changes(since before: RefSnapshot) -> [(name: [UInt8], id: [UInt8])] {
+        var out: [(name: [UInt8], id: [UInt8])] = []
+        for (name, id) in refs where before.refs[name] != id { out.append((name, id)) }
+        for name in before.refs.keys where refs[name] == nil { out.append((name, Self.zero)) }
+        return out.sorted { $0.name.lexicographicallyPrecedes($1.name) }
+    }
+
+    static let zero = [UInt8](repeating: UInt8(ascii: "0"), count: 40)
+
+    private static func isObjectId(_ bytes: [UInt8]) -> Bool {
+        bytes.count == 40 && bytes.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import SystemPackage
+import Testing
+
+@testable import SyncCore
+
+/// The pure parts of the notify channel: which ssh command reaches a hub, what `notify` accepts,
+/// and what counts as a ref move.
+@Suite struct SSHTargetTests {
+    @Test(arguments: [
+        ("ssh://git@hub.example/srv/family.git", SSHTarget(user: "git", host: "hub.example", port: nil, path: "/srv/family.git")),
+        ("ssh://me@127.0.0.1:2222/tmp/x y.git", SSHTarget(user: "me", host: "127.0.0.1", port: 2222, path: "/tmp/x y.git")),
+        ("ssh://nas/~/family.git", SSHTarget(user: nil, host: "nas", port: nil, path: "~/family.git")),
+        ("ssh://[::1]:22/r.git", SSHTarget(user: nil, host: "::1", port: 22, path: "/r.git")),
+        ("git+ssh://h/r.git", SSHTarget(user: nil, host: "h", port: nil, path: "/r.git")),
+        ("me@nas.local:family.git", SSHTarget(user: "me", host: "nas.local", port: nil, path: "family.git")),
+        ("nas:/srv/family.git", SSHTarget(user: nil, host: "nas", port: nil, path: "/srv/family.git")),
+    ])
+    func parsesSSHURLs(url: String, expected: SSHTarget) {
+        #expect(SSHTarget(url: url) == expected)
+    }
+
+    @Test(arguments: ["/srv/family.git", "./family.git", "~/family.git", "file:///srv/x.git", "git://h/x.git",
+                      "https://h/x.git", "ssh://h", "ssh://h:99999/x", "ssh://:22/x"])
+    func refusesOtherURLs(url: String) {
+        #expect(SSHTarget(url: url) == nil)
+    }
+
+    @Test func notifyCommandUsesThePeersKeyAndKnownHosts() {
+        let target = SSHTarget(url: "ssh://me@127.0.0.1:2222/srv/it's.git")!
+        let args = target.notifyCommand(identity: FilePath("/k/id"), knownHosts: FilePath("/k/known"))
+        #expect(args.prefix(5) == ["ssh", "-p", "2222", "-i", "/k/id"])
+        #expect(args.contains("BatchMode=yes"))
+        #expect(args.contains("UserKnownHostsFile=/k/known"))
+        #expect(args.suffix(2) == ["me@127.0.0.1", "syncagent notify-changes '/srv/it'\\''s.git'"])
+    }
+
+    @Test func homeRelativePathsStayForTheServersShell() {
+        #expect(SSHTarget.shellQuoted("~/family.git") == "~/'family.git'")
+        #expect(SSHTarget.shellQuoted("~git/a b") == "~git/'a b'")
+        #expect(SSHTarget.shellQuoted("family.git") == "'family.git'")
+        #expect(SSHTarget.shellQuoted("$(rm -rf /)") == "'$(rm -rf /)'")
+    }
+}
+
+@Suite struct NotifyConfigTests {
+    private let file = FilePath("/home/u/syncagent.toml")
+    private func parse(_ peer: String) throws -> PeerConfig {
+        let text = "device = \"phone\"\ndata = \"/d\"\n[[peer]]\nname = \"hub\"\n" + peer
+        return try Config.parse(text, file: file, environment: ["HOME": "/home/u"]).peers[0]
+    }
+
+    @Test func sshNotifyOnAnSSHURL() throws {
+        let peer = try parse("url = \"ssh://git@h/f.git\"\nnotify = \"ssh\"\n")
+        #expect(peer.notify == .ssh)
+        #expect(try parse("url = \"ssh://git@h/f.git\"\n").notify == .poll)
+    }
+
+    @Test func sshNotifyOnAnotherURLIsRefusedWithTheFix() {
+        #expect {
+            try parse("url = \"https://h/f.git\"\nnotify = \"ssh\"\n")
+        } throws: { error in
+            "\(error)".contains("needs an ssh url") && "\(error)".contains("notify_command")
+        }
+    }
+
+    @Test func notifyCommandForAnyURL() throws {
+        let peer = try parse("url = \"https://h/f.git\"\nnotify_command = [\"watch-refs\", \"f\"]\n")
+        #expect(peer.notify == .command)
+        #expect(peer.notifyCommand == ["watch-refs", "f"])
+    }
+
+    @Test func bothWaysAtOnceIsRefused() {
+        #expect(throws: ConfigError.self) {
+            try parse("url = \"ssh://h/f.git\"\nnotify = \"ssh\"\nnotify_command = [\"x\"]\n")
+        }
+        #expect(throws: ConfigError.self) { try parse("url = \"ssh://h/f.git\"\nnotify = \"push\"\n") }
+    }
+}
+
+@Suite struct RefSnapshotTests {
+    private func bareRepository() throws -> FilePath {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("refsnap-\(UUID().uuidString)")
+        for dir in ["refs/heads/devices", "objects"] {
+            try FileManager.default.createDirectory(at: url.appendingPathComponent(dir), withIntermediateDirectories: true)
+        }
+        return FilePath(url.path)
+    }
+
+    private func id(_ c: Character) -> [UInt8] { Array(String(repeating: c, count: 40).utf8) }
+
+    @Test func looseRefsOverPackedOnesAndLocksSkipped() throws {
+        let repo = try bareRepository()
+        defer { try? FileManager.default.removeItem(atPath: repo.string) }
+        let packed = "# pack-refs with: peeled\n\(String(repeating: "a", count: 40)) refs/heads/devices/phone\n"
+            + "\(String(repeating: "b", count: 40)) refs/heads/devices/watch\n^\(String(repeating: "c", count: 40))\n"
+        try packed.write(toFile: repo.appending("packed-refs").string, atomically: true, encoding: .utf8)
+        try "\(String(repeating: "d", count: 40))\n".write(toFile: repo.appending("refs/heads/devices/phone").string, atomically: true, encoding: .utf8)
+        try "\(String(repeating: "e", count: 40))\n".write(toFile: repo.appending("refs/heads/devices/car.lock").string, atomically: true, encoding: .utf8)
+        let snap = RefSnapshot.read(gitDir: repo)
+        #expect(snap.refs == [Array("refs/heads/devices/phone".utf8): id("d"), Array("refs/heads/devices/watch".utf8): id("b")])
+    }
+
+    @Test func changesAreMovesNewRefsAndDeletions() {
+        let before = RefSnapshot(refs: [Array("refs/a".utf8): id("a"), Array("refs/b".utf8): id("b")])
+        let after = RefSnapshot(refs: [Array("refs/a".utf8): id("a"), Array("refs/c".utf8): id("c"), [0x72, 0xff]: id("f")])
+        let moved = after.changes(since: before)
+        #expect(moved.map(\.name) == [Array("refs/b".utf8), Array("refs/c".utf8), [0x72, 0xff]])
+        #expect(moved[0].id == Array(String(repeating: "0", count: 40).utf8))
+        #expect(after.changes(since: after).isEmpty)
+    }
+}

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The notify channel (`notify = "ssh"`): `syncagent notify-changes REPO` on the hub's host prints
+# READY, then one line per ref that moved (loose refs and packed-refs, bytes exact), and ends when
+# its stdin closes or the repository goes. Three devices through an ssh hub (Debian's sshd on
+# loopback) polled only once an hour still see each other's changes at once, through the channel
+# each keeps open. A device whose server has no `syncagent` on its PATH says so in status and falls
+# back to polling.
+source "$(dirname "$0")/lib.sh"
+X="$T/expected"; mkdir -p "$X"
+
+# ---- notify-changes on its own ---------------------------------------------------------------------
+mkdir -p "$T/srv" "$T/worktree"
+git init -q --bare "$T/srv/family.git"
+git init -q "$T/worktree"
+for bad in "$T/nowhere" "$T/worktree" "$T/expected"; do
+    rc=0; "$SYNCAGENT" notify-changes "$bad" </dev/null >"$T/bad.out" 2>&1 || rc=$?
+    [ "$rc" != 0 ] || fail "notify-changes accepted $bad"
+    assert_contains "$(cat "$T/bad.out")" "$bad" "the refusal names the path"
+done
+assert_contains "$(cat "$T/bad.out")" "not a bare git repository" "a plain directory"
+G() { git -c user.name=test -c user.email=test@example.com --git-dir="$T/srv/family.git" "$@"; }
+blob=$(printf 'x\n' | G hash-object -w --stdin)
+tree=$(printf '100644 blob %s\tx\n' "$blob" | G mktree)
+c1=$(G commit-tree -m one "$tree")
+c2=$(G commit-tree -m two -p "$c1" "$tree")
+mkfifo "$T/notify.in"
+"$SYNCAGENT" notify-changes "$T/srv/family.git" <"$T/notify.in" >"$T/notify.out" 2>"$T/notify.err" &
+NPID=$!
+track_pid "$NPID"
+exec 7>"$T/notify.in"   # its stdin stays open while fd 7 does
+said() { grep -qxF -- "$1" "$T/notify.out"; }
+wait_until said READY
+G update-ref refs/heads/devices/phone "$c1"
+wait_until said "refs/heads/devices/phone $c1"
+G update-ref refs/heads/devices/phone "$c2"
+wait_until said "refs/heads/devices/phone $c2"
+# The same value moved into packed-refs is no move; a ref written only into packed-refs is.
+G pack-refs --all
+printf '%s refs/heads/devices/watch\n' "$c1" >>"$T/srv/family.git/packed-refs"
+wait_until said "refs/heads/devices/watch $c1"
+G update-ref -d refs/heads/devices/phone
+wait_until said "refs/heads/devices/phone 0000000000000000000000000000000000000000"
+# A name that is not UTF-8 comes out as the same bytes.
+odd=$(printf 'refs/heads/devices/caf\xe9')
+G update-ref "$odd" "$c2"
+printf '%s %s\n' "$odd" "$c2" >"$T/odd.expected"
+has_odd() { grep -qF -f "$T/odd.expected" "$T/notify.out"; }
+wait_until has_odd
+lines=$(grep -c "refs/heads/devices/phone" "$T/notify.out")
+assert_eq 3 "$lines" "lines for refs/heads/devices/phone (one per move)"
+exec 7>&-
+gone() { ! kill -0 "$NPID" 2>/dev/null; }
+wait_until gone
+wait "$NPID" || fail "notify-changes did not exit 0 when its stdin closed: $(cat "$T/notify.err")"
+# A repository that goes away ends it with a message.
+cp -a "$T/srv/family.git" "$T/srv/doomed.git"
+mkfifo "$T/doomed.in"
+"$SYNCAGENT" notify-changes "$T/srv/doomed.git" <"$T/doomed.in" >"$T/doomed.out" 2>"$T/doomed.err" &
+DPID=$!
+track_pid "$DPID"
+exec 8>"$T/doomed.in"
+doomed_ready() { grep -qx READY "$T/doomed.out"; }
+wait_until doomed_ready
+rm -rf "$T/srv/doomed.git"
+dgone() { ! kill -0 "$DPID" 2>/dev/null; }
+wait_until dgone
+rc=0; wait "$DPID" || rc=$?
+[ "$rc" != 0 ] || fail "notify-changes exited 0 when its repository went away"
+assert_contains "$(cat "$T/doomed.err")" "went away" "why it ended"
+exec 8>&-
+log "notify-changes: READY, one line per move (loose, packed, deleted, non-UTF-8), ends on EOF and when the repository goes"
+
+# ---- three devices through an ssh hub, polled once an hour ----------------------------------------
+S="$T/ssh"
+start_sshd "$S" "PermitUserEnvironment PATH"
+port=$SSHD_PORT
+user=$(id -un)
+bindir=$(dirname "$SYNCAGENT")
+# The device key finds syncagent on the server's PATH; a second key logs in with the default PATH.
+printf 'environment="PATH=%s:/usr/bin:/bin" %s\n' "$bindir" "$(cat "$S/id_device.pub")" >"$S/authorized_keys"
+ssh-keygen -q -t ed25519 -N '' -f "$S/id_plain"
+cat "$S/id_plain.pub" >>"$S/authorized_keys"
+ssh_up() { ssh -p "$port" -i "$S/id_device" -o BatchMode=yes -o UserKnownHostsFile="$S/known_hosts" "$user@127.0.0.1" true 2>/dev/null; }
+wait_until ssh_up
+rm -rf "$T/srv/family.git"
+git init -q --bare "$T/srv/family.git"
+url="ssh://$user@127.0.0.1:$port$T/srv/family.git"
+# device NAME KEY POLL
+device() {
+    init_device "$1" 50
+    join_hub "$1" "$url"
+    on "$1" set_peer hub identity "\"$2\""
+    on "$1" set_peer hub known_hosts "\"$S/known_hosts\""
+    on "$1" set_peer hub notify '"ssh"'
+    on "$1" set_peer hub poll_seconds "$3"
+}
+DEVICES=(phone watch car)
+for d in "${DEVICES[@]}"; do device "$d" "$S/id_device" 3600; done
+for d in "${DEVICES[@]}"; do start_device "$d"; done
+listening() { peer_is "$1" hub notify listening; }
+for d in "${DEVICES[@]}"; do wait_until listening "$d"; done
+# Each device fetched once at start; from here on only the channel can bring a change in time.
+n=0
+for from in phone watch car; do
+    n=$((n + 1))
+    printf 'change %s from %s\n' "$n" "$from" >"$X/c$n"
+    cp "$X/c$n" "$(data_of "$from")/c$n.txt"
+    for d in "${DEVICES[@]}"; do wait_until same_file "$d" "c$n.txt" "$X/c$n"; done
+done
+log "three devices polled once an hour saw each change through the notify channel"
+
+# ---- a server without syncagent on the PATH: said in status, polling instead ------------------------
+device lost "$S/id_plain" 1
+start_device lost
+is_down() { peer_get lost hub notify | grep -q '^down: '; }
+wait_until is_down
+e=$(peer_get lost hub notify)
+assert_contains "$e" "install syncagent on the server" "what to do"
+assert_contains "$e" "polling every 1 s" "the fallback"
+wait_until same_file lost c3.txt "$X/c3"
+printf 'from lost\n' >"$X/l"
+cp "$X/l" "$(data_of lost)/l.txt"
+for d in "${DEVICES[@]}"; do wait_until same_file "$d" l.txt "$X/l"; done
+log "without syncagent on the server: status says so, polling carries the changes"
+for d in "${DEVICES[@]}" lost; do stop_device "$d"; done
+log "ok"
