@@ -15,10 +15,22 @@ final class PeerSyncer: Sendable {
         var lastError: String?
         var rounds = 0
         var inProgress = false
+        /// `syncNow` callers, each until the round it waits for has finished (or its timeout).
+        var waiters: [Waiter] = []
+        var lastWaiter = 0
+        /// Waiters whose timeout came before they were listed.
+        var expired: Set<Int> = []
         /// A hub: the last successful push.
         var lastPush: Date?
         /// Reachability last told as an event (nil: not yet this run).
         var announced: Bool?
+    }
+
+    struct Waiter: Sendable {
+        let id: Int
+        /// The round whose end it waits for.
+        let round: Int
+        let continuation: CheckedContinuation<String?, Never>
     }
 
     let link: PeerLink
@@ -45,9 +57,9 @@ final class PeerSyncer: Sendable {
         if let known {
             state.withLock {
                 $0.reachable = known.reachable
-                $0.lastSync = known.lastSync.flatMap { ISO8601DateFormatter().date(from: $0) }
+                $0.lastSync = known.lastSync.flatMap(ISOTime.date)
                 $0.lastError = known.lastError
-                $0.lastPush = known.lastPush.flatMap { ISO8601DateFormatter().date(from: $0) }
+                $0.lastPush = known.lastPush.flatMap(ISOTime.date)
             }
         }
     }
@@ -56,9 +68,9 @@ final class PeerSyncer: Sendable {
 
     var ledgerEntry: PeerLedger.Entry {
         let s = snapshot
-        var entry = PeerLedger.Entry(lastSync: s.lastSync.map { ISO8601DateFormatter().string(from: $0) },
+        var entry = PeerLedger.Entry(lastSync: s.lastSync.map(ISOTime.string),
                                 reachable: s.reachable, lastError: s.lastError,
-                                lastPush: s.lastPush.map { ISO8601DateFormatter().string(from: $0) })
+                                lastPush: s.lastPush.map(ISOTime.string))
         entry.notify = channel?.statusText(pollSeconds: link.pollSeconds)
         return entry
     }
@@ -90,17 +102,40 @@ final class PeerSyncer: Sendable {
     }
 
     /// Waits until a sync round that started after this call has finished; returns its error, if any.
+    /// No polling: the round's end (`finish`) resumes the caller.
     func syncNow(timeout: Duration = .seconds(90)) async -> String? {
-        // A round already under way may have fetched before our changes: wait for the one after it.
-        let target = state.withLock { $0.rounds + ($0.inProgress ? 2 : 1) }
-        doorbell.ring()
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            let s = snapshot
-            if s.rounds >= target { return s.lastError }
-            try? await Task.sleep(for: .milliseconds(20))
+        let id = state.withLock { s -> Int in
+            s.lastWaiter += 1
+            return s.lastWaiter
         }
-        return "no sync round with \(link.name) finished within \(timeout)"
+        let name = link.name
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            guard !Task.isCancelled else { return }
+            self?.resume(waiter: id, with: "no sync round with \(name) finished within \(timeout)")
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { (c: CheckedContinuation<String?, Never>) in
+            let late = state.withLock { s -> Bool in
+                if s.expired.remove(id) != nil { return true }
+                // A round already under way may have fetched before our changes: wait for the one after it.
+                s.waiters.append(Waiter(id: id, round: s.rounds + (s.inProgress ? 2 : 1), continuation: c))
+                return false
+            }
+            if late { c.resume(returning: "no sync round with \(name) finished within \(timeout)") }
+            doorbell.ring()
+        }
+    }
+
+    private func resume(waiter id: Int, with result: String?) {
+        let waiter = state.withLock { s -> Waiter? in
+            guard let i = s.waiters.firstIndex(where: { $0.id == id }) else {
+                s.expired.insert(id)
+                return nil
+            }
+            return s.waiters.remove(at: i)
+        }
+        waiter?.continuation.resume(returning: result)
     }
 
     /// One fetch + merge; nil when it succeeded, else what went wrong.
@@ -220,15 +255,19 @@ final class PeerSyncer: Sendable {
         let error = error.map { text in
             text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: "; ")
         }
-        let (first, wasReachable) = state.withLock { s -> (Bool, Bool?) in
+        let (first, wasReachable, done) = state.withLock { s -> (Bool, Bool?, [Waiter]) in
             let changed = s.lastError != error
             let was = s.announced
             s.lastError = error
             if unreachable { s.reachable = false }
             s.announced = s.reachable
             s.rounds += 1
-            return (changed, was)
+            let rounds = s.rounds
+            let done = s.waiters.filter { $0.round <= rounds }
+            s.waiters.removeAll { $0.round <= rounds }
+            return (changed, was, done)
         }
+        for waiter in done { waiter.continuation.resume(returning: error) }
         let now = snapshot.reachable
         if let now, now != wasReachable {
             engine.events.emit(.peer(link.name, reachable: now, error: now ? nil : error))

@@ -26,7 +26,7 @@ actor SyncEngine {
     private var watcher: Watcher?
     private var ledger: PeerLedger
     /// Problems `status` shows until they go away, by topic.
-    private var problems: [String: String] = [:]
+    private var problems: [ProblemKey: String] = [:]
     /// Deleted paths held for confirmation (`send --deletes`), and why.
     private var heldDeletes: Set<FilePath> = []
     private var hold: DeletionHold?
@@ -96,7 +96,7 @@ actor SyncEngine {
                 releaseHold()
             }
             let outcome = try store.commit(paths: paths, send: send)
-            setProblem("commit", nil)
+            setProblem(.commit, nil)
             if outcome.commit != nil {
                 lastActivity = Date()
                 packPending = true
@@ -120,8 +120,8 @@ actor SyncEngine {
             if !outcome.retry.isEmpty { watcher?.report(outcome.retry) }
         } catch {
             let message = "cannot commit changes in \(config.data.display) into \(config.storePath.display): \(error). Nothing is lost: the files stay as they are and the commit is retried"
-            if problems["commit"] != message { logger.error("\(message)") }
-            setProblem("commit", message)
+            if problems[.commit] != message { logger.error("\(message)") }
+            setProblem(.commit, message)
             failedBatch = paths
         }
     }
@@ -139,7 +139,7 @@ actor SyncEngine {
             for path in gone.paths.prefix(AgentEvent.maxPaths) { events.emit(.held(path: path.display, reason: .massDelete)) }
         }
         self.hold = hold
-        setProblem("hold", hold.message)
+        setProblem(.hold, hold.message)
         heldDeletes = gone.paths
         return true
     }
@@ -148,11 +148,11 @@ actor SyncEngine {
         if hold != nil { logger.notice("deletions are no longer held") }
         hold = nil
         heldDeletes = []
-        problems["hold"] = nil
+        problems[.hold] = nil
     }
 
     /// Sets (or clears, with nil) the problem `status` shows under `key`; a new one is an event too.
-    private func setProblem(_ key: String, _ message: String?) {
+    private func setProblem(_ key: ProblemKey, _ message: String?) {
         guard problems[key] != message else { return }
         problems[key] = message
         if let message { events.emit(.problem(message)) }
@@ -164,13 +164,13 @@ actor SyncEngine {
             let hold = DeletionHold.rootMissing(config.data)
             if self.hold != hold { logger.warning("\(hold.message)") }
             self.hold = hold
-            setProblem("hold", hold.message)
+            setProblem(.hold, hold.message)
             return false
         }
         if case .rootMissing = hold {
             logger.notice("the data directory \(config.data.display) is back; rescanning it")
             hold = nil
-            problems["hold"] = nil
+            problems[.hold] = nil
             watcher?.requestRescan()
         }
         if let id = rootIdentity, id.device != stat.device || id.inode != stat.inode {
@@ -287,11 +287,11 @@ actor SyncEngine {
         do {
             try store.flushIndex()
             lastIndexSave = .now
-            setProblem("index", nil)
+            setProblem(.index, nil)
         } catch {
             let message = "cannot save the index of \(config.storePath.display): \(error). Nothing is lost (main holds every commit; the next start reads the files the index missed); it is retried. Check the disk space and permissions of the store"
-            if problems["index"] != message { logger.warning("\(message)") }
-            setProblem("index", message)
+            if problems[.index] != message { logger.warning("\(message)") }
+            setProblem(.index, message)
         }
     }
     static let indexIdleSeconds = 1.0
@@ -377,11 +377,11 @@ actor SyncEngine {
                 compactPacks()
                 FreeMemory.returnToSystem()
             }
-            setProblem("pack", nil)
+            setProblem(.loosePack, nil)
         } catch {
             let message = "cannot pack the loose objects of \(config.storePath.display): \(error). Nothing is lost (objects stay loose); it is retried after the next change. Check the disk space and permissions of the store"
-            if problems["pack"] != message { logger.warning("\(message)") }
-            setProblem("pack", message)
+            if problems[.loosePack] != message { logger.warning("\(message)") }
+            setProblem(.loosePack, message)
             packPending = false
         }
     }
@@ -417,11 +417,11 @@ actor SyncEngine {
             try store.finishCombining(packs, into: try written.get())
             logger.debug("combined \(packs.count) packs of \(config.storePath.display) into one")
             FreeMemory.returnToSystem()
-            setProblem("packs", nil)
+            setProblem(.rollUp, nil)
         } catch {
             let message = "cannot combine the pack files of \(config.storePath.display): \(error). Nothing is lost; it is retried after the next sync. Check the disk space and permissions of the store"
-            if problems["packs"] != message { logger.warning("\(message)") }
-            setProblem("packs", message)
+            if problems[.rollUp] != message { logger.warning("\(message)") }
+            setProblem(.rollUp, message)
         }
     }
 
@@ -433,16 +433,16 @@ actor SyncEngine {
         if !report.keptLocal.isEmpty {
             logger.warning("\(report.keptLocal.count) file(s) changed on disk while merging\(peer.map { " \($0)" } ?? ""): kept, each a conflict with the peer's version (see `syncagent conflicts`)")
         }
-        for failure in report.failures.prefix(50) where problems["apply:\(failure.path.display)"] != failure.description {
+        for failure in report.failures.prefix(50) where problems[.apply(failure.path)] != failure.description {
             logger.warning("\(failure)")  // once per path and reason, not at every retry
         }
-        var now: [String: String] = [:]
+        var now: [ProblemKey: String] = [:]
         for path in store.unappliedPaths.prefix(50) {
             let failure = report.failures.first { $0.path == path }
-            now["apply:\(path.display)"] = failure?.description
+            now[.apply(path)] = failure?.description
                 ?? "cannot write \(path.display) into the data directory yet; it is retried"
         }
-        for key in problems.keys where key.hasPrefix("apply:") && now[key] == nil { setProblem(key, nil) }
+        for key in problems.keys where key.isApply && now[key] == nil { setProblem(key, nil) }
         for (key, message) in now { setProblem(key, message) }
     }
 
@@ -451,12 +451,12 @@ actor SyncEngine {
         var entry = entry
         let now = Date()
         if var old = ledger.peers[name] {
-            let checked = old.lastChecked.flatMap { ISO8601DateFormatter().date(from: $0) }
+            let checked = old.lastChecked.flatMap(ISOTime.date)
             old.lastChecked = nil
             entry.lastChecked = nil
             if old == entry, let checked, now.timeIntervalSince(checked) < 60 { return }
         }
-        entry.lastChecked = ISO8601DateFormatter().string(from: now)
+        entry.lastChecked = ISOTime.string(now)
         ledger.peers[name] = entry
         ledger.save(state: config.state)
     }
@@ -581,7 +581,46 @@ actor SyncEngine {
         }
         return StatusBuilder.report(config: config, store: store, running: true, pid: getpid(),
                                     pending: pending + inFlight, ledger: ledger,
-                                    problems: problems.sorted { $0.key < $1.key }.map(\.value),
+                                    problems: problems.sorted { $0.key.precedes($1.key) }.map(\.value),
                                     heldDeletes: heldDeletes.count, measureStore: measureStore)
+    }
+}
+
+/// What a problem in `status` is about: one of each kind at a time, one per path for writes that wait.
+enum ProblemKey: Hashable, Sendable {
+    /// Committing failed (disk full, store unwritable...).
+    case commit
+    /// Deletions or merges held (`DeletionHold`), or the data directory gone.
+    case hold
+    /// The index could not be saved or read.
+    case index
+    /// A slice of loose objects could not be packed.
+    case loosePack
+    /// Packs could not be rolled up.
+    case rollUp
+    /// An incoming version that cannot be written at this path yet.
+    case apply(FilePath)
+
+    var isApply: Bool { if case .apply = self { true } else { false } }
+
+    /// The order `status` lists them in: the store's problems first, then paths in byte order.
+    func precedes(_ other: ProblemKey) -> Bool {
+        switch (self, other) {
+        case (.apply(let a), .apply(let b)): a.precedesInBytes(b)
+        case (.apply, _): false
+        case (_, .apply): true
+        default: rank < other.rank
+        }
+    }
+
+    private var rank: Int {
+        switch self {
+        case .commit: 0
+        case .hold: 1
+        case .index: 2
+        case .loosePack: 3
+        case .rollUp: 4
+        case .apply: 5
+        }
     }
 }

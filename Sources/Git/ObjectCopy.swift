@@ -11,6 +11,8 @@ public struct ObjectCopyReport: Sendable, Equatable {
     public var packs = 0
     /// The peer's packs taken whole (through the indexer, nothing compressed again).
     public var wholePacks = 0
+    /// The objects written as loose files (a small copy writes nothing else): the ones to flush.
+    public var looseIds: [Oid] = []
 }
 
 /// Where `copyMissingObjects` changes how it writes: tests set them small to cross every limit.
@@ -118,6 +120,7 @@ private struct ObjectCopier: ~Copyable {
             var out = git_oid()
             try check(git_odb_write(&out, odb, data, size, type), "git_odb_write(\(id))")
             try verify(Oid(out), id)
+            report.looseIds.append(id)
         } else {
             let batch = try openBatch()
             try verify(try batch.write(UnsafeRawBufferPointer(start: data, count: size), type: type), id)
@@ -291,6 +294,7 @@ private struct ObjectCopier: ~Copyable {
         var out = git_oid()
         try check(git_odb_stream_finalize_write(&out, writer), "git_odb_stream_finalize_write(\(id)) after \(done) bytes")
         try verify(Oid(out), id)
+        report.looseIds.append(id)
         report.streamed += 1
         try count(bytes: done)
         return true

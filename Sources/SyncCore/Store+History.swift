@@ -94,7 +94,7 @@ extension Store {
             return RestorePoint(commit: id, why: "commit \(id.hex.prefix(12))")
         }
         if let at {
-            guard let when = ISO8601DateFormatter().date(from: at) else {
+            guard let when = ISOTime.date(at) else {
                 throw StoreError(path: path, message: "--at \(at) is neither a commit of the store nor an ISO 8601 time",
                                  hint: "give a commit from `syncagent history \(path.display)` or a time like 2026-11-20T10:00:00Z")
             }

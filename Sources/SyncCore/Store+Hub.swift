@@ -69,9 +69,11 @@ extension Store {
     public static func hubFetch(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String,
                                 auth: RemoteAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws(GitError) -> [String] {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
-        try repo.fetch(url: url, refspecs: ["+refs/heads/devices/*:refs/hubs/\(hub)/heads/*",
-                                            "+refs/syncagent/devices/*:refs/hubs/\(hub)/records/*"],
-                       auth: auth, shouldCancel: shouldCancel)
+        try durably(gitDir: gitDir) { () throws(GitError) in
+            try repo.fetch(url: url, refspecs: ["+refs/heads/devices/*:refs/hubs/\(hub)/heads/*",
+                                                "+refs/syncagent/devices/*:refs/hubs/\(hub)/records/*"],
+                           auth: auth, shouldCancel: shouldCancel)
+        }
         return try hubDevices(repo, hub: hub, device: device, updateTracking: true)
     }
 
@@ -79,7 +81,7 @@ extension Store {
     public func tipTime(peer: String) throws -> String? {
         guard let tip = try repo.resolveReference(Self.trackingRef(peer)) else { return nil }
         let time = try repo.commit(tip).author.time
-        return ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(time)))
+        return ISOTime.string(time)
     }
 
     /// The other devices the hub had at the last fetch (for `status`, also when the agent is stopped).

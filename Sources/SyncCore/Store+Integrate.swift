@@ -50,14 +50,36 @@ extension Store {
             let book = try source.resolveReference(ConflictBook.ref)
             let report = try repo.copyMissingObjects(from: source, tips: [main, book].compactMap { $0 },
                                                      progress: { _ in !shouldCancel() })
-            if report.objects > 0 { Durability.flushFileSystem(containing: gitDir) }
+            // A small copy wrote only loose files: those are flushed; anything else, the file system.
+            let onlyLoose = report.packs == 0 && report.wholePacks == 0 && report.looseIds.count == report.objects
+            if report.objects > 0, !(onlyLoose && Durability.flushFiles(report.looseIds.map(repo.looseObjectPath),
+                                                                        andDirectories: [gitDir.appending("objects")])) {
+                Durability.flushFileSystem(containing: gitDir)
+            }
             if let main { try repo.setReference(trackingRef(peer), to: main, message: "syncagent: copy from \(peer)") }
             if let book { try repo.setReference(ConflictBook.peerRef(peer), to: book, message: "syncagent: copy from \(peer)") }
             return
         }
-        try repo.fetch(url: url, refspecs: ["+refs/heads/main:\(trackingRef(peer))",
-                                            "+\(ConflictBook.ref):\(ConflictBook.peerRef(peer))"],
-                       auth: auth, shouldCancel: shouldCancel)
+        try durably(gitDir: gitDir) { () throws(GitError) in
+            try repo.fetch(url: url, refspecs: ["+refs/heads/main:\(trackingRef(peer))",
+                                                "+\(ConflictBook.ref):\(ConflictBook.peerRef(peer))"],
+                           auth: auth, shouldCancel: shouldCancel)
+        }
+    }
+
+    /// Runs a fetch, then makes the packs it wrote durable (an fsync each, or one `syncfs` when
+    /// that fails), so everything a fetch brings is on disk before any ref of ours points at it and
+    /// a fast-forward to it flushes nothing more (`integrateMain`). libgit2's fetch writes packs
+    /// only (its indexer), never loose objects.
+    static func durably(gitDir: FilePath, _ fetch: () throws(GitError) -> Void) throws(GitError) {
+        let packs = gitDir.appending("objects").appending("pack")
+        let before = Set(((try? Directory.entries(of: packs)) ?? []).map(\.name))
+        try fetch()
+        let new = ((try? Directory.entries(of: packs)) ?? []).map(\.name).filter { !before.contains($0) }
+        guard !new.isEmpty else { return }
+        if !Durability.flushFiles(new.map { packs.appending($0) }, andDirectories: [gitDir.appending("objects")]) {
+            Durability.flushFileSystem(containing: gitDir)
+        }
     }
 
     /// Merges the fetched `main` of `peer` into ours, writes the result into the data directory path
@@ -101,7 +123,8 @@ extension Store {
             defer { endApply() }
             let heldBack = splitHeldBack(&applied)
             guard !applied.localChanges.isEmpty else {
-                try moveRef(Store.mainRef, to: theirs, expected: ours, message: "syncagent: fast-forward to \(peer)")
+                // What a fast-forward reaches came with a fetch or a copy, flushed then: nothing new to flush.
+                try moveRef(Store.mainRef, to: theirs, expected: ours, message: "syncagent: fast-forward to \(peer)", written: [])
                 applied.localChanges = heldBack
                 return SyncOutcome(action: .fastForward, head: theirs, applied: applied)
             }

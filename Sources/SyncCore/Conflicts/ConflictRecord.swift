@@ -244,15 +244,3 @@ public struct ConflictRecord: Codable, Sendable, Equatable {
         }
     }
 }
-
-public enum ISOTime {
-    public static func string(_ seconds: Int64) -> String {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime]
-        return f.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
-    }
-    public static func now() -> String { string(Int64(Date().timeIntervalSince1970)) }
-    public static func seconds(_ iso: String) -> Int64 {
-        Int64(ISO8601DateFormatter().date(from: iso)?.timeIntervalSince1970 ?? 0)
-    }
-}

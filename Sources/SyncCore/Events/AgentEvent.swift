@@ -35,7 +35,7 @@ public struct AgentEvent: Codable, Sendable, Equatable {
     public static let maxPaths = 100
 
     static func format(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+        ISOTime.precise(date)
     }
 
     public static func committed(commit: String, paths: [String], count: Int) -> AgentEvent {
