@@ -5,6 +5,14 @@ import Glibc
 public struct PushRefusal: Sendable, Equatable {
     public let ref: String
     public let reason: String
+    /// What the server printed meanwhile (a hook's refusal, e.g. gitolite's "FATAL: W ... DENIED").
+    public var serverSaid: [String] = []
+
+    public init(ref: String, reason: String, serverSaid: [String] = []) {
+        self.ref = ref
+        self.reason = reason
+        self.serverSaid = serverSaid
+    }
 }
 
 extension Repository {
@@ -32,7 +40,8 @@ extension Repository {
         }
         let rc = withStrarray(refspecs) { git_remote_push(remote, &$0, &opts) }
         do { try check(rc, "git_remote_push(\(url))") } catch { throw session.explain(error) }
-        return session.refused
+        let said = session.serverLines
+        return session.refused.map { PushRefusal(ref: $0.ref, reason: $0.reason, serverSaid: said) }
     }
 
     /// References whose names match `glob` (e.g. "refs/hubs/family/heads/*"), with what they point at.

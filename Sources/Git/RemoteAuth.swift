@@ -32,6 +32,16 @@ final class AuthSession {
     /// Every credential was offered and refused.
     var exhausted = false
     var refused: [PushRefusal] = []
+    /// What the server printed on the side band ("remote: ..."), its last 4 KiB.
+    var serverSaid: [UInt8] = []
+
+    /// The server's side-band lines worth showing (a hook's refusal), without "remote:" noise.
+    var serverLines: [String] {
+        String(decoding: serverSaid, as: UTF8.self)
+            .split(whereSeparator: { $0 == "\n" || $0 == "\r" })
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("Resolving deltas") && !$0.hasPrefix("Counting objects") }
+    }
 
     init(_ auth: RemoteAuth?, cancel: @escaping () -> Bool) {
         self.auth = auth
@@ -59,8 +69,13 @@ final class AuthSession {
             let session = Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue()
             return session.credential(out, usernameFromURL.map { String(cString: $0) }, allowed)
         }
-        callbacks.sideband_progress = { _, _, payload in
-            Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
+        callbacks.sideband_progress = { text, length, payload in
+            let session = Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue()
+            if let text, length > 0 {
+                session.serverSaid += UnsafeRawBufferPointer(start: text, count: Int(length))
+                if session.serverSaid.count > 4096 { session.serverSaid.removeFirst(session.serverSaid.count - 4096) }
+            }
+            return session.cancel() ? -1 : 0
         }
         callbacks.certificate_check = { cert, valid, host, payload in
             let session = Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue()

@@ -175,7 +175,9 @@ extension Store {
         Durability.flushFileSystem(containing: gitDir)
         let refused = try repo.push(url: url, refspecs: refspecs, auth: auth, shouldCancel: shouldCancel)
         if let first = refused.first {
-            var refusal = HubRefusal(hub: hub, url: url, device: device, detail: "it refused \(first.ref): \(first.reason)")
+            let said = first.serverSaid.suffix(3).joined(separator: "; ")
+            var refusal = HubRefusal(hub: hub, url: url, device: device,
+                                     detail: "it refused \(first.ref): \(first.reason)" + (said.isEmpty ? "" : "; the server said: \(said)"))
             let reason = first.reason.lowercased()
             refusal.clash = reason.contains("fast-forward") || reason.contains("fast forward") || reason.contains("fetch first")
             throw refusal
