@@ -52,6 +52,7 @@ import hashlib
 import json
 import math
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -102,14 +103,14 @@ def log(msg):
     print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def git(args, git_dir=None, work_tree=None, cwd=None, input_bytes=None):
+def git(args, git_dir=None, work_tree=None, cwd=None, input_bytes=None, env=None):
     cmd = ["git"]
     if git_dir:
         cmd.append(f"--git-dir={git_dir}")
     if work_tree:
         cmd.append(f"--work-tree={work_tree}")
     cmd += args
-    p = subprocess.run(cmd, cwd=cwd, env=GIT_ENV, input=input_bytes,
+    p = subprocess.run(cmd, cwd=cwd, env=env or GIT_ENV, input=input_bytes,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if p.returncode != 0:
         raise BenchError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.decode(errors='replace').strip()}")
@@ -390,7 +391,7 @@ def pct(xs, p):
 
 
 def bench_latency(syncagent, tmp, rows, notes, agents):
-    log(f"1/8 change->commit latency: {LATENCY_FILES} files, {LATENCY_CHANGES} changes, debounce {DEBOUNCE_MS} ms")
+    log(f"1/9 change->commit latency: {LATENCY_FILES} files, {LATENCY_CHANGES} changes, debounce {DEBOUNCE_MS} ms")
     base = os.path.join(tmp, "latency")
     os.makedirs(base)
     agent = Agent(syncagent, base, "latency")
@@ -437,7 +438,7 @@ def bench_latency(syncagent, tmp, rows, notes, agents):
 
 
 def bench_bulk(syncagent, tmp, rows, notes, agents):
-    log(f"2/8 bulk commit of {BULK_FILES} files made while the agent is stopped")
+    log(f"2/9 bulk commit of {BULK_FILES} files made while the agent is stopped")
     base = os.path.join(tmp, "bulk")
     os.makedirs(base)
     agent = Agent(syncagent, base, "bulk")
@@ -470,7 +471,7 @@ def bench_bulk(syncagent, tmp, rows, notes, agents):
 
 
 def bench_big_tree(syncagent, tmp, rows, notes, agents):
-    log(f"5/8 a {BIG_FILES}-file tree: initial commit, {BIG_CHANGES} single changes, each synced to a watch; "
+    log(f"5/9 a {BIG_FILES}-file tree: initial commit, {BIG_CHANGES} single changes, each synced to a watch; "
         f"writing the files")
     base = os.path.join(tmp, "big")
     os.makedirs(base)
@@ -577,7 +578,7 @@ def bench_big_tree(syncagent, tmp, rows, notes, agents):
 
 def bench_huge(syncagent, tmp, rows, notes, agents):
     mib = HUGE_BYTES >> 20
-    log(f"6/8 a {mib} MiB file committed on the phone and synced to the watch")
+    log(f"6/9 a {mib} MiB file committed on the phone and synced to the watch")
     base = os.path.join(tmp, "huge")
     os.makedirs(base)
     phone, watch = make_pair(syncagent, base, "huge", agents)
@@ -664,7 +665,7 @@ def disk_bytes(path):
 
 
 def bench_store(syncagent, tmp, rows, notes, agents):
-    log(f"8/8 the store of a {BIG_FILES}-file tree after {STORE_EDITS} edits (one commit each), "
+    log(f"9/9 the store of a {BIG_FILES}-file tree after {STORE_EDITS} edits (one commit each), "
         f"against the same history after `git gc --aggressive`")
     base = os.path.join(tmp, "store")
     os.makedirs(base)
@@ -726,7 +727,7 @@ def bench_store(syncagent, tmp, rows, notes, agents):
 
 
 def bench_hub(syncagent, tmp, rows, notes, agents):
-    log(f"7/8 phone -> watch through a hub served by git daemon on loopback ({HUB_CHANGES} changes)")
+    log(f"7/9 phone -> watch through a hub served by git daemon on loopback ({HUB_CHANGES} changes)")
     base = os.path.join(tmp, "hub")
     os.makedirs(os.path.join(base, "srv"))
     git(["init", "-q", "--bare", os.path.join(base, "srv", "family.git")])
@@ -802,6 +803,120 @@ def bench_hub(syncagent, tmp, rows, notes, agents):
     notes.append(f"hub: {HUB_CHANGES} changes; git = commit, `git push` to the hub, `git pull` in a clone, by hand "
                  f"at once (no polling); the watch agent learns of the phone's push only by polling the hub every "
                  f"second, so about 0.5 s of its time is waiting; agent min/max {min(a_lat)*1e3:.0f}/{max(a_lat)*1e3:.0f} ms")
+
+
+def start_bench_sshd(base):
+    """Debian's sshd on 127.0.0.1 for the ssh-hub row: its own host key, one device key that finds
+    syncagent on the server's PATH. Returns (process, port, key, known_hosts)."""
+    import socket
+    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+    if not os.path.exists(sshd):
+        raise BenchError("hub over ssh: sshd is not installed (make installs openssh-server)")
+    d = os.path.join(base, "ssh")
+    os.makedirs(d)
+    os.makedirs("/run/sshd", exist_ok=True)
+    for k in ("host_key", "id_device"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(d, k)], check=True)
+    bindir = os.path.dirname(os.path.abspath(os.environ.get("SYNCAGENT", "syncagent")))
+    with open(os.path.join(d, "id_device.pub")) as f:
+        pub = f.read().strip()
+    with open(os.path.join(d, "authorized_keys"), "w") as f:
+        f.write(f'environment="PATH={bindir}:/usr/bin:/bin" {pub}\n')
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with open(os.path.join(d, "sshd_config"), "w") as f:
+        f.write(f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n"
+                f"StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
+                f"PermitRootLogin prohibit-password\nPermitUserEnvironment PATH\nPidFile {d}/sshd.pid\n")
+    for k in ("host_key", "id_device", "authorized_keys"):
+        os.chmod(os.path.join(d, k), 0o600)
+    proc = subprocess.Popen([sshd, "-D", "-e", "-f", os.path.join(d, "sshd_config")],
+                            stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "sshd.log"), "wb"))
+    with open(os.path.join(d, "host_key.pub")) as f:
+        host = " ".join(f.read().split()[:2])
+    known = os.path.join(d, "known_hosts")
+    with open(known, "w") as f:
+        f.write(f"[127.0.0.1]:{port} {host}\n")
+    return proc, port, os.path.join(d, "id_device"), known
+
+
+def bench_hub_ssh(syncagent, tmp, rows, notes, agents):
+    log(f"8/9 phone -> watch through an ssh hub with notify = \"ssh\" ({HUB_CHANGES} changes)")
+    base = os.path.join(tmp, "hubssh")
+    os.makedirs(os.path.join(base, "srv"))
+    hub = os.path.join(base, "srv", "family.git")
+    git(["init", "-q", "--bare", hub])
+    sshd, port, key, known = start_bench_sshd(base)
+    user = pwd.getpwuid(os.getuid()).pw_name
+    url = f"ssh://{user}@127.0.0.1:{port}{hub}"
+    ssh_cmd = f"ssh -i {key} -o BatchMode=yes -o UserKnownHostsFile={known}"
+    env = dict(GIT_ENV, GIT_SSH_COMMAND=ssh_cmd)
+    try:
+        deadline = time.perf_counter() + 30
+        while subprocess.run(["git", "ls-remote", url], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env=env).returncode != 0:
+            if time.perf_counter() > deadline:
+                raise BenchError(f"hub over ssh: sshd did not come up (see {base}/ssh/sshd.log)")
+            time.sleep(0.05)
+        pair = []
+        for name in ("phone", "watch"):
+            d = os.path.join(base, name)
+            os.makedirs(d)
+            a = Agent(syncagent, d, f"hubssh/{name}", device=name, peers=[("hub", url)])
+            with open(a.config) as f:
+                text = f.read()
+            text = text.replace('name = "hub"\n', f'name = "hub"\nhub = true\nnotify = "ssh"\nidentity = "{key}"\n'
+                                f'known_hosts = "{known}"\n', 1)
+            text = text.replace("# poll_seconds = 30\n", "poll_seconds = 3600\n", 1)
+            if 'notify = "ssh"' not in text or "\npoll_seconds = 3600\n" not in text:
+                raise BenchError(f"{a.config}: could not set hub, notify and poll_seconds")
+            with open(a.config, "w") as f:
+                f.write(text)
+            agents.append(a)
+            pair.append(a)
+        phone, watch = pair
+        make_tree(phone.data, PROPAGATION_FILES)
+        phone.start()
+        watch.start()
+        via_hub = "refs/remotes/hub/watch/main"
+        wait_converged(phone, watch, timeout=COMMIT_TIMEOUT_S, tracking=via_hub)
+        gphone = GitRepo(base, "git-phone", clone_of=None)
+        make_tree(gphone.work, PROPAGATION_FILES)
+        gphone.commit()
+        git(["push", "-q", url, "main:refs/heads/baseline"], cwd=gphone.work, env=env)
+        gwatch_dir = os.path.join(base, "git-watch")
+        git(["clone", "-q", "-b", "baseline", url, gwatch_dir], env=env)
+        a_lat, g_lat = [], []
+        for k in range(HUB_CHANGES):
+            i = (k * 37) % PROPAGATION_FILES
+            want = file_content(i, k + 1)
+            t0 = time.perf_counter()
+            modify(phone.data, i, k + 1)
+            t1 = wait_bytes(os.path.join(watch.data, rel_path(i)), want, agents=(phone, watch))
+            a_lat.append(t1 - t0)
+            wait_settled(phone, watch, tracking=via_hub)
+
+            t0 = time.perf_counter()
+            modify(gphone.work, i, k + 1)
+            gphone.commit()
+            git(["push", "-q", url, "main:refs/heads/baseline"], cwd=gphone.work, env=env)
+            git(["pull", "-q"], cwd=gwatch_dir, env=env)
+            t1 = wait_bytes(os.path.join(gwatch_dir, rel_path(i)), want)
+            g_lat.append(t1 - t0)
+        phone.stop()
+        watch.stop()
+        for a in (phone, watch):
+            verify_store(a.store, a.data, a.name)
+    finally:
+        sshd.terminate()
+        sshd.wait()
+    cleanup(base)
+    rows.append(("phone->watch via ssh hub p50 (notify)", pct(a_lat, 50), pct(g_lat, 50), rss_text(phone, watch), ("ratio", 0.5)))
+    rows.append(("phone->watch via ssh hub p99 (notify)", pct(a_lat, 99), pct(g_lat, 99), rss_text(phone, watch), ("ratio", 1.0)))
+    notes.append(f"ssh hub: {HUB_CHANGES} changes through sshd on loopback; git = commit, `git push`, `git pull` in a clone "
+                 f"by hand at once (two ssh connections); the agents poll once an hour and learn of each push through "
+                 f"`syncagent notify-changes` over a kept ssh session; agent min/max {min(a_lat)*1e3:.0f}/{max(a_lat)*1e3:.0f} ms")
 
 
 def make_pair(syncagent, base, phase, agents):
@@ -920,7 +1035,7 @@ def open_conflicts(agent):
 
 
 def bench_propagation(syncagent, tmp, rows, notes, agents):
-    log(f"3/8 phone->watch propagation: {PROPAGATION_FILES} files, {PROPAGATION_CHANGES} changes, "
+    log(f"3/9 phone->watch propagation: {PROPAGATION_FILES} files, {PROPAGATION_CHANGES} changes, "
         f"debounce {DEBOUNCE_MS} ms")
     base = os.path.join(tmp, "propagation")
     os.makedirs(base)
@@ -978,7 +1093,7 @@ def bench_propagation(syncagent, tmp, rows, notes, agents):
 
 
 def bench_sync(syncagent, tmp, rows, notes, agents):
-    log(f"4/8 sync of {SYNC_FILES} modified files phone->watch, {SYNC_ROUNDS} rounds "
+    log(f"4/9 sync of {SYNC_FILES} modified files phone->watch, {SYNC_ROUNDS} rounds "
         f"(watch stopped while the phone commits them)")
     base = os.path.join(tmp, "sync")
     os.makedirs(base)
@@ -1112,7 +1227,7 @@ def main():
         only = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))
         for name, row in [("latency", bench_latency), ("bulk", bench_bulk), ("propagation", bench_propagation),
                           ("sync", bench_sync), ("big", bench_big_tree), ("huge", bench_huge), ("hub", bench_hub),
-                          ("store", bench_store)]:
+                          ("hubssh", bench_hub_ssh), ("store", bench_store)]:
             if (not only and os.environ.get("PEERS") != "only") or name in only:
                 row(syncagent, tmp, rows, notes, agents)
         if os.environ.get("PEERS") in ("1", "only") or "peers" in only:

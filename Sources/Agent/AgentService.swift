@@ -35,7 +35,7 @@ public final class AgentService: Service, Sendable {
         hooks = config.hooks.map { HookRunner(hook: $0, bus: session.events, logger: logger) }
         let ledger = PeerLedger.load(state: config.state)
         peers = config.peers.map { peer in
-            PeerSyncer(link: PeerLink(peer, configFile: config.file), config: config, engine: session.engine,
+            PeerSyncer(link: PeerLink(peer, configFile: config.file, state: config.state), config: config, engine: session.engine,
                        logger: logger, known: ledger.peers[peer.name])
         }
     }

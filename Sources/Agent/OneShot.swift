@@ -16,7 +16,7 @@ public enum OneShot {
             let ledger = PeerLedger.load(state: config.state)
             var results: [SyncResult] = []
             for peerConfig in config.peers where peer == nil || peerConfig.name == peer {
-                let link = PeerLink(peerConfig, configFile: config.file)
+                let link = PeerLink(peerConfig, configFile: config.file, state: config.state)
                 let syncer = PeerSyncer(link: link, config: config, engine: engine, logger: quietLogger,
                                         known: ledger.peers[link.name])
                 results.append(SyncResult(peer: link.name, error: await syncer.round()))

@@ -9,7 +9,7 @@ struct PeerLink: Sendable {
     /// What the user wrote in the config.
     let configuredURL: String
     /// A URL libgit2 understands: plain paths become `file://` URLs.
-    let fetchURL: String
+    var fetchURL: String
     /// The peer's git dir when it is on this machine (a path or file:// URL).
     let localGitDir: FilePath?
     let pollSeconds: Int
@@ -20,8 +20,13 @@ struct PeerLink: Sendable {
     let auth: RemoteAuth
     /// The program that prints a line whenever the peer's refs move (`notify`), kept running.
     let notifyCommand: [String]?
+    /// Ends the shared ssh connection when the agent stops (`notify = "ssh"`).
+    var closeCommand: [String]?
 
-    init(_ peer: PeerConfig, configFile: FilePath, home: String? = ProcessInfo.processInfo.environment["HOME"]) {
+    /// - Parameter state: the agent's state directory, where the shared ssh connection's socket
+    ///   lives (`notify = "ssh"`); nil: no shared connection.
+    init(_ peer: PeerConfig, configFile: FilePath, state: FilePath? = nil,
+         home: String? = ProcessInfo.processInfo.environment["HOME"]) {
         name = peer.name
         hub = peer.hub
         config = peer
@@ -39,8 +44,20 @@ struct PeerLink: Sendable {
         case .poll: notifyCommand = nil
         case .command: notifyCommand = peer.notifyCommand
         case .ssh:
-            notifyCommand = SSHTarget(url: peer.url)?.notifyCommand(
-                identity: peer.identity, knownHosts: KnownHosts.knownHostsFile(for: peer, home: home))
+            let target = SSHTarget(url: peer.url)
+            let knownHosts = KnownHosts.knownHostsFile(for: peer, home: home)
+            let control = state.flatMap { Self.controlPath(state: $0, peer: peer.name) }
+            notifyCommand = target?.notifyCommand(identity: peer.identity, knownHosts: knownHosts, controlPath: control)
+            closeCommand = control.flatMap { path in target?.closeSharedConnection(controlPath: path) }
+            // Fetches and pushes ride on the notify channel's connection: OpenSSH instead of libssh2.
+            // A well-formed url libgit2 takes, naming this peer of this agent.
+            var hash: UInt32 = 2166136261
+            for byte in (control ?? peer.url).utf8 { hash = (hash ^ UInt32(byte)) &* 16777619 }
+            let execURL = ExecTransport.scheme + "localhost/\(peer.name)/\(String(hash, radix: 16))"
+            if let target, (try? ExecTransport.set(target.execTarget(identity: peer.identity, knownHosts: knownHosts,
+                                                                      controlPath: control), for: execURL)) != nil {
+                fetchURL = execURL
+            }
         }
     }
 
@@ -52,4 +69,22 @@ struct PeerLink: Sendable {
     }
 
     static func isScpLike(_ url: String) -> Bool { PeerConfig.isScpLike(url) }
+
+    /// Where OpenSSH keeps the shared connection's socket: `<state>/ssh/<peer>`, or
+    /// `/tmp/syncagent-ssh-<uid>/<hash of state>-<peer>` when that would pass the 107 bytes a
+    /// socket's name may have (OpenSSH adds 17 while it sets the socket up).
+    static func controlPath(state: FilePath, peer: String) -> String? {
+        var dir = state.appending("ssh").string
+        var name = peer
+        if dir.utf8.count + 1 + name.utf8.count + 17 > 104 {
+            dir = "/tmp/syncagent-ssh-\(getuid())"
+            var hash: UInt32 = 2166136261  // FNV-1a: the same state dir gives the same name
+            for byte in state.string.utf8 { hash = (hash ^ UInt32(byte)) &* 16777619 }
+            name = String(hash, radix: 16) + "-" + peer
+        }
+        guard mkdir(dir, 0o700) == 0 || errno == EEXIST else { return nil }
+        var st = stat()
+        guard lstat(dir, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, st.st_uid == getuid() else { return nil }
+        return dir + "/" + name
+    }
 }

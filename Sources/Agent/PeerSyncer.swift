@@ -99,6 +99,22 @@ final class PeerSyncer: Sendable {
             await doorbell.wait(upTo: wait)
         }
         refWatcher?.stop()
+        notifier?.cancel()
+        await notifier?.value
+        if let close = link.closeCommand {
+            // The shared ssh connection goes with the agent, not 60 s later.
+            _ = await onOwnThread("syncagent-ssh-exit") { () -> Bool in
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                process.arguments = close
+                process.standardInput = FileHandle.nullDevice
+                process.standardOutput = FileHandle.nullDevice
+                process.standardError = FileHandle.nullDevice
+                guard (try? process.run()) != nil else { return false }
+                process.waitUntilExit()
+                return process.terminationStatus == 0
+            }
+        }
     }
 
     /// Waits until a sync round that started after this call has finished; returns its error, if any.
@@ -156,7 +172,10 @@ final class PeerSyncer: Sendable {
         let attempt = FetchRunner.Attempt()
         var merges = [link.name]
         do {
-            if link.localGitDir == nil { try await FetchRunner.probe(url: link.fetchURL, timeout: .seconds(5)) }
+            if link.localGitDir == nil { try await FetchRunner.probe(url: link.configuredURL, timeout: .seconds(5)) }
+            // What this device committed goes out first: the other devices (told at once by their
+            // notify channels) need not wait for this fetch. Nothing to push costs no connection.
+            if link.hub, let why = await push() { return await finish(error: why.message, unreachable: why.unreachable) }
             if link.hub {
                 let (gitDir, data, hub, url, device, auth) = (config.storePath, config.data, link.name, link.fetchURL, config.device, link.auth)
                 let devices = try await FetchRunner.perform(label: "fetch-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
@@ -283,7 +302,12 @@ final class PeerSyncer: Sendable {
         if git.message.contains("host key") {
             return "peer \(link.name) (\(url)): \(git.message)"
         }
-        if git.message.hasPrefix("authentication failed") {
+        if git.message.contains("Host key verification failed") {
+            let file = KnownHosts.knownHostsFile(for: link.config, home: ProcessInfo.processInfo.environment["HOME"])
+            return "peer \(link.name) (\(url)): \(git.message). The server's host key is not in \(file), or it changed; "
+                + "check it with the server's admin, then add it (ssh-keyscan the host >> \(file))"
+        }
+        if git.message.hasPrefix("authentication failed") || git.message.contains("Permission denied (publickey") {
             let fix = link.config.credentials != nil || url.hasPrefix("http")
                 ? "check the user:password in the credentials file named in \(config.file)"
                 : "check `identity` for this peer in \(config.file), or add this device's public key to the server's authorized_keys"

@@ -4,7 +4,19 @@
 #include <git2/sys/repository.h>
 #include <git2/sys/odb_backend.h>
 #include <git2/sys/mempack.h>
+#include <git2/sys/transport.h>
 #include <zlib.h>
+
+/* A subtransport and its stream with room for the Swift object behind each (the struct libgit2
+   knows comes first, so a pointer to one is a pointer to the other). */
+typedef struct {
+    git_smart_subtransport parent;
+    void *owner;
+} syncagent_subtransport;
+typedef struct {
+    git_smart_subtransport_stream parent;
+    void *owner;
+} syncagent_stream;
 
 /* inflateInit is a macro: a function Swift can call. */
 static inline int syncagent_inflate_init(z_stream *stream) {

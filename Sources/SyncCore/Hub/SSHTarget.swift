@@ -1,4 +1,5 @@
 import Foundation
+import Git
 import SystemPackage
 
 /// Where an ssh url points (`ssh://[user@]host[:port]/path` or scp-like `[user@]host:path`), and the
@@ -62,18 +63,39 @@ public struct SSHTarget: Equatable, Sendable {
         self.init(user: user, host: String(host), port: port, path: String(path))
     }
 
-    /// `ssh [-p PORT] [-i identity] -o BatchMode=yes -o UserKnownHostsFile=FILE ... [user@]host
-    /// 'syncagent notify-changes PATH'`: the peer's own key and known_hosts, never a prompt, and a
-    /// dead connection noticed within a minute.
-    public func notifyCommand(identity: FilePath?, knownHosts: FilePath, program: String = "syncagent") -> [String] {
+    /// The options every ssh connection to this peer uses: the peer's own key and known_hosts,
+    /// never a prompt, a dead connection noticed within a minute, and, with `controlPath`, one
+    /// shared connection (OpenSSH's ControlMaster) that the notify channel, fetches and pushes
+    /// all ride on, kept 60 s after the last of them.
+    public func sshArguments(identity: FilePath?, knownHosts: FilePath, controlPath: String?) -> [String] {
         var args = ["ssh"]
         if let port { args += ["-p", String(port)] }
         if let identity { args += ["-i", identity.string] }
         args += ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=\(knownHosts.string)",
-                 "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3", "-o", "ConnectTimeout=20",
-                 "-T", user.map { "\($0)@\(host)" } ?? host]
-        args.append("\(program) notify-changes \(Self.shellQuoted(path))")
+                 "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3", "-o", "ConnectTimeout=20"]
+        if let controlPath {
+            args += ["-o", "ControlMaster=auto", "-o", "ControlPath=\(controlPath)", "-o", "ControlPersist=60"]
+        }
+        args += ["-T", user.map { "\($0)@\(host)" } ?? host]
         return args
+    }
+
+    /// `ssh ... [user@]host 'syncagent notify-changes PATH'`.
+    public func notifyCommand(identity: FilePath?, knownHosts: FilePath, controlPath: String? = nil,
+                              program: String = "syncagent") -> [String] {
+        sshArguments(identity: identity, knownHosts: knownHosts, controlPath: controlPath)
+            + ["\(program) notify-changes \(Self.shellQuoted(path))"]
+    }
+
+    /// Ends the shared connection at `controlPath` (`ssh -O exit`), when the agent stops.
+    public func closeSharedConnection(controlPath: String) -> [String] {
+        ["ssh", "-o", "ControlPath=\(controlPath)", "-O", "exit", user.map { "\($0)@\(host)" } ?? host]
+    }
+
+    /// Fetches and pushes through the same `ssh` (`ExecTransport`), sharing its connection.
+    public func execTarget(identity: FilePath?, knownHosts: FilePath, controlPath: String?) -> ExecTransport.Target {
+        ExecTransport.Target(command: sshArguments(identity: identity, knownHosts: knownHosts, controlPath: controlPath),
+                             quotedPath: Self.shellQuoted(path))
     }
 
     /// `path` for a POSIX shell: single-quoted, except a leading `~` or `~user` (left for the
