@@ -92,7 +92,8 @@ for dev in phone watch; do
 done
 assert_eq "$(conflicts_json phone --all | python3 -c 'import json,sys; print(sorted(r["id"] for r in json.load(sys.stdin)))')" \
           "$(conflicts_json watch --all | python3 -c 'import json,sys; print(sorted(r["id"] for r in json.load(sys.stdin)))')" "same record ids"
-cat "${DEVICE_LOG[phone]}" "${DEVICE_LOG[watch]}" | grep -q "merge-tool-refused" || fail "the failing program's stderr is not in the log"
+logged_refusal() { cat "${DEVICE_LOG[phone]}" "${DEVICE_LOG[watch]}" | grep -q "merge-tool-refused"; }
+poll_until logged_refusal || fail "the failing program's stderr is not in the log"
 
 # ---- the Swift resolver sample -------------------------------------------------------------------
 SETTINGS_AGENT=$(dirname "$SYNCAGENT")/settings-agent

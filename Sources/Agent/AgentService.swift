@@ -64,7 +64,7 @@ public final class AgentService: Service, Sendable {
                     problemLogger.notice("\(problem.message)")
                     problems.clear()
                 case .rootGone:
-                    Task { await engine.tick() }  // the engine holds and says what to do
+                    engine.careBell.ring()  // the engine looks, holds and says what to do
                 default:
                     problemLogger.error("\(problem.message)")
                     problems.add(problem.message)
@@ -105,10 +105,16 @@ public final class AgentService: Service, Sendable {
                 for peer in peers {
                     group.addTask { await peer.run() }
                 }
+                // Timed work by deadline (`IdleCare`): asked when due or when the engine rings.
                 group.addTask { [engine] in
                     while !Task.isCancelled {
-                        try? await Task.sleep(for: .seconds(1))
-                        await engine.tick()
+                        let next = await engine.care()
+                        let bell = engine.careBell
+                        await withTaskCancellationHandler {
+                            await bell.wait(upTo: next.map { max(.zero, $0 - .now) } ?? .seconds(3600))
+                        } onCancel: {
+                            bell.ring()  // the agent stops: no waiting for the next deadline
+                        }
                     }
                 }
                 // The batches wait in the watcher until taken: here, or by the engine's drain

@@ -23,7 +23,8 @@ private func noteStopSignal(_ signo: Int32) {
 /// sets SIG_IGN before its dispatch source listens: a signal in between was lost, and the agent
 /// ran on; `make e2e` caught it.)
 public enum StopSignals {
-    private static let signals = [SIGTERM, SIGINT]
+    /// SIGINT first: a test (and systemd) sees SIGTERM caught only once both are.
+    private static let signals = [SIGINT, SIGTERM]
     private static let readFD = Mutex<Int32>(-1)
 
     /// Installs the handlers (once; later calls do nothing).

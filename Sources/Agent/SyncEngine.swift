@@ -32,20 +32,14 @@ actor SyncEngine {
     private var hold: DeletionHold?
     /// The data directory's identity, to tell "moved away and back" from "replaced".
     private var rootIdentity: (device: UInt64, inode: UInt64)?
-    /// A batch whose commit failed (disk full, ...), retried by `tick`.
+    /// A batch whose commit failed (disk full, ...), retried a second later (`IdleCare`).
     private var failedBatch: Set<FilePath> = []
-    private var ticks = 0
+    /// The timed work (retries, saving the index, packing) and when each is next due.
+    private var schedule = IdleCare(now: .now)
+    /// Rung whenever the schedule may have moved earlier; `AgentService` then asks `care()`.
+    nonisolated let careBell = Doorbell()
     /// Paths handed over but not committed yet, for `status.pending`.
     private var inFlight = 0
-    /// When the store last changed (a commit or a merge): packing waits for a quiet moment.
-    private var lastActivity = Date()
-    /// Loose objects may wait to be packed (true at start: a stopped agent may have left some).
-    private var packPending = true
-    /// A store is packed after this long without commits or merges...
-    static let packIdleSeconds = 2.0
-    /// ...or, when changes never stop that long, after this many commits (one slice, then again).
-    static let packEveryCommits = 500
-    private var commitsSincePack = 0
 
     /// Long work in hand, for `status` while the engine is busy.
     nonisolated let progress: ProgressBoard
@@ -71,10 +65,13 @@ actor SyncEngine {
     func commit(_ batch: WatchBatch, confirmDeletes: Bool = false, send: Set<FilePath> = []) {
         var paths = batch.paths.union(failedBatch)
         failedBatch = []
+        schedule.commitFailedAt = nil
+        defer { careBell.ring() }
         inFlight = paths.count
         defer { inFlight = 0 }
         guard rootIsPresent() else {
             failedBatch = paths  // kept for when the directory is back
+            schedule.commitFailedAt = .now
             return
         }
         do {
@@ -98,9 +95,9 @@ actor SyncEngine {
             let outcome = try store.commit(paths: paths, send: send)
             setProblem(.commit, nil)
             if outcome.commit != nil {
-                lastActivity = Date()
-                packPending = true
-                commitsSincePack += 1
+                schedule.lastActivity = .now
+                schedule.packPending = true
+                schedule.commitsSincePack += 1
             }
             for change in outcome.newlyHeld.prefix(AgentEvent.maxPaths) {
                 events.emit(.held(path: change.path.display, reason: change.reason))
@@ -123,6 +120,7 @@ actor SyncEngine {
             if problems[.commit] != message { logger.error("\(message)") }
             setProblem(.commit, message)
             failedBatch = paths
+            schedule.commitFailedAt = .now
         }
     }
 
@@ -262,31 +260,48 @@ actor SyncEngine {
         }
     }
 
-    /// Periodic care: notices the data directory coming back, retries a failed commit and paths a
-    /// merge could not write.
-    func tick() {
-        guard rootIsPresent() else { return }
-        if !failedBatch.isEmpty { commit(WatchBatch()) }
-        saveIndex()
-        packWhenIdle()
-        ticks += 1
-        guard ticks % 5 == 0 else { return }  // unwritten paths: every 5 s
-        retryUnapplied()
+    /// The timed work that is due now (`IdleCare`): noticing the data directory gone or back,
+    /// retrying a failed commit and paths a merge could not write, saving the index, packing.
+    /// Returns when to ask again; nil: not before the next event (`careBell`).
+    func care() -> ContinuousClock.Instant? {
+        let now = ContinuousClock.now
+        let present = rootIsPresent()
+        schedule.lastRootCheck = now
+        refreshSchedule()
+        guard present else { return schedule.next() }
+        for job in schedule.due(at: now) {
+            switch job {
+            case .checkRoot: break  // done above
+            case .retryCommit: commit(WatchBatch())
+            case .saveIndex: saveIndex()
+            case .pack: packWhenIdle()
+            case .retryUnapplied:
+                schedule.lastUnappliedTry = now
+                retryUnapplied()
+            }
+        }
+        refreshSchedule()
+        return schedule.next()
+    }
+
+    /// What the schedule reads from the store and the holds.
+    private func refreshSchedule() {
+        schedule.indexDirty = store.indexIsDirty
+        schedule.unappliedWaiting = !store.unappliedPaths.isEmpty
+        if case .rootMissing = hold { schedule.rootMissing = true } else { schedule.rootMissing = false }
     }
 
     /// A running agent keeps the store's index in memory from here on and saves it when idle
     /// (`saveIndex`) and when it stops: a commit no longer rewrites the whole index file.
     func keepIndexInMemory() { store.deferIndexWrites = true }
 
-    /// Saves the index when the store has been quiet for `indexIdleSeconds`, at least every
-    /// `indexEverySeconds` while changes never stop, and always with `now` (the agent stops).
+    /// Saves the index when the store has been quiet for a second, at least every 30 s while
+    /// changes never stop (`IdleCare` says when), and always with `now` (the agent stops).
     func saveIndex(now: Bool = false) {
         guard store.indexIsDirty else { return }
-        guard now || Date().timeIntervalSince(lastActivity) >= Self.indexIdleSeconds
-                || ContinuousClock.now - lastIndexSave >= .seconds(Self.indexEverySeconds) else { return }
         do {
             try store.flushIndex()
-            lastIndexSave = .now
+            schedule.lastIndexSave = .now
             setProblem(.index, nil)
         } catch {
             let message = "cannot save the index of \(config.storePath.display): \(error). Nothing is lost (main holds every commit; the next start reads the files the index missed); it is retried. Check the disk space and permissions of the store"
@@ -294,9 +309,6 @@ actor SyncEngine {
             setProblem(.index, message)
         }
     }
-    static let indexIdleSeconds = 1.0
-    static let indexEverySeconds: Int64 = 30
-    private var lastIndexSave = ContinuousClock.now
 
     // MARK: peers
 
@@ -318,8 +330,9 @@ actor SyncEngine {
         }
         do {
             let outcome = try store.integrate(peer: peer)
-            lastActivity = Date()
-            packPending = true
+            schedule.lastActivity = .now
+            schedule.packPending = true
+            careBell.ring()
             record(outcome.applied, peer: peer)
             announce(outcome, peer: peer)
             compactPacks()
@@ -345,15 +358,14 @@ actor SyncEngine {
         }
     }
 
-    /// Idle care: one slice of loose objects into a pack per tick, once the store has been quiet
-    /// for `packIdleSeconds` (written beside the engine: a commit never waits for it), or every `packEveryCommits`
-    /// commits on a device whose changes never pause that long. Nothing is ever removed from
-    /// the store: objects only move from loose files into packs.
+    /// Idle care: one slice of loose objects into a pack, once the store has been quiet for 2 s
+    /// (written beside the engine: a commit never waits for it), or every 500 commits on a
+    /// device whose changes never pause that long (`IdleCare` says when). Nothing is ever removed
+    /// from the store: objects only move from loose files into packs.
     private func packWhenIdle() {
-        guard !packing, packPending, Date().timeIntervalSince(lastActivity) >= Self.packIdleSeconds
-                || commitsSincePack >= Self.packEveryCommits else { return }
-        commitsSincePack = 0
-        packing = true
+        guard !schedule.packing, schedule.packPending else { return }
+        schedule.commitsSincePack = 0
+        schedule.packing = true
         let gitDir = config.storePath, started = ContinuousClock.now
         // The pack is written on a thread of its own (a slice takes up to a second at 100k files,
         // and a change made meanwhile must not wait for it); the engine then removes the loose
@@ -365,13 +377,12 @@ actor SyncEngine {
             finishPacking(written, started: started)
         }
     }
-    private var packing = false
-
     private func finishPacking(_ written: Result<Store.WrittenLoosePack, StoreFailure>, started: ContinuousClock.Instant) {
-        packing = false
+        schedule.packing = false
+        defer { careBell.ring() }
         do {
             let slice = try store.finishLoosePack(try written.get())
-            packPending = slice.more
+            schedule.packPending = slice.more
             if slice.packed > 0 {
                 logger.info("packed \(slice.packed) loose objects of \(config.storePath.display) in \(ContinuousClock.now - started)\(slice.more ? "; more to go" : "")")
                 compactPacks()
@@ -382,7 +393,7 @@ actor SyncEngine {
             let message = "cannot pack the loose objects of \(config.storePath.display): \(error). Nothing is lost (objects stay loose); it is retried after the next change. Check the disk space and permissions of the store"
             if problems[.loosePack] != message { logger.warning("\(message)") }
             setProblem(.loosePack, message)
-            packPending = false
+            schedule.packPending = false
         }
     }
 
