@@ -77,7 +77,15 @@ port=$SSHD_PORT
 user=$(id -un)
 bindir=$(dirname "$SYNCAGENT")
 # The device key finds syncagent on the server's PATH; a second key logs in with the default PATH.
-printf 'environment="PATH=%s:/usr/bin:/bin" %s\n' "$bindir" "$(cat "$S/id_device.pub")" >"$S/authorized_keys"
+# Every fetch and push the server serves is counted: git-upload-pack and git-receive-pack first
+# go through wrappers that note the call.
+mkdir -p "$T/wrap"
+for svc in git-upload-pack git-receive-pack; do
+    printf '#!/bin/sh\necho %s >>"%s"\nexec /usr/bin/%s "$@"\n' "$svc" "$T/served.log" "$svc" >"$T/wrap/$svc"
+    chmod +x "$T/wrap/$svc"
+done
+: >"$T/served.log"
+printf 'environment="PATH=%s:%s:/usr/bin:/bin" %s\n' "$T/wrap" "$bindir" "$(cat "$S/id_device.pub")" >"$S/authorized_keys"
 ssh-keygen -q -t ed25519 -N '' -f "$S/id_plain"
 cat "$S/id_plain.pub" >>"$S/authorized_keys"
 ssh_up() { ssh -p "$port" -i "$S/id_device" -o BatchMode=yes -o UserKnownHostsFile="$S/known_hosts" "$user@127.0.0.1" true 2>/dev/null; }
@@ -108,6 +116,17 @@ for from in phone watch car; do
     for d in "${DEVICES[@]}"; do wait_until same_file "$d" "c$n.txt" "$X/c$n"; done
 done
 log "three devices polled once an hour saw each change through the notify channel"
+# Idle with the channel open: no fetch, no push. (Absence needs a window; a poll would come only
+# after an hour, so a quiet window cannot pass by luck, only fail on a real request.)
+settled() { mains_equal phone watch && mains_equal phone car; }
+wait_until settled
+served() { wc -l <"$T/served.log"; }
+idle_hub() { local a; a=$(served); sleep 1; [ "$(served)" = "$a" ]; }
+wait_until idle_hub
+before=$(served)
+sleep 3
+assert_eq "$before" "$(served)" "fetches and pushes the hub served while every device was idle"
+log "idle devices with the channel open make no request ($before served while changes flowed)"
 
 # ---- a server without syncagent on the PATH: said in status, polling instead ------------------------
 device lost "$S/id_plain" 1

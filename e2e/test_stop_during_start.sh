@@ -35,7 +35,14 @@ log "$during_start of 6 stop signals arrived before the agent finished starting"
 # The earliest instant the agent's own code runs (it catches SIGTERM and SIGINT before it parses its
 # arguments: seen as the signals' bits in SigCgt of /proc/PID/status): a stop then still exits 0.
 # (Before that, the dynamic loader is still mapping libraries: no program can catch a signal there.)
-caught_term() { local m; m=$(awk '/^SigCgt:/ {print $2}' "/proc/$AGENT_PID/status" 2>/dev/null) && [ -n "$m" ] && (( (16#$m >> 14) & 1 )); }
+# (The process must be the agent already: before exec it is a copy of this shell, whose handlers
+# are not the agent's.)
+agent_exe=$(readlink -f "$SYNCAGENT")
+caught_term() {
+    local m
+    [ "$(readlink "/proc/$AGENT_PID/exe" 2>/dev/null)" = "$agent_exe" ] || return 1
+    m=$(awk '/^SigCgt:/ {print $2}' "/proc/$AGENT_PID/status" 2>/dev/null) && [ -n "$m" ] && (( (16#$m >> 14) & 1 ))
+}
 for i in 1 2 3 4; do
     sig=TERM
     [ $((i % 2)) = 0 ] || sig=INT

@@ -175,9 +175,13 @@ final class PeerSyncer: Sendable {
             if link.localGitDir == nil { try await FetchRunner.probe(url: link.configuredURL, timeout: .seconds(5)) }
             // What this device committed goes out first: the other devices (told at once by their
             // notify channels) need not wait for this fetch. Nothing to push costs no connection.
-            // Only after a round that went well: a failure here (a name clash, an unreachable hub)
-            // is met again, and told, by the push after the fetch.
-            if link.hub, state.withLock({ $0.rounds > 0 && $0.lastError == nil }) { _ = await push() }
+            // Only while a notify channel is open (the hub is up, and the other devices hear of the
+            // push at once) and after a round that went well: a failure here (a name clash) is met
+            // again, and told, by the push after the fetch. Elsewhere an early push is one more
+            // transfer that a black-holed network can leave stuck (test_hub_netns).
+            if link.hub, channel?.isListening == true, state.withLock({ $0.rounds > 0 && $0.lastError == nil }) {
+                _ = await push()
+            }
             if link.hub {
                 let (gitDir, data, hub, url, device, auth) = (config.storePath, config.data, link.name, link.fetchURL, config.device, link.auth)
                 let devices = try await FetchRunner.perform(label: "fetch-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in

@@ -40,6 +40,11 @@ public enum StopSignals {
             return true
         }
         guard fresh else { return }
+        // Blocked by whoever started us, they would wait pending for ever: unblock them.
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        for signo in signals { sigaddset(&mask, signo) }
+        pthread_sigmask(SIG_UNBLOCK, &mask, nil)
         for signo in signals {
             var action = sigaction()
             action.__sigaction_handler.sa_handler = noteStopSignal
