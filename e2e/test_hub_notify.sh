@@ -141,5 +141,24 @@ printf 'from lost\n' >"$X/l"
 cp "$X/l" "$(data_of lost)/l.txt"
 for d in "${DEVICES[@]}"; do wait_until same_file "$d" l.txt "$X/l"; done
 log "without syncagent on the server: status says so, polling carries the changes"
-for d in "${DEVICES[@]}" lost; do stop_device "$d"; done
+
+# ---- what goes wrong over OpenSSH, said with what to do ---------------------------------------------
+ssh-keygen -q -t ed25519 -N '' -f "$S/id_stranger"
+: >"$S/empty_known_hosts"
+device refused "$S/id_stranger" 1
+device unknown "$S/id_device" 1
+on unknown set_peer hub known_hosts "\"$S/empty_known_hosts\""
+start_device refused
+start_device unknown
+has_error() { [ "$(peer_get "$1" hub lastError)" != null ]; }
+for d in refused unknown; do wait_until has_error "$d"; done
+e=$(peer_get refused hub lastError)
+assert_contains "$e" "Permission denied (publickey" "a key the server refuses"
+assert_contains "$e" "add this device's public key to the server's authorized_keys" "what to do about it"
+e=$(peer_get unknown hub lastError)
+assert_contains "$e" "Host key verification failed" "a host key not in known_hosts"
+assert_contains "$e" "$S/empty_known_hosts" "the known_hosts file to fix"
+for d in refused unknown; do assert_contains "$(peer_get "$d" hub notify)" "down: " "$d's notify channel"; done
+log "a refused key and an unknown host key: each told, with the file or key to fix"
+for d in "${DEVICES[@]}" lost refused unknown; do stop_device "$d"; done
 log "ok"

@@ -305,13 +305,13 @@ final class PeerSyncer: Sendable {
     private func describe(fetchError error: any Error) -> String {
         guard let git = error as? GitError else { return "\(error)" }
         let url = link.displayURL
-        if git.message.contains("host key") {
-            return "peer \(link.name) (\(url)): \(git.message)"
-        }
         if git.message.contains("Host key verification failed") {
             let file = KnownHosts.knownHostsFile(for: link.config, home: ProcessInfo.processInfo.environment["HOME"])
             return "peer \(link.name) (\(url)): \(git.message). The server's host key is not in \(file), or it changed; "
                 + "check it with the server's admin, then add it (ssh-keyscan the host >> \(file))"
+        }
+        if git.message.contains("host key") {
+            return "peer \(link.name) (\(url)): \(git.message)"
         }
         if git.message.hasPrefix("authentication failed") || git.message.contains("Permission denied (publickey") {
             let fix = link.config.credentials != nil || url.hasPrefix("http")
