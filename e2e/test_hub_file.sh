@@ -124,6 +124,7 @@ start_device phone2
 clash() { status_field peers 0 lastError | grep -q "uses the name 'phone' too"; }
 wait_until clash
 assert_contains "$(status_field peers 0 lastError)" "Give every device its own \`device\` name" "the clash says what to do"
+assert_eq name-clash "$(status_field peers 0 errorCode)" "the clash's errorCode"
 assert_eq "$before" "$(git --git-dir="$HUB" rev-parse refs/heads/devices/phone)" "the real phone's branch on the hub"
 git --git-dir="$HUB" fsck --no-progress >"$T/fsck.out" 2>&1 || fail "git fsck on the hub: $(cat "$T/fsck.out")"
 stop_device phone2

@@ -65,6 +65,7 @@ wait_until refused
 e=$(peer_get impostor hub lastError)
 assert_contains "$e" "refs/heads/devices/watch" "the ref the server refused"
 assert_contains "$e" "DENIED" "gitolite's reason"
+assert_eq refused "$(peer_get impostor hub errorCode)" "the impostor's errorCode"
 stop_device impostor
 [ -z "$(git --git-dir="$GL/repositories/family.git" for-each-ref refs/heads/devices/watch)" ] \
     || fail "the impostor's push reached refs/heads/devices/watch"
@@ -100,6 +101,7 @@ start_device stranger
 has_error() { [ "$(peer_get stranger hub lastError)" != null ]; }
 wait_until has_error
 assert_contains "$(peer_get stranger hub lastError)" "authentication failed" "a key the server does not know"
+assert_eq auth "$(peer_get stranger hub errorCode)" "the stranger's errorCode"
 for d in "${DEVICES[@]}" stranger; do stop_device "$d"; done
 
 # The rules hold against plain git too (every agent stopped, so no ref moves meanwhile): with the phone's key, no delete, no rewind, no other branch.

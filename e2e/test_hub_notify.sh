@@ -154,9 +154,11 @@ has_error() { [ "$(peer_get "$1" hub lastError)" != null ]; }
 for d in refused unknown; do wait_until has_error "$d"; done
 e=$(peer_get refused hub lastError)
 assert_contains "$e" "Permission denied (publickey" "a key the server refuses"
+assert_eq auth "$(peer_get refused hub errorCode)" "errorCode of a refused key"
 assert_contains "$e" "add this device's public key to the server's authorized_keys" "what to do about it"
 e=$(peer_get unknown hub lastError)
 assert_contains "$e" "Host key verification failed" "a host key not in known_hosts"
+assert_eq host-key "$(peer_get unknown hub errorCode)" "errorCode of an unknown host key"
 assert_contains "$e" "$S/empty_known_hosts" "the known_hosts file to fix"
 for d in refused unknown; do assert_contains "$(peer_get "$d" hub notify)" "down: " "$d's notify channel"; done
 log "a refused key and an unknown host key: each told, with the file or key to fix"

@@ -56,6 +56,9 @@ fp=$(ssh-keygen -l -E sha256 -f "$S/host_key.pub" | cut -d' ' -f2)
 for d in tablet laptop stranger; do start_device "$d"; done
 has_error() { [ "$(peer_get "$1" hub lastError)" != null ]; }
 for d in tablet laptop stranger; do wait_until has_error "$d"; done
+assert_eq host-key "$(peer_get tablet hub errorCode)" "tablet's errorCode"
+assert_eq host-key "$(peer_get laptop hub errorCode)" "laptop's errorCode"
+assert_eq auth "$(peer_get stranger hub errorCode)" "stranger's errorCode"
 e=$(peer_get tablet hub lastError)
 assert_contains "$e" "is not in $S/empty_known_hosts" "unknown host key"
 assert_contains "$e" "$fp" "the unknown key's fingerprint"

@@ -46,6 +46,7 @@ refused() { peer_get phone watch lastError | grep -qi 'refus'; }
 wait_until refused
 err=$(peer_get phone watch lastError)
 assert_contains "$err" "../escape" "lastError after the .. entry (naming the refused path)"
+assert_eq bad-history "$(peer_get phone watch errorCode)" "errorCode of a refused history"
 log "lastError: $err"
 assert_eq "" "$(find "$T" -name escape)" "files named escape under the test directory"
 [ ! -e "$T/phone/escape" ] || fail "$T/phone/escape was written"

@@ -25,6 +25,7 @@ err=$(peer_get phone watch lastError)
 assert_contains "$err" "$watch_url" "watch's lastError"
 err=$(peer_get phone tablet lastError)
 assert_contains "$err" "127.0.0.1:$port" "tablet's lastError"
+assert_eq unreachable "$(peer_get phone tablet errorCode)" "tablet's errorCode"
 assert_eq null "$(peer_get phone watch lastSync)" "watch's lastSync before any sync"
 
 # `sync` fails and names both peers

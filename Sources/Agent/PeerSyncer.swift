@@ -13,6 +13,7 @@ final class PeerSyncer: Sendable {
         var reachable: Bool?
         var lastSync: Date?
         var lastError: String?
+        var lastErrorCode: PeerProblem.Code?
         var rounds = 0
         var inProgress = false
         /// `syncNow` callers, each until the round it waits for has finished (or its timeout).
@@ -72,6 +73,7 @@ final class PeerSyncer: Sendable {
                                 reachable: s.reachable, lastError: s.lastError,
                                 lastPush: s.lastPush.map(ISOTime.string))
         entry.notify = channel?.statusText(pollSeconds: link.pollSeconds)
+        entry.errorCode = s.lastError == nil ? nil : s.lastErrorCode?.rawValue
         return entry
     }
 
@@ -163,11 +165,11 @@ final class PeerSyncer: Sendable {
             return list.count
         }
         if blocked >= 3 {
-            return await finish(error: "\(blocked) fetches from \(link.fetchURL) are still stuck; waiting for one to give up. Check that the peer's host is up and reachable.",
+            return await finish(PeerProblem(.timeout, "\(blocked) fetches from \(link.displayURL) are still stuck; waiting for one to give up. Check that the peer's host is up and reachable."),
                                 unreachable: true)
         }
         if let problem = KnownHosts.credentialsProblem(link.config) {
-            return await finish(error: problem, unreachable: false)
+            return await finish(PeerProblem(.auth, problem), unreachable: false)
         }
         let attempt = FetchRunner.Attempt()
         var merges = [link.name]
@@ -200,15 +202,15 @@ final class PeerSyncer: Sendable {
             if error is FetchRunner.Abandoned, !attempt.finished.load(ordering: .acquiring) {
                 stuck.withLock { $0.append(attempt) }
             }
-            return await finish(error: describe(fetchError: error), unreachable: true)
+            return await finish(describe(fetchError: error), unreachable: true)
         }
         state.withLock { $0.reachable = true }
-        var problem: String?
+        var problem: PeerProblem?
         for peer in merges {
             if let why = await merge(peer) { problem = problem ?? why }
         }
         if link.hub, let why = await push() {
-            return await finish(error: why.message, unreachable: why.unreachable)
+            return await finish(why.problem, unreachable: why.unreachable)
         }
         if problem == nil {
             state.withLock {
@@ -216,11 +218,11 @@ final class PeerSyncer: Sendable {
                 $0.lastError = nil
             }
         }
-        return await finish(error: problem, unreachable: false)
+        return await finish(problem, unreachable: false)
     }
 
     /// Merges what was fetched from `peer` (a direct peer, or a device seen through the hub).
-    private func merge(_ peer: String) async -> String? {
+    private func merge(_ peer: String) async -> PeerProblem? {
         switch await engine.integrate(peer: peer) {
         case .done(let outcome):
             switch outcome.action {
@@ -238,15 +240,18 @@ final class PeerSyncer: Sendable {
             }
             return nil
         case .paused(let why):
-            return why
+            return PeerProblem(.held, why)
         case .failed(let why):
-            return why
+            let text = why.lowercased()
+            let code: PeerProblem.Code = text.contains("history") && text.contains("refused") ? .badHistory
+                : text.contains("no space") || text.contains("disk full") ? .diskFull : .other
+            return PeerProblem(code, why)
         }
     }
 
     /// Pushes this device's branch and records to the hub (fast-forward only). Nil when it went
     /// through or there was nothing to push.
-    private func push() async -> (message: String, unreachable: Bool)? {
+    private func push() async -> (problem: PeerProblem, unreachable: Bool)? {
         let (gitDir, data, hub, url, device, auth) = (config.storePath, config.data, link.name, link.fetchURL, config.device, link.auth)
         let attempt = FetchRunner.Attempt()
         do {
@@ -259,7 +264,7 @@ final class PeerSyncer: Sendable {
             }
             return nil
         } catch let refusal as HubRefusal {
-            return (refusal.description, false)
+            return (PeerProblem(refusal.clash ? .nameClash : .refused, refusal.description), false)
         } catch {
             if error is FetchRunner.Abandoned, !attempt.finished.load(ordering: .acquiring) {
                 stuck.withLock { $0.append(attempt) }
@@ -270,20 +275,22 @@ final class PeerSyncer: Sendable {
                 ? " The server's disk is full: free space there."
                 : lower.contains("permission denied") || lower.contains("403")
                 ? " The server refused to write: the account needs write access to the repository." : ""
-            return ("cannot push to \(hub) (\(link.displayURL)): \(detail).\(hint) Local commits go on; the push is retried.", true)
+            let code: PeerProblem.Code = hint.contains("disk is full") ? .diskFull : hint.isEmpty ? describe(fetchError: error).code : .refused
+            return (PeerProblem(code, "cannot push to \(hub) (\(link.displayURL)): \(detail).\(hint) Local commits go on; the push is retried."), true)
         }
     }
 
     /// Ends a round: notes the error (logged once per distinct message), persists what is known.
-    private func finish(error: String?, unreachable: Bool) async -> String? {
+    private func finish(_ problem: PeerProblem?, unreachable: Bool) async -> String? {
         // One line: libssh2 and servers put newlines in their messages.
-        let error = error.map { text in
+        let error = problem.map(\.message).map { text in
             text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: "; ")
         }
         let (first, wasReachable, done) = state.withLock { s -> (Bool, Bool?, [Waiter]) in
             let changed = s.lastError != error
             let was = s.announced
             s.lastError = error
+            s.lastErrorCode = problem?.code
             if unreachable { s.reachable = false }
             s.announced = s.reachable
             s.rounds += 1
@@ -302,25 +309,31 @@ final class PeerSyncer: Sendable {
         return error
     }
 
-    private func describe(fetchError error: any Error) -> String {
-        guard let git = error as? GitError else { return "\(error)" }
+    private func describe(fetchError error: any Error) -> PeerProblem {
+        if error is FetchRunner.Abandoned { return PeerProblem(.timeout, "\(error)") }
+        if error is FetchRunner.ProbeError { return PeerProblem(.unreachable, "\(error)") }
+        guard let git = error as? GitError else { return PeerProblem(.other, "\(error)") }
         let url = link.displayURL
+        // libgit2's own codes first, then what servers and ssh say in words.
+        if git.code == GitError.Code.auth, !git.message.hasPrefix("authentication failed") {
+            return PeerProblem(.auth, "peer \(link.name) (\(url)): \(git.message); check `identity` or the credentials for this peer in \(config.file)")
+        }
         if git.message.contains("Host key verification failed") {
             let file = KnownHosts.knownHostsFile(for: link.config, home: ProcessInfo.processInfo.environment["HOME"])
-            return "peer \(link.name) (\(url)): \(git.message). The server's host key is not in \(file), or it changed; "
-                + "check it with the server's admin, then add it (ssh-keyscan the host >> \(file))"
+            return PeerProblem(.hostKey, "peer \(link.name) (\(url)): \(git.message). The server's host key is not in \(file), or it changed; "
+                + "check it with the server's admin, then add it (ssh-keyscan the host >> \(file))")
         }
         if git.message.contains("host key") {
-            return "peer \(link.name) (\(url)): \(git.message)"
+            return PeerProblem(.hostKey, "peer \(link.name) (\(url)): \(git.message)")
         }
         if git.message.hasPrefix("authentication failed") || git.message.contains("Permission denied (publickey") {
             let fix = link.config.credentials != nil || url.hasPrefix("http")
                 ? "check the user:password in the credentials file named in \(config.file)"
                 : "check `identity` for this peer in \(config.file), or add this device's public key to the server's authorized_keys"
-            return "peer \(link.name) (\(url)): \(git.message); \(fix)"
+            return PeerProblem(.auth, "peer \(link.name) (\(url)): \(git.message); \(fix)")
         }
         if git.isMissingObject {
-            return "peer \(link.name) (\(url)): an object its history names could not be read (\(git.message)); nothing was merged and the fetch is retried. If this repeats, run `git --git-dir=<its store> fsck` on \(link.name)."
+            return PeerProblem(.badHistory, "peer \(link.name) (\(url)): an object its history names could not be read (\(git.message)); nothing was merged and the fetch is retried. If this repeats, run `git --git-dir=<its store> fsck` on \(link.name).")
         }
         let text = git.message.lowercased()
         if let dir = link.localGitDir, text.contains("could not find repository") || text.contains("not found") {
@@ -328,21 +341,21 @@ final class PeerSyncer: Sendable {
             let exists = FileManager.default.fileExists(atPath: dir.string, isDirectory: &isDirectory)
             let partial = ["HEAD", "objects", "refs"].contains { FileManager.default.fileExists(atPath: dir.appending($0).string) }
             if partial {
-                return "peer \(link.name) (\(url)): \(dir) is not a whole store (\(git.message)): its agent may be creating it, or it is damaged. "
-                    + "Retried; if this lasts, run `git --git-dir=\(dir) fsck` on \(link.name)."
+                return PeerProblem(.notFound, "peer \(link.name) (\(url)): \(dir) is not a whole store (\(git.message)): its agent may be creating it, or it is damaged. "
+                    + "Retried; if this lasts, run `git --git-dir=\(dir) fsck` on \(link.name).")
             }
             let what = !exists ? "\(dir) does not exist" : isDirectory.boolValue ? "\(dir) is a directory but not a store" : "\(dir) is a file"
-            return "peer \(link.name) (\(url)): \(what). A peer's url is its store, <its state>/store.git "
-                + "(by default ~/.local/state/syncagent/\(link.name)/store.git), never its data directory. Fix the url in \(config.file)."
+            return PeerProblem(.notFound, "peer \(link.name) (\(url)): \(what). A peer's url is its store, <its state>/store.git "
+                + "(by default ~/.local/state/syncagent/\(link.name)/store.git), never its data directory. Fix the url in \(config.file).")
         }
         if text.contains("not found") || text.contains("status code: 404") || text.contains("does not appear to be a git repository")
             || text.contains("not a git repository") {
-            return "peer \(link.name) (\(url)): the repository was not found (\(git.message)). Check the url in \(config.file); a hub must exist first (git init --bare)."
+            return PeerProblem(.notFound, "peer \(link.name) (\(url)): the repository was not found (\(git.message)). Check the url in \(config.file); a hub must exist first (git init --bare).")
         }
         if text.contains("permission denied") || text.contains("403") {
-            return "peer \(link.name) (\(url)): permission denied by the server (\(git.message)); the account needs read and write access to the repository."
+            return PeerProblem(.refused, "peer \(link.name) (\(url)): permission denied by the server (\(git.message)); the account needs read and write access to the repository.")
         }
-        return "cannot fetch from \(url): \(git.message). Check the peer's url in \(config.file) and that its store exists."
+        return PeerProblem(.unreachable, "cannot fetch from \(url): \(git.message). Check the peer's url in \(config.file) and that its store exists.")
     }
 
     /// For a peer on this machine: an inotify watch on its refs, so its commits are seen at once.

@@ -32,6 +32,7 @@ public enum StatusBuilder {
                                           lastSync: known?.lastSync, ahead: counts?.ahead ?? 0, behind: counts?.behind ?? 0,
                                           lastError: known?.lastError)
             entry.lastChecked = known?.lastChecked
+            entry.errorCode = known?.lastError == nil ? nil : known?.errorCode
             entry.notify = peer.notify == .poll ? nil : known?.notify
             guard peer.hub else {
                 peers.append(entry)

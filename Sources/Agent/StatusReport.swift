@@ -22,6 +22,9 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var lastChecked: String?
         /// With `notify`: "listening", "connecting", or "down: <why>; polling every N s".
         public var notify: String?
+        /// What kind of problem `lastError` is (`PeerProblem.Code`: auth, host-key, not-found,
+        /// unreachable, timeout, refused, name-clash, disk-full, bad-history, held, other).
+        public var errorCode: String?
 
         public init(name: String, url: String, reachable: Bool? = nil, lastSync: String? = nil,
                     ahead: Int? = nil, behind: Int? = nil, lastError: String? = nil) {
@@ -109,6 +112,7 @@ extension StatusReport.Peer {
         try c.encode(ahead, forKey: .ahead)
         try c.encode(behind, forKey: .behind)
         try c.encode(lastError, forKey: .lastError)
+        if lastError != nil { try c.encode(errorCode, forKey: .errorCode) }
         try c.encode(lastChecked, forKey: .lastChecked)
         try c.encode(via, forKey: .via)
         if lastPush != nil || lastFetch != nil {

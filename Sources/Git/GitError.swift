@@ -19,6 +19,8 @@ public struct GitError: Error, Sendable, CustomStringConvertible, Equatable {
         public static let unbornBranch = Int32(GIT_EUNBORNBRANCH.rawValue)
         public static let iterOver = Int32(GIT_ITEROVER.rawValue)
         public static let ambiguous = Int32(GIT_EAMBIGUOUS.rawValue)
+        public static let auth = Int32(GIT_EAUTH.rawValue)
+        public static let certificate = Int32(GIT_ECERTIFICATE.rawValue)
     }
 
     public init(code: Int32, errorClass: Int32, message: String, call: String) {
