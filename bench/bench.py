@@ -726,6 +726,72 @@ def bench_store(syncagent, tmp, rows, notes, agents):
                  f"in {packed_edits:.1f} s (from idle)")
 
 
+def wait_serving(url, env, failure):
+    """Until `git ls-remote url` answers (30 s at most, then BenchError(failure))."""
+    deadline = time.perf_counter() + 30
+    while subprocess.run(["git", "ls-remote", url], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env=env).returncode != 0:
+        if time.perf_counter() > deadline:
+            raise BenchError(failure)
+        time.sleep(0.05)
+
+
+def hub_latencies(syncagent, base, label, url, hub_lines, poll, env, agents):
+    """A phone and a watch agent through the hub at `url` (`hub_lines` added to the hub's [[peer]],
+    polled every `poll` s): HUB_CHANGES changes timed from the phone's write to the watch's bytes,
+    each beside the same change by hand (commit, `git push`, `git pull` in a clone, with `env`).
+    Returns (agent latencies, git latencies, phone, watch); both agents are stopped and checked."""
+    pair = []
+    for name in ("phone", "watch"):
+        d = os.path.join(base, name)
+        os.makedirs(d)
+        a = Agent(syncagent, d, f"{label}/{name}", device=name, peers=[("hub", url)])
+        with open(a.config) as f:
+            text = f.read()
+        text = text.replace('name = "hub"\n', 'name = "hub"\n' + hub_lines, 1)
+        text = text.replace("# poll_seconds = 30\n", f"poll_seconds = {poll}\n", 1)
+        if hub_lines not in text or f"\npoll_seconds = {poll}\n" not in text:
+            raise BenchError(f"{a.config}: could not set the hub's keys and poll_seconds = {poll}")
+        with open(a.config, "w") as f:
+            f.write(text)
+        agents.append(a)
+        pair.append(a)
+    phone, watch = pair
+    make_tree(phone.data, PROPAGATION_FILES)
+    phone.start()
+    watch.start()
+    via_hub = "refs/remotes/hub/watch/main"
+    wait_converged(phone, watch, timeout=COMMIT_TIMEOUT_S, tracking=via_hub)
+    gphone = GitRepo(base, "git-phone", clone_of=None)
+    make_tree(gphone.work, PROPAGATION_FILES)
+    gphone.commit()
+    git(["push", "-q", url, "main:refs/heads/baseline"], cwd=gphone.work, env=env)
+    gwatch_dir = os.path.join(base, "git-watch")
+    git(["clone", "-q", "-b", "baseline", url, gwatch_dir], env=env)
+    a_lat, g_lat = [], []
+    for k in range(HUB_CHANGES):
+        i = (k * 37) % PROPAGATION_FILES
+        want = file_content(i, k + 1)
+        t0 = time.perf_counter()
+        modify(phone.data, i, k + 1)
+        t1 = wait_bytes(os.path.join(watch.data, rel_path(i)), want, agents=(phone, watch))
+        a_lat.append(t1 - t0)
+        wait_settled(phone, watch, tracking=via_hub)
+
+        t0 = time.perf_counter()
+        modify(gphone.work, i, k + 1)
+        gphone.commit()
+        git(["push", "-q", url, "main:refs/heads/baseline"], cwd=gphone.work, env=env)
+        git(["pull", "-q"], cwd=gwatch_dir, env=env)
+        t1 = wait_bytes(os.path.join(gwatch_dir, rel_path(i)), want)
+        g_lat.append(t1 - t0)
+    phone.stop()
+    watch.stop()
+    for a in (phone, watch):
+        verify_store(a.store, a.data, a.name)
+    return a_lat, g_lat, phone, watch
+
+
 def bench_hub(syncagent, tmp, rows, notes, agents):
     log(f"7/9 phone -> watch through a hub served by git daemon on loopback ({HUB_CHANGES} changes)")
     base = os.path.join(tmp, "hub")
@@ -740,60 +806,8 @@ def bench_hub(syncagent, tmp, rows, notes, agents):
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=GIT_ENV)
     url = f"git://127.0.0.1:{port}/family.git"
     try:
-        deadline = time.perf_counter() + 30
-        while subprocess.run(["git", "ls-remote", url], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             env=GIT_ENV).returncode != 0:
-            if time.perf_counter() > deadline:
-                raise BenchError("hub: git daemon did not come up")
-            time.sleep(0.05)
-        pair = []
-        for name in ("phone", "watch"):
-            d = os.path.join(base, name)
-            os.makedirs(d)
-            a = Agent(syncagent, d, f"hub/{name}", device=name, peers=[("hub", url)])
-            with open(a.config) as f:
-                text = f.read()
-            text = text.replace('name = "hub"\n', 'name = "hub"\nhub = true\n', 1)
-            text = text.replace("# poll_seconds = 30\n", "poll_seconds = 1\n", 1)
-            if "hub = true" not in text or "\npoll_seconds = 1\n" not in text:
-                raise BenchError(f"{a.config}: could not set hub = true and poll_seconds = 1")
-            with open(a.config, "w") as f:
-                f.write(text)
-            agents.append(a)
-            pair.append(a)
-        phone, watch = pair
-        make_tree(phone.data, PROPAGATION_FILES)
-        phone.start()
-        watch.start()
-        via_hub = "refs/remotes/hub/watch/main"
-        wait_converged(phone, watch, timeout=COMMIT_TIMEOUT_S, tracking=via_hub)
-        gphone = GitRepo(base, "git-phone", clone_of=None)
-        make_tree(gphone.work, PROPAGATION_FILES)
-        gphone.commit()
-        git(["push", "-q", url, "main:refs/heads/baseline"], cwd=gphone.work)
-        gwatch_dir = os.path.join(base, "git-watch")
-        git(["clone", "-q", "-b", "baseline", url, gwatch_dir])
-        a_lat, g_lat = [], []
-        for k in range(HUB_CHANGES):
-            i = (k * 37) % PROPAGATION_FILES
-            want = file_content(i, k + 1)
-            t0 = time.perf_counter()
-            modify(phone.data, i, k + 1)
-            t1 = wait_bytes(os.path.join(watch.data, rel_path(i)), want, agents=(phone, watch))
-            a_lat.append(t1 - t0)
-            wait_settled(phone, watch, tracking=via_hub)
-
-            t0 = time.perf_counter()
-            modify(gphone.work, i, k + 1)
-            gphone.commit()
-            git(["push", "-q", url, "main:refs/heads/baseline"], cwd=gphone.work)
-            git(["pull", "-q"], cwd=gwatch_dir)
-            t1 = wait_bytes(os.path.join(gwatch_dir, rel_path(i)), want)
-            g_lat.append(t1 - t0)
-        phone.stop()
-        watch.stop()
-        for a in (phone, watch):
-            verify_store(a.store, a.data, a.name)
+        wait_serving(url, GIT_ENV, "hub: git daemon did not come up")
+        a_lat, g_lat, phone, watch = hub_latencies(syncagent, base, "hub", url, 'hub = true\n', 1, GIT_ENV, agents)
     finally:
         daemon.terminate()
         daemon.wait()
@@ -853,61 +867,9 @@ def bench_hub_ssh(syncagent, tmp, rows, notes, agents):
     ssh_cmd = f"ssh -i {key} -o BatchMode=yes -o UserKnownHostsFile={known}"
     env = dict(GIT_ENV, GIT_SSH_COMMAND=ssh_cmd)
     try:
-        deadline = time.perf_counter() + 30
-        while subprocess.run(["git", "ls-remote", url], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             env=env).returncode != 0:
-            if time.perf_counter() > deadline:
-                raise BenchError(f"hub over ssh: sshd did not come up (see {base}/ssh/sshd.log)")
-            time.sleep(0.05)
-        pair = []
-        for name in ("phone", "watch"):
-            d = os.path.join(base, name)
-            os.makedirs(d)
-            a = Agent(syncagent, d, f"hubssh/{name}", device=name, peers=[("hub", url)])
-            with open(a.config) as f:
-                text = f.read()
-            text = text.replace('name = "hub"\n', f'name = "hub"\nhub = true\nnotify = "ssh"\nidentity = "{key}"\n'
-                                f'known_hosts = "{known}"\n', 1)
-            text = text.replace("# poll_seconds = 30\n", "poll_seconds = 3600\n", 1)
-            if 'notify = "ssh"' not in text or "\npoll_seconds = 3600\n" not in text:
-                raise BenchError(f"{a.config}: could not set hub, notify and poll_seconds")
-            with open(a.config, "w") as f:
-                f.write(text)
-            agents.append(a)
-            pair.append(a)
-        phone, watch = pair
-        make_tree(phone.data, PROPAGATION_FILES)
-        phone.start()
-        watch.start()
-        via_hub = "refs/remotes/hub/watch/main"
-        wait_converged(phone, watch, timeout=COMMIT_TIMEOUT_S, tracking=via_hub)
-        gphone = GitRepo(base, "git-phone", clone_of=None)
-        make_tree(gphone.work, PROPAGATION_FILES)
-        gphone.commit()
-        git(["push", "-q", url, "main:refs/heads/baseline"], cwd=gphone.work, env=env)
-        gwatch_dir = os.path.join(base, "git-watch")
-        git(["clone", "-q", "-b", "baseline", url, gwatch_dir], env=env)
-        a_lat, g_lat = [], []
-        for k in range(HUB_CHANGES):
-            i = (k * 37) % PROPAGATION_FILES
-            want = file_content(i, k + 1)
-            t0 = time.perf_counter()
-            modify(phone.data, i, k + 1)
-            t1 = wait_bytes(os.path.join(watch.data, rel_path(i)), want, agents=(phone, watch))
-            a_lat.append(t1 - t0)
-            wait_settled(phone, watch, tracking=via_hub)
-
-            t0 = time.perf_counter()
-            modify(gphone.work, i, k + 1)
-            gphone.commit()
-            git(["push", "-q", url, "main:refs/heads/baseline"], cwd=gphone.work, env=env)
-            git(["pull", "-q"], cwd=gwatch_dir, env=env)
-            t1 = wait_bytes(os.path.join(gwatch_dir, rel_path(i)), want)
-            g_lat.append(t1 - t0)
-        phone.stop()
-        watch.stop()
-        for a in (phone, watch):
-            verify_store(a.store, a.data, a.name)
+        wait_serving(url, env, f"hub over ssh: sshd did not come up (see {base}/ssh/sshd.log)")
+        hub_lines = f'hub = true\nnotify = "ssh"\nidentity = "{key}"\nknown_hosts = "{known}"\n'
+        a_lat, g_lat, phone, watch = hub_latencies(syncagent, base, "hubssh", url, hub_lines, 3600, env, agents)
     finally:
         sshd.terminate()
         sshd.wait()

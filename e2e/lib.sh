@@ -579,6 +579,11 @@ PY
 }
 blackhole_requests() { cat "$T/blackhole.count" 2>/dev/null || echo 0; }
 
+# sshd_answers DIR: the sshd start_sshd started with DIR lets DIR/id_device in (use with wait_until).
+sshd_answers() {
+    ssh -p "$SSHD_PORT" -i "$1/id_device" -o BatchMode=yes -o UserKnownHostsFile="$1/known_hosts" "$(id -un)@127.0.0.1" true 2>/dev/null
+}
+
 # start_sshd DIR [CONFIG-LINE]...: an sshd on 127.0.0.1 for a test, with its host key DIR/host_key,
 # one authorized key whose private half is DIR/id_device, and DIR/known_hosts that knows the host;
 # sets SSHD_PORT. Extra sshd_config lines come last.

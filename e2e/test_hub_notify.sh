@@ -88,8 +88,7 @@ done
 printf 'environment="PATH=%s:%s:/usr/bin:/bin" %s\n' "$T/wrap" "$bindir" "$(cat "$S/id_device.pub")" >"$S/authorized_keys"
 ssh-keygen -q -t ed25519 -N '' -f "$S/id_plain"
 cat "$S/id_plain.pub" >>"$S/authorized_keys"
-ssh_up() { ssh -p "$port" -i "$S/id_device" -o BatchMode=yes -o UserKnownHostsFile="$S/known_hosts" "$user@127.0.0.1" true 2>/dev/null; }
-wait_until ssh_up
+wait_until sshd_answers "$S"
 rm -rf "$T/srv/family.git"
 git init -q --bare "$T/srv/family.git"
 url="ssh://$user@127.0.0.1:$port$T/srv/family.git"

@@ -17,8 +17,7 @@ ssh-keygen -q -t ed25519 -N '' -f "$S/id_stranger"
 chmod 600 "$S"/id_*
 printf '[127.0.0.1]:%s %s\n' "$port" "$(cut -d' ' -f1-2 "$S/other_host_key.pub")" >"$S/changed_known_hosts"
 : >"$S/empty_known_hosts"
-ssh_up() { ssh -p "$port" -i "$S/id_device" -o BatchMode=yes -o UserKnownHostsFile="$S/known_hosts" "$user@127.0.0.1" true 2>/dev/null; }
-wait_until ssh_up
+wait_until sshd_answers "$S"
 
 mkdir -p "$T/srv"
 git init -q --bare "$T/srv/family.git"

@@ -11,8 +11,7 @@ S="$T/ssh"
 start_sshd "$S"
 port=$SSHD_PORT
 user=$(id -un)
-ssh_up() { ssh -p "$port" -i "$S/id_device" -o BatchMode=yes -o UserKnownHostsFile="$S/known_hosts" "$user@127.0.0.1" true 2>/dev/null; }
-wait_until ssh_up
+wait_until sshd_answers "$S"
 mkdir -p "$T/srv"
 git init -q --bare "$T/srv/family.git"
 url="ssh://$user@127.0.0.1:$port$T/srv/family.git"

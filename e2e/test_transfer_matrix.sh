@@ -360,12 +360,11 @@ for p in "${PHONES[@]}"; do round_content "$p" 1 "$(data_of "$p")"; COMMITS_BEFO
 start_timers 1
 for p in "${PHONES[@]}"; do start_device "$p"; done
 daemon_up() { git ls-remote "${URL[git]}" >/dev/null 2>&1; }
-ssh_up() { ssh -p "$ssh_port" -i "$S/id_device" -o BatchMode=yes -o UserKnownHostsFile="$S/known_hosts" "$user@127.0.0.1" true 2>/dev/null; }
 http_up() { git ls-remote "${URL[http]}" >/dev/null 2>&1; }
 committed_first() { local p; for p in "${PHONES[@]}"; do phone_committed "$p" || return 1; done; }
 WAIT_TIMEOUT=60 wait_until committed_first
 wait_until daemon_up
-wait_until ssh_up
+wait_until sshd_answers "$S"
 wait_until http_up
 for r in "${ROWS[@]}"; do start_device "watch-$r"; done
 log "servers and 9 agents up in $(elapsed) s"

@@ -51,9 +51,7 @@ struct PeerLink: Sendable {
             closeCommand = control.flatMap { path in target?.closeSharedConnection(controlPath: path) }
             // Fetches and pushes ride on the notify channel's connection: OpenSSH instead of libssh2.
             // A well-formed url libgit2 takes, naming this peer of this agent.
-            var hash: UInt32 = 2166136261
-            for byte in (control ?? peer.url).utf8 { hash = (hash ^ UInt32(byte)) &* 16777619 }
-            let execURL = ExecTransport.scheme + "localhost/\(peer.name)/\(String(hash, radix: 16))"
+            let execURL = ExecTransport.scheme + "localhost/\(peer.name)/\(Self.shortHash(control ?? peer.url))"
             if let target, (try? ExecTransport.set(target.execTarget(identity: peer.identity, knownHosts: knownHosts,
                                                                       controlPath: control), for: execURL)) != nil {
                 fetchURL = execURL
@@ -78,13 +76,18 @@ struct PeerLink: Sendable {
         var name = peer
         if dir.utf8.count + 1 + name.utf8.count + 17 > 104 {
             dir = "/tmp/syncagent-ssh-\(getuid())"
-            var hash: UInt32 = 2166136261  // FNV-1a: the same state dir gives the same name
-            for byte in state.string.utf8 { hash = (hash ^ UInt32(byte)) &* 16777619 }
-            name = String(hash, radix: 16) + "-" + peer
+            name = shortHash(state.string) + "-" + peer
         }
         guard mkdir(dir, 0o700) == 0 || errno == EEXIST else { return nil }
         var st = stat()
         guard lstat(dir, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, st.st_uid == getuid() else { return nil }
         return dir + "/" + name
+    }
+
+    /// FNV-1a of `text` in hex: the same text always gives the same short name.
+    static func shortHash(_ text: String) -> String {
+        var hash: UInt32 = 2166136261
+        for byte in text.utf8 { hash = (hash ^ UInt32(byte)) &* 16777619 }
+        return String(hash, radix: 16)
     }
 }

@@ -251,7 +251,7 @@ actor SyncEngine {
 
     /// Writes the paths an earlier merge could not write, where that is possible now.
     private func retryUnapplied() {
-        guard !store.unappliedPaths.isEmpty else { return }
+        guard store.hasUnappliedPaths else { return }
         do {
             let report = try store.retryUnapplied()
             record(report, peer: nil)
@@ -287,7 +287,7 @@ actor SyncEngine {
     /// What the schedule reads from the store and the holds.
     private func refreshSchedule() {
         schedule.indexDirty = store.indexIsDirty
-        schedule.unappliedWaiting = !store.unappliedPaths.isEmpty
+        schedule.unappliedWaiting = store.hasUnappliedPaths
         if case .rootMissing = hold { schedule.rootMissing = true } else { schedule.rootMissing = false }
     }
 

@@ -82,8 +82,9 @@ public enum Durability {
 
 extension Durability {
     /// Makes these files and the directories that name them durable, one `fsync` each (a
-    /// directory once, however many of the files it holds). False when one cannot be opened or
-    /// flushed: the caller then flushes the whole file system instead.
+    /// directory once, however many of the files it holds). False when a file cannot be opened,
+    /// or anything cannot be flushed: the caller then flushes the whole file system instead. The
+    /// caller lists every parent up to the one that stays, so a directory already gone is skipped.
     public static func flushFiles(_ files: [FilePath], andDirectories extra: [FilePath] = []) -> Bool {
         var directories: [FilePath] = []
         var seen = Set<FilePath>()
@@ -98,7 +99,9 @@ extension Durability {
 
     private static func flush(_ path: FilePath, directory: Bool) -> Bool {
         let fd = path.withPlatformString { open($0, O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : O_NOFOLLOW)) }
-        guard fd >= 0 else { return false }
+        // A directory that is gone (pruned once empty) needs no flush: its parent, which names it
+        // no more, is flushed with the others.
+        guard fd >= 0 else { return directory && errno == ENOENT }
         defer { close(fd) }
         while fsync(fd) != 0 {
             guard errno == EINTR else { return false }

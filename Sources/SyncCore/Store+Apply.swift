@@ -331,6 +331,9 @@ extension Store {
     /// Paths an earlier merge could not write, with what the data directory held before.
     public var unappliedPaths: [FilePath] { Array(loadUnapplied().keys) }
 
+    /// Whether any path waits to be written (no list made).
+    public var hasUnappliedPaths: Bool { !loadUnapplied().isEmpty }
+
     /// The paths the data directory does not hold as the store does because they could not be
     /// written, each with what stands in the way when that is known (for `status` while stopped,
     /// and `conflicts`). Looks at each path on disk.
