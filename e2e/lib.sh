@@ -612,7 +612,31 @@ CONF
     shift
     local line
     for line in "$@"; do printf '%s\n' "$line" >>"$dir/sshd_config"; done
-    "$sshd" -D -e -f "$dir/sshd_config" >"$dir/sshd.log" 2>&1 &
-    track_pid $!
+    run_sshd "$dir"
     printf '[127.0.0.1]:%s %s\n' "$SSHD_PORT" "$(cut -d' ' -f1-2 "$dir/host_key.pub")" >"$dir/known_hosts"
+}
+
+# run_sshd DIR: (re)starts the sshd start_sshd set up in DIR; SSHD_PID_OF_DIR names it.
+run_sshd() {
+    local sshd
+    sshd=$(command -v sshd || echo /usr/sbin/sshd)
+    "$sshd" -D -e -f "$1/sshd_config" >>"$1/sshd.log" 2>&1 &
+    track_pid $!
+    echo $! >"$1/sshd.listener"
+}
+
+# kill_tree PID: PID and every process below it, children first.
+kill_tree() {
+    local child
+    for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do kill_tree "$child"; done
+    kill -KILL "$1" 2>/dev/null || true
+}
+
+# stop_sshd DIR: the server in DIR goes away, with every session it serves (the host is down).
+# The listener is paused first: a client that reconnects while the sessions die must not get a new one.
+stop_sshd() {
+    local listener
+    listener=$(cat "$1/sshd.listener")
+    kill -STOP "$listener"
+    kill_tree "$listener"
 }

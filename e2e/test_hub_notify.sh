@@ -127,6 +127,26 @@ sleep 3
 assert_eq "$before" "$(served)" "fetches and pushes the hub served while every device was idle"
 log "idle devices with the channel open make no request ($before served while changes flowed)"
 
+# ---- the hub out of reach for a while, then back: seen within about a second ----------------------
+# The server goes away with every session. Each device's retries back off (2, 4, ... 32 s between
+# rounds, and as much for the channel); once it is back, a connection tried every second finds it,
+# and the change made meanwhile arrives with the channels open again, long before a backoff ends.
+stop_sshd "$S"
+down() { peer_get "$1" hub notify | grep -q '^down: ' && [ "$(peer_get "$1" hub reachable)" = false ]; }
+for d in "${DEVICES[@]}"; do wait_until down "$d"; done
+printf 'written while the hub was away\n' >"$X/away"
+cp "$X/away" "$(data_of phone)/away.txt"
+on phone wait_until head_file_matches away.txt
+sleep 35   # the outage itself: long enough for every backoff to reach 32 s
+for d in "${DEVICES[@]}"; do ! grep -q "answers again" "${DEVICE_LOG[$d]}" || fail "$d saw the hub while it was down"; done
+run_sshd "$S"
+healed=$(date +%s)
+back() { same_file "$1" away.txt "$X/away" && listening "$1"; }
+for d in watch car; do WAIT_TIMEOUT=20 wait_until back "$d"; done
+wait_until listening phone
+for d in "${DEVICES[@]}"; do grep -q "peer hub answers again" "${DEVICE_LOG[$d]}" || fail "$d did not notice the hub's return by itself"; done
+log "the hub away for 35 s: back on every device, channels open, $(( $(date +%s) - healed )) s after it returned"
+
 # ---- a server without syncagent on the PATH: said in status, polling instead ------------------------
 device lost "$S/id_plain" 1
 start_device lost

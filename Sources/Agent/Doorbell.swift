@@ -5,7 +5,7 @@ import Synchronization
 final class Doorbell: Sendable {
     private struct State {
         var rung = false
-        var waiter: CheckedContinuation<Void, Never>?
+        var waiter: CheckedContinuation<Bool, Never>?
         var generation = 0
         /// The running wait's timeout; cancelled when the bell rings first, so frequent rings do
         /// not leave one sleeping task per wait behind.
@@ -16,7 +16,7 @@ final class Doorbell: Sendable {
     func ring() { ring(generation: nil) }
 
     private func ring(generation: Int?) {
-        let (waiter, timer) = state.withLock { s -> (CheckedContinuation<Void, Never>?, Task<Void, Never>?) in
+        let (waiter, timer) = state.withLock { s -> (CheckedContinuation<Bool, Never>?, Task<Void, Never>?) in
             if let generation, generation != s.generation { return (nil, nil) }  // a stale timer
             guard let w = s.waiter else {
                 if generation == nil { s.rung = true }
@@ -28,12 +28,13 @@ final class Doorbell: Sendable {
             return (w, s.timer)
         }
         if generation == nil { timer?.cancel() }
-        waiter?.resume()
+        waiter?.resume(returning: generation == nil)
     }
 
-    /// Returns when rung, or after `timeout`.
-    func wait(upTo timeout: Duration) async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+    /// Returns when rung (true), or after `timeout` (false).
+    @discardableResult
+    func wait(upTo timeout: Duration) async -> Bool {
+        await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
             let generation = state.withLock { s -> Int? in
                 if s.rung {
                     s.rung = false
@@ -43,7 +44,7 @@ final class Doorbell: Sendable {
                 return s.generation
             }
             guard let generation else {
-                c.resume()
+                c.resume(returning: true)
                 return
             }
             let timer = Task { [weak self] in

@@ -7,7 +7,8 @@ import Synchronization
 /// `notify_command`) and rings the peer's doorbell on every line, so a change is fetched at once
 /// instead of at the next poll. `READY` (the channel is open again) rings too: what moved while
 /// it was down is fetched at once. When the program ends, the peer is polled until it is back
-/// (1 s, doubling to 60 s, between tries). Its output is read on threads of its own.
+/// (1 s, doubling to 60 s, between tries; at once when the peer answers again after being out of
+/// reach). Its output is read on threads of its own.
 final class NotifyChannel: Sendable {
     enum State: Sendable, Equatable {
         case connecting
@@ -26,6 +27,16 @@ final class NotifyChannel: Sendable {
         self.peer = peer
         self.bell = bell
         self.logger = logger
+    }
+
+    /// Rung when the peer answers again after a time out of reach: the channel tries at once
+    /// instead of at the end of its backoff.
+    private let retry = Doorbell()
+
+    /// Asks a channel that is down to try again now (it was down because the peer could not be
+    /// reached, and now it can). A channel that is open ignores it.
+    func retryNow() {
+        if !isListening { retry.ring() }
     }
 
     var state: State { current.withLock { $0.state } }
@@ -54,7 +65,12 @@ final class NotifyChannel: Sendable {
             let why = "the notify channel (\(command.joined(separator: " "))) ended: \(ended.reason)"
             set(.down(why))
             bell.ring()  // polling again, starting now
-            try? await Task.sleep(for: backoff)
+            // Until the next try, or until the peer answers again (`retryNow`), or the agent stops.
+            await withTaskCancellationHandler {
+                await retry.wait(upTo: backoff)
+            } onCancel: { [retry] in
+                retry.ring()
+            }
             backoff = min(backoff * 2, .seconds(60))
         }
     }

@@ -1,3 +1,4 @@
+import FileSystem
 import Foundation
 import Git
 import Logging
@@ -25,6 +26,9 @@ final class PeerSyncer: Sendable {
         var lastPush: Date?
         /// Reachability last told as an event (nil: not yet this run).
         var announced: Bool?
+        /// The last round failed before reaching the peer: no connection to its host, or its
+        /// store's path is missing. Its return is watched for every second (`waitForReturn`).
+        var offline = false
     }
 
     struct Waiter: Sendable {
@@ -98,7 +102,11 @@ final class PeerSyncer: Sendable {
             // An open notify channel rings when the peer's refs move: no request while nothing does.
             let poll: Duration = channel?.isListening == true ? .seconds(86_400) : .seconds(link.pollSeconds)
             let wait = ok ? poll : min(backoff, poll)
-            await doorbell.wait(upTo: wait)
+            if !ok, snapshot.offline {
+                await waitForReturn(upTo: wait)
+            } else {
+                await doorbell.wait(upTo: wait)
+            }
         }
         refWatcher?.stop()
         notifier?.cancel()
@@ -117,6 +125,35 @@ final class PeerSyncer: Sendable {
                 return process.terminationStatus == 0
             }
         }
+    }
+
+    /// While the peer cannot be reached, asks every second whether it can be again: one TCP
+    /// connection to its host (or a `stat` of its store, on this machine), far cheaper than a
+    /// round, so a heal is seen within about a second instead of at the end of a backoff that has
+    /// grown to a minute. Returns when it answers (and asks a notify channel that is down to try
+    /// again now), when the doorbell rings, or after `limit`.
+    private func waitForReturn(upTo limit: Duration) async {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        while !Task.isCancelled, clock.now < deadline {
+            let started = clock.now
+            if await answers() {
+                logger.info("peer \(link.name) answers again; syncing now")
+                channel?.retryNow()
+                return
+            }
+            let next = min(started + .seconds(1), deadline)
+            if await doorbell.wait(upTo: max(.zero, next - clock.now)) { return }
+        }
+    }
+
+    /// One cheap look at the peer: can its host be connected to, does its store's path exist.
+    private func answers() async -> Bool {
+        if let dir = link.localGitDir {
+            let head = dir.appending("HEAD")
+            return await onOwnThread("syncagent-look") { ((try? FileStat.of(head)) ?? nil) != nil }
+        }
+        return (try? await FetchRunner.probe(url: link.configuredURL, timeout: .seconds(1))) != nil
     }
 
     /// Waits until a sync round that started after this call has finished; returns its error, if any.
@@ -202,9 +239,15 @@ final class PeerSyncer: Sendable {
             if error is FetchRunner.Abandoned, !attempt.finished.load(ordering: .acquiring) {
                 stuck.withLock { $0.append(attempt) }
             }
+            let offline = error is FetchRunner.ProbeError
+                || link.localGitDir.map { ((try? FileStat.of($0)) ?? nil) == nil } == true
+            state.withLock { $0.offline = offline }
             return await finish(describe(fetchError: error), unreachable: true)
         }
-        state.withLock { $0.reachable = true }
+        state.withLock {
+            $0.reachable = true
+            $0.offline = false
+        }
         var problem: PeerProblem?
         for peer in merges {
             if let why = await merge(peer) { problem = problem ?? why }
