@@ -212,15 +212,20 @@ extension Store {
             changes = try repo.diffTrees(ourTree, tree)
         }
         try checkSafe(changes, tree: tree, peer: peer)
-        let sig = Signature(name: device, email: "\(device)@syncagent", time: now)
         var message = "\(device): merge \(peer)"
         if !records.isEmpty {
             message += ", \(records.count) conflict\(records.count == 1 ? "" : "s")\n\n"
                 + records.map { "conflict \($0.id): \($0.kind.rawValue) \($0.filePath.display) (holding \($0.current ?? "-"))" }
                     .joined(separator: "\n")
         }
-        let commit = try repo.createCommit(tree: tree, parents: [ours, theirs], author: sig, committer: sig,
+        let commit: Oid
+        if records.isEmpty, notes.isEmpty, let join = try cleanJoin(ours: ours, theirs: theirs, tree: tree, theirTree: theirTree, changes: changes) {
+            commit = join
+        } else {
+            let sig = Signature(name: device, email: "\(device)@syncagent", time: now)
+            commit = try repo.createCommit(tree: tree, parents: [ours, theirs], author: sig, committer: sig,
                                            message: message + "\n", updateRef: nil)
+        }
         // The records go into the book before the data directory is touched, so a stop (or a
         // kill) after `main` moves can never lose them.
         try ConflictBook.save(repo, book, device: device, message: "\(device): conflict records of a merge with \(peer)")
@@ -351,6 +356,23 @@ extension Store {
             }
         }
         return dropped
+    }
+
+    /// A merge with nothing to decide (no conflict, every path it changes taken whole from their
+    /// side) becomes the same join commit on every device: its parents are the real tips behind
+    /// both sides (`joinTips`), its signature fixed, its time the latest of theirs. Devices that
+    /// merged the same changes in other orders, or each other's merges, therefore end on one
+    /// commit instead of merging merges for ever (many devices through one hub). Nil when the
+    /// merge is not that simple: a device-signed merge commit records it instead.
+    private func cleanJoin(ours: Oid, theirs: Oid, tree: Oid, theirTree: Oid, changes: [TreeChange]) throws -> Oid? {
+        for change in changes where try repo.entry(at: change.path, inTree: theirTree) != change.new { return nil }
+        let tips = try joinTips([ours, theirs])
+        guard tips.count > 1 else { return nil }
+        var time: Int64 = 0
+        for tip in tips { time = max(time, try repo.commit(tip).author.time) }
+        let sig = Signature(name: "syncagent", email: Self.joinEmail, time: time)
+        return try repo.createCommit(tree: tree, parents: tips, author: sig, committer: sig,
+                                     message: "syncagent: join \(tips.count) histories\n", updateRef: nil)
     }
 
     /// The author email of join commits: a device name never holds a '.', so no device's own.

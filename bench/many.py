@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Many devices through one hub: N agents meet through one bare repository by path (`hub = true`,
+`poll_seconds = 1`, debounce 100 ms, no direct peers). Once they agree, each device writes 3 small
+new files at once; timed from the burst until (1) every file is on every disk and (2) every device
+holds the same `main` with nothing pending. Also the agents' CPU for the burst, the commits the burst
+added to `main` and how much the hub grew.
+
+    SYNCAGENT=.build/release/syncagent python3 bench/many.py 6 12 24 50
+
+`make bench` runs it for 6, 12, 24 and 50 devices (BENCH_ONLY=many)."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402
+
+SETTLE_TIMEOUT_S = float(os.environ.get("MANY_TIMEOUT", "300"))
+# How long the idle CPU is sampled before the burst (a measurement window, not a wait for anything).
+IDLE_WINDOW_S = 5.0
+
+
+def cpu_seconds(agent):
+    try:
+        with open(f"/proc/{agent.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def mains(agents):
+    out = []
+    for a in agents:
+        try:
+            out.append(bench.read_ref(a.store))
+        except Exception:
+            out.append(None)
+    return out
+
+
+def disk_bytes(path):
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def holds_all(agents, names):
+    for a in agents:
+        for n in names:
+            if not os.path.exists(os.path.join(a.data, n)):
+                return False
+    return True
+
+
+def agreed(agents):
+    heads = mains(agents)
+    if heads[0] is None or any(h != heads[0] for h in heads):
+        return False
+    return all(s.get("pending") == 0 for s in (a.status() for a in agents))
+
+
+def wait_for(cond, agents, what, timeout=SETTLE_TIMEOUT_S):
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        for a in agents:
+            if a.proc.poll() is not None:
+                raise bench.BenchError(a.unexpected_exit())
+        if cond():
+            return time.perf_counter()
+        time.sleep(0.05)
+    heads = mains(agents)
+    distinct = len(set(heads))
+    raise bench.BenchError(f"{len(agents)} devices: {what} not within {timeout:.0f} s ({distinct} different mains)")
+
+
+def run_one(syncagent, tmp, n, agents_out):
+    base = os.path.join(tmp, f"many-{n}")
+    hub = os.path.join(base, "hub.git")
+    os.makedirs(base)
+    bench.git(["init", "-q", "--bare", hub])
+    agents = []
+    for i in range(n):
+        name = f"d{i:02d}"
+        d = os.path.join(base, name)
+        os.makedirs(d)
+        a = bench.Agent(syncagent, d, f"many{n}/{name}", device=name, peers=[("hub", hub)])
+        with open(a.config) as f:
+            text = f.read()
+        text = text.replace('name = "hub"\n', 'name = "hub"\nhub = true\n', 1)
+        text = text.replace("# poll_seconds = 30\n", "poll_seconds = 1\n", 1)
+        text = text.replace(f"debounce_ms = {bench.DEBOUNCE_MS}\n", "debounce_ms = 100\n", 1)
+        if "hub = true" not in text or "\npoll_seconds = 1\n" not in text or "debounce_ms = 100\n" not in text:
+            raise bench.BenchError(f"{a.config}: could not set hub = true, poll_seconds = 1, debounce_ms = 100")
+        with open(a.config, "w") as f:
+            f.write(text)
+        agents.append(a)
+        agents_out.append(a)
+    with open(os.path.join(agents[0].data, "start.txt"), "w") as f:
+        f.write("the family's first file\n")
+    for a in agents:
+        a.start()
+    wait_for(lambda: holds_all(agents, ["start.txt"]) and agreed(agents), agents, "the first agreement")
+    # Idle: every device agrees and nothing changes (each still polls the hub every second).
+    idle0, t_idle = sum(cpu_seconds(a) for a in agents), time.perf_counter()
+    time.sleep(IDLE_WINDOW_S)
+    idle_cpu = (sum(cpu_seconds(a) for a in agents) - idle0) / (time.perf_counter() - t_idle) / n
+    before_commits = agents[0].commits()
+    before_hub = disk_bytes(hub)
+    cpu0 = sum(cpu_seconds(a) for a in agents)
+    names = []
+    t0 = time.perf_counter()
+    for a in agents:
+        for k in range(3):
+            rel = f"{a.name.split('/')[-1]}-{k}.txt"
+            with open(os.path.join(a.data, rel), "w") as f:
+                f.write(f"file {k} from {a.name}\n")
+            names.append(rel)
+    t_files = wait_for(lambda: holds_all(agents, names), agents, "every file on every disk") - t0
+    t_main = wait_for(lambda: agreed(agents), agents, "the same main everywhere") - t0
+    cpu = sum(cpu_seconds(a) for a in agents) - cpu0
+    commits = agents[0].commits() - before_commits
+    grew = disk_bytes(hub) - before_hub
+    for a in agents:
+        a.stop()
+    for a in agents:
+        bench.verify_store(a.store, a.data, a.name)
+    shutil.rmtree(base, ignore_errors=True)
+    return {"n": n, "idle_cpu": idle_cpu, "files_s": t_files, "main_s": t_main, "cpu_s": cpu, "commits": commits, "hub_bytes": grew}
+
+
+def table(results):
+    lines = [f"  {'devices':>7} {'files everywhere':>17} {'same main':>10} {'agents CPU':>11} {'CPU/device':>11}"
+             f" {'commits in main':>16} {'hub growth':>11} {'idle CPU/device':>16}"]
+    for r in results:
+        lines.append(f"  {r['n']:>7} {r['files_s']:>16.2f}s {r['main_s']:>9.2f}s {r['cpu_s']:>10.1f}s"
+                     f" {r['cpu_s'] / r['n']:>10.2f}s {r['commits']:>16} {r['hub_bytes'] / 1e3:>9.0f}kB"
+                     f" {r['idle_cpu'] * 100:>14.1f}%")
+    return "\n".join(lines)
+
+
+def main():
+    syncagent = os.path.abspath(os.environ["SYNCAGENT"])
+    counts = [int(x) for x in sys.argv[1:]] or [6, 12]
+    tmp = tempfile.mkdtemp(prefix="syncagent-many.")
+    results, agents = [], []
+    try:
+        for n in counts:
+            bench.log(f"{n} devices through one hub: 3 new files each, at once")
+            results.append(run_one(syncagent, tmp, n, agents))
+            print(table(results[-1:]), flush=True)
+    finally:
+        for a in agents:
+            a.kill()
+    print()
+    print("targets: the same main within a few seconds; CPU under 1 s per device; commits a small constant per device")
+    print(table(results))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
