@@ -63,7 +63,7 @@ import tempfile
 import time
 import random
 
-DEVICE_NAMES = ["phone", "watch", "tablet", "laptop", "car"]
+DEVICE_NAMES = ["phone", "watch", "tablet", "laptop", "car"] + ["dev%02d" % i for i in range(5, 50)]
 
 # Memory (RssAnon) an agent process may gain between its first sample (after a heal) and the end of the
 # run: libgit2's object cache and the heap fill up first ([store] cache_mb is 2 MiB by default), then
@@ -1499,8 +1499,8 @@ def main():
                     help="per-path [[rule]]s (never, devices, max_bytes, manual) on every device and the last "
                          "device receive-only, with the invariants adapted (env POLICY=1; default off)")
     args = ap.parse_args()
-    if not 3 <= args.devices <= 5:
-        ap.error("--devices must be 3..5")
+    if not 3 <= args.devices <= (50 if args.topology == "hub" else 5):
+        ap.error("--devices must be 3..5 (3..50 with --topology hub: a mesh of n devices is n*(n-1) links)")
     args.binary = os.path.abspath(args.binary)
     if not (os.path.isfile(args.binary) and os.access(args.binary, os.X_OK)):
         ap.error("--binary %s is not an executable file" % args.binary)

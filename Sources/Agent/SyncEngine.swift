@@ -330,6 +330,8 @@ actor SyncEngine {
         }
         do {
             let outcome = try store.integrate(peer: peer)
+            // Nothing new (most peers, most rounds, with many devices): no store care to schedule.
+            guard outcome.action != .upToDate || !outcome.opened.isEmpty || !outcome.resolved.isEmpty else { return .done(outcome) }
             schedule.lastActivity = .now
             schedule.packPending = true
             careBell.ring()

@@ -87,6 +87,7 @@ extension Store {
     /// first; a file that changed on disk since is left as it is (see `ApplyReport.localChanges`).
     public func integrate(peer: String, now: Date = Date()) throws -> SyncOutcome {
         let theirBookTip = try repo.resolveReference(ConflictBook.peerRef(peer))
+        if let same = try alreadyHeld(peer: peer, theirBookTip: theirBookTip) { return same }
         let ourBook = try ConflictBook.load(repo)
         var book = ConflictBook.union(ourBook, try ConflictBook.load(repo, ref: ConflictBook.peerRef(peer)))
         var outcome = try integrateMain(peer: peer, book: &book, now: Int64(now.timeIntervalSince1970))
@@ -102,6 +103,21 @@ extension Store {
             }
         }
         return outcome
+    }
+
+    /// Nothing to do: `main` already holds the peer's, and its conflict records are ours (the same
+    /// tree). Checked before any book is read, so a device among many idle ones costs two ref
+    /// reads and an ancestry check per peer, not a load and a rewrite of every record.
+    private func alreadyHeld(peer: String, theirBookTip: Oid?) throws -> SyncOutcome? {
+        let ours = try head()
+        if let theirs = try repo.resolveReference(Self.trackingRef(peer)) {
+            guard let ours, try ours == theirs || repo.isDescendant(ours, of: theirs) else { return nil }
+        }
+        if let theirBookTip {
+            guard let ourBookTip = try repo.resolveReference(ConflictBook.ref) else { return nil }
+            guard try ourBookTip == theirBookTip || repo.commit(ourBookTip).tree == repo.commit(theirBookTip).tree else { return nil }
+        }
+        return SyncOutcome(action: .upToDate, head: ours)
     }
 
     private func integrateMain(peer: String, book: inout [String: ConflictRecord], now: Int64) throws -> SyncOutcome {
