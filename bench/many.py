@@ -117,6 +117,9 @@ def run_one(syncagent, tmp, n, agents_out):
     before_hub = disk_bytes(hub)
     cpu0 = sum(cpu_seconds(a) for a in agents)
     names = []
+    if os.environ.get("MANY_PROFILE"):
+        prof = subprocess.Popen(["perf", "record", "-F", "499", "-a", "-g", "-o", os.environ["MANY_PROFILE"]],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     t0 = time.perf_counter()
     for a in agents:
         for k in range(3):
@@ -127,13 +130,17 @@ def run_one(syncagent, tmp, n, agents_out):
     t_files = wait_for(lambda: holds_all(agents, names), agents, "every file on every disk") - t0
     t_main = wait_for(lambda: agreed(agents), agents, "the same main everywhere") - t0
     cpu = sum(cpu_seconds(a) for a in agents) - cpu0
+    if os.environ.get("MANY_PROFILE"):
+        prof.send_signal(2)
+        prof.wait()
     commits = agents[0].commits() - before_commits
     grew = disk_bytes(hub) - before_hub
     for a in agents:
         a.stop()
     for a in agents:
         bench.verify_store(a.store, a.data, a.name)
-    shutil.rmtree(base, ignore_errors=True)
+    if not os.environ.get("MANY_KEEP"):
+        shutil.rmtree(base, ignore_errors=True)
     return {"n": n, "idle_cpu": idle_cpu, "files_s": t_files, "main_s": t_main, "cpu_s": cpu, "commits": commits, "hub_bytes": grew}
 
 
@@ -163,7 +170,10 @@ def main():
     print()
     print("targets: the same main within a few seconds; CPU under 1 s per device; commits a small constant per device")
     print(table(results))
-    shutil.rmtree(tmp, ignore_errors=True)
+    if os.environ.get("MANY_KEEP"):
+        print(f"kept {tmp} (agent logs: many-N/dNN/agent.log)")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,16 @@ extension Repository {
         return Oid(out)
     }
 
+    /// Whether `commit` is one of `descendants` or in the history of any of them: one walk for
+    /// the whole list.
+    public func isReachable(_ commit: Oid, fromAny descendants: [Oid]) throws(GitError) -> Bool {
+        guard !descendants.isEmpty else { return false }
+        var c = commit.raw
+        let raws = descendants.map(\.raw)
+        let rc = raws.withUnsafeBufferPointer { git_graph_reachable_from_any(handle, &c, $0.baseAddress, $0.count) }
+        return try check(rc, "git_graph_reachable_from_any") == 1
+    }
+
     /// Whether `commit` has `ancestor` in its history (false when they are equal).
     public func isDescendant(_ commit: Oid, of ancestor: Oid) throws(GitError) -> Bool {
         var x = commit.raw, y = ancestor.raw

@@ -65,7 +65,8 @@ extension Store {
     }
 
     /// Fetches every device's branch and conflict records from the hub and points each device's
-    /// tracking refs at them. Returns the other devices seen, sorted. An empty hub is no error.
+    /// tracking refs at them. Returns the other devices seen, the one whose `main` covers the most
+    /// first (`mergeOrder`). An empty hub is no error.
     public static func hubFetch(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String,
                                 auth: RemoteAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws(GitError) -> [String] {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
@@ -74,7 +75,25 @@ extension Store {
                                                 "+refs/syncagent/devices/*:refs/hubs/\(hub)/records/*"],
                            auth: auth, shouldCancel: shouldCancel)
         }
-        return try hubDevices(repo, hub: hub, device: device, updateTracking: true)
+        return try mergeOrder(repo, hub: hub, devices: try hubDevices(repo, hub: hub, device: device, updateTracking: true))
+    }
+
+    /// The order to merge the devices in: a join of many devices' work first (it covers the most;
+    /// the devices it covers are then up to date, not one merge each), then the newest, then by
+    /// name. With many devices after a burst, most tips are joins of most of the burst.
+    static func mergeOrder(_ repo: Repository, hub: String, devices: [String]) throws(GitError) -> [String] {
+        var keyed: [(covers: Int, time: Int64, name: String)] = []
+        for other in devices {
+            guard let tip = try repo.resolveReference(trackingRef(hubPeer(hub, device: other))) else {
+                keyed.append((0, 0, other))
+                continue
+            }
+            let info = try repo.commit(tip)
+            let covers = info.author.email == joinEmail ? info.parents.count : 1
+            keyed.append((covers, info.author.time, other))
+        }
+        return keyed.sorted { ($0.covers, $0.time) != ($1.covers, $1.time) ? ($0.covers, $0.time) > ($1.covers, $1.time) : $0.name < $1.name }
+            .map(\.name)
     }
 
     /// When the newest commit a peer's tracking ref names was made (ISO 8601), if there is one.

@@ -111,7 +111,7 @@ extension Store {
     private func alreadyHeld(peer: String, theirBookTip: Oid?) throws -> SyncOutcome? {
         let ours = try head()
         if let theirs = try repo.resolveReference(Self.trackingRef(peer)) {
-            guard let ours, try ours == theirs || repo.isDescendant(ours, of: theirs) else { return nil }
+            guard let ours, try covers(ours, theirs) else { return nil }
         }
         if let theirBookTip {
             guard let ourBookTip = try repo.resolveReference(ConflictBook.ref) else { return nil }
@@ -125,7 +125,7 @@ extension Store {
             return SyncOutcome(action: .upToDate, head: try head())
         }
         let ours = try head()
-        if let ours, try ours == theirs || repo.isDescendant(ours, of: theirs) {
+        if let ours, try covers(ours, theirs) {
             return SyncOutcome(action: .upToDate, head: ours)
         }
         let theirTree = try repo.commit(theirs).tree
@@ -397,6 +397,16 @@ extension Store {
     /// The real tips behind these commits: a join commit stands for its parents; a tip that is an
     /// ancestor of another is left out. Sorted, so the same set gives the same list everywhere.
     func joinTips(_ commits: [Oid]) throws -> [Oid] {
+        let list = Array(try realTips(commits))
+        var kept: [Oid] = []
+        for tip in list where !(try repo.isReachable(tip, fromAny: list.filter { $0 != tip })) {
+            kept.append(tip)
+        }
+        return kept.sorted()
+    }
+
+    /// The commits behind these, each join replaced by its parents (recursively).
+    private func realTips(_ commits: [Oid]) throws -> Set<Oid> {
         var tips: Set<Oid> = []
         var stack = commits
         while let c = stack.popLast() {
@@ -407,16 +417,21 @@ extension Store {
                 tips.insert(c)
             }
         }
-        let list = Array(tips)
-        var kept: [Oid] = []
-        for tip in list {
-            var covered = false
-            for other in list where other != tip {
-                if try repo.isDescendant(other, of: tip) { covered = true; break }
-            }
-            if !covered { kept.append(tip) }
-        }
-        return kept.sorted()
+        return tips
+    }
+
+    /// Whether `ours` already holds everything `theirs` stands for: `theirs` itself is in its
+    /// history, or every real tip behind the join `theirs` is. (A join of some of the tips another
+    /// join holds is no ancestor of it, but brings nothing: merging it would only make the same
+    /// join again.)
+    func covers(_ ours: Oid, _ theirs: Oid) throws -> Bool {
+        if try repo.isReachable(theirs, fromAny: [ours]) { return true }
+        // Two joins of the same tips with different trees (merged in orders that came out
+        // differently): not the same, so they merge and end on one join.
+        let (a, b) = (try repo.commit(ours), try repo.commit(theirs))
+        if a.author.email == Self.joinEmail, b.author.email == Self.joinEmail, a.parents == b.parents, a.tree != b.tree { return false }
+        for tip in try realTips([theirs]) where !(try repo.isReachable(tip, fromAny: [ours])) { return false }
+        return true
     }
 
     /// One side's version of `path`, credited to the device whose commit made it.
