@@ -38,10 +38,12 @@ let package = Package(
             dependencies: [.product(name: "SystemPackage", package: "swift-system")]
         ),
         // inotify, recursive watches, rescans, debounce. Knows nothing of git.
+        // statfs(2)'s file system type: one inline C function.
+        .target(name: "CFileSystemType"),
         .target(
             name: "Watcher",
             dependencies: [
-                "FileSystem",
+                "FileSystem", "CFileSystemType",
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),

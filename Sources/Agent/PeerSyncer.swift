@@ -85,6 +85,7 @@ final class PeerSyncer: Sendable {
     func run() async {
         var backoff: Duration = .seconds(1)
         var refWatcher: Watcher?
+        let refsWatchable = link.localGitDir.map(LocalFileSystem.seesEveryChange(at:)) ?? false
         // Nobody pulls from a hub: what changes here must be pushed, so local commits, merges from
         // direct peers and conflict records ring the bell too.
         let listener: Task<Void, Never>? = link.hub ? Task { [doorbell, engine] in
@@ -100,7 +101,11 @@ final class PeerSyncer: Sendable {
             let ok = await round() == nil
             backoff = ok ? .seconds(1) : min(backoff * 2, maxBackoff)
             // An open notify channel rings when the peer's refs move: no request while nothing does.
-            let poll: Duration = channel?.isListening == true ? .seconds(86_400) : .seconds(link.pollSeconds)
+            // So does inotify on the refs of a store on this machine's disks (a hub on a path: with
+            // many devices, their polls were most of the work); a slow safety poll stays, for a
+            // watch that lost its directory.
+            let poll: Duration = channel?.isListening == true ? .seconds(86_400)
+                : refWatcher != nil && refsWatchable ? .seconds(max(link.pollSeconds, 60)) : .seconds(link.pollSeconds)
             let wait = ok ? poll : min(backoff, poll)
             if !ok, snapshot.offline {
                 await waitForReturn(upTo: wait)
