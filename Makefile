@@ -48,12 +48,15 @@ soak-reconcile: build
 	FULL=1 bash e2e/test_reconcile_table.sh
 
 # The long randomized convergence run (e2e/convergence.py): SEED, ROUNDS, DEVICES (3..5) and
-# TOPOLOGY (mesh|star) come from make variables or the environment. A failing seed belongs in
+# TOPOLOGY (mesh|star) come from make variables or the environment; then HUB_DEVICES (24) devices
+# through one hub for HUB_ROUNDS (8). A failing seed belongs in
 # e2e/convergence-seeds.txt, which `make e2e` replays (e2e/test_convergence.sh).
 # Then the long transfer matrix (soak-transfer).
 soak: build soak-reconcile
 	python3 e2e/convergence.py --binary $(BIN) --seed $${SEED:-$$(date +%s)} --rounds $${ROUNDS:-20} \
 		--devices $${DEVICES:-4} --topology $${TOPOLOGY:-mesh}
+	python3 e2e/convergence.py --binary $(BIN) --seed $${SEED:-$$(date +%s)} --rounds $${HUB_ROUNDS:-8} \
+		--devices $${HUB_DEVICES:-24} --topology hub
 	$(SOAK_TRANSFER)
 
 # Phone -> watch over every transport (path, file://, git daemon, ssh, http, hub) with the heaviest

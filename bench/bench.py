@@ -391,7 +391,7 @@ def pct(xs, p):
 
 
 def bench_latency(syncagent, tmp, rows, notes, agents):
-    log(f"1/9 change->commit latency: {LATENCY_FILES} files, {LATENCY_CHANGES} changes, debounce {DEBOUNCE_MS} ms")
+    log(f"1/10 change->commit latency: {LATENCY_FILES} files, {LATENCY_CHANGES} changes, debounce {DEBOUNCE_MS} ms")
     base = os.path.join(tmp, "latency")
     os.makedirs(base)
     agent = Agent(syncagent, base, "latency")
@@ -438,7 +438,7 @@ def bench_latency(syncagent, tmp, rows, notes, agents):
 
 
 def bench_bulk(syncagent, tmp, rows, notes, agents):
-    log(f"2/9 bulk commit of {BULK_FILES} files made while the agent is stopped")
+    log(f"2/10 bulk commit of {BULK_FILES} files made while the agent is stopped")
     base = os.path.join(tmp, "bulk")
     os.makedirs(base)
     agent = Agent(syncagent, base, "bulk")
@@ -471,7 +471,7 @@ def bench_bulk(syncagent, tmp, rows, notes, agents):
 
 
 def bench_big_tree(syncagent, tmp, rows, notes, agents):
-    log(f"5/9 a {BIG_FILES}-file tree: initial commit, {BIG_CHANGES} single changes, each synced to a watch; "
+    log(f"5/10 a {BIG_FILES}-file tree: initial commit, {BIG_CHANGES} single changes, each synced to a watch; "
         f"writing the files")
     base = os.path.join(tmp, "big")
     os.makedirs(base)
@@ -578,7 +578,7 @@ def bench_big_tree(syncagent, tmp, rows, notes, agents):
 
 def bench_huge(syncagent, tmp, rows, notes, agents):
     mib = HUGE_BYTES >> 20
-    log(f"6/9 a {mib} MiB file committed on the phone and synced to the watch")
+    log(f"6/10 a {mib} MiB file committed on the phone and synced to the watch")
     base = os.path.join(tmp, "huge")
     os.makedirs(base)
     phone, watch = make_pair(syncagent, base, "huge", agents)
@@ -665,7 +665,7 @@ def disk_bytes(path):
 
 
 def bench_store(syncagent, tmp, rows, notes, agents):
-    log(f"9/9 the store of a {BIG_FILES}-file tree after {STORE_EDITS} edits (one commit each), "
+    log(f"9/10 the store of a {BIG_FILES}-file tree after {STORE_EDITS} edits (one commit each), "
         f"against the same history after `git gc --aggressive`")
     base = os.path.join(tmp, "store")
     os.makedirs(base)
@@ -793,7 +793,7 @@ def hub_latencies(syncagent, base, label, url, hub_lines, poll, env, agents):
 
 
 def bench_hub(syncagent, tmp, rows, notes, agents):
-    log(f"7/9 phone -> watch through a hub served by git daemon on loopback ({HUB_CHANGES} changes)")
+    log(f"7/10 phone -> watch through a hub served by git daemon on loopback ({HUB_CHANGES} changes)")
     base = os.path.join(tmp, "hub")
     os.makedirs(os.path.join(base, "srv"))
     git(["init", "-q", "--bare", os.path.join(base, "srv", "family.git")])
@@ -817,6 +817,27 @@ def bench_hub(syncagent, tmp, rows, notes, agents):
     notes.append(f"hub: {HUB_CHANGES} changes; git = commit, `git push` to the hub, `git pull` in a clone, by hand "
                  f"at once (no polling); the watch agent learns of the phone's push only by polling the hub every "
                  f"second, so about 0.5 s of its time is waiting; agent min/max {min(a_lat)*1e3:.0f}/{max(a_lat)*1e3:.0f} ms")
+
+
+def bench_many(syncagent, tmp, rows, notes, agents):
+    """Many devices through one hub on a path (bench/many.py): the burst's settle time, CPU and
+    commits for 6, 12, 24 and 50 devices, and how each grows with N."""
+    import many
+    counts = [int(x) for x in os.environ.get("MANY_DEVICES", "6,12,24,50").split(",")]
+    results = []
+    for n in counts:
+        log(f"10/10 {n} devices through one hub: 3 new files each, at once")
+        results.append(many.run_one(syncagent, tmp, n, agents))
+    many_table.extend(results)
+    first, last = results[0], results[-1]
+    if len(results) > 1:
+        grow = last["n"] / first["n"]
+        notes.append(f"many devices: from {first['n']} to {last['n']} devices ({grow:.1f}x): settle x{last['main_s'] / first['main_s']:.1f}, "
+                     f"CPU x{last['cpu_s'] / max(first['cpu_s'], 0.01):.1f}, commits x{last['commits'] / max(first['commits'], 1):.1f} "
+                     f"(linear would be x{grow:.1f} for CPU and commits)")
+
+
+many_table = []
 
 
 def start_bench_sshd(base):
@@ -856,7 +877,7 @@ def start_bench_sshd(base):
 
 
 def bench_hub_ssh(syncagent, tmp, rows, notes, agents):
-    log(f"8/9 phone -> watch through an ssh hub with notify = \"ssh\" ({HUB_CHANGES} changes)")
+    log(f"8/10 phone -> watch through an ssh hub with notify = \"ssh\" ({HUB_CHANGES} changes)")
     base = os.path.join(tmp, "hubssh")
     os.makedirs(os.path.join(base, "srv"))
     hub = os.path.join(base, "srv", "family.git")
@@ -997,7 +1018,7 @@ def open_conflicts(agent):
 
 
 def bench_propagation(syncagent, tmp, rows, notes, agents):
-    log(f"3/9 phone->watch propagation: {PROPAGATION_FILES} files, {PROPAGATION_CHANGES} changes, "
+    log(f"3/10 phone->watch propagation: {PROPAGATION_FILES} files, {PROPAGATION_CHANGES} changes, "
         f"debounce {DEBOUNCE_MS} ms")
     base = os.path.join(tmp, "propagation")
     os.makedirs(base)
@@ -1055,7 +1076,7 @@ def bench_propagation(syncagent, tmp, rows, notes, agents):
 
 
 def bench_sync(syncagent, tmp, rows, notes, agents):
-    log(f"4/9 sync of {SYNC_FILES} modified files phone->watch, {SYNC_ROUNDS} rounds "
+    log(f"4/10 sync of {SYNC_FILES} modified files phone->watch, {SYNC_ROUNDS} rounds "
         f"(watch stopped while the phone commits them)")
     base = os.path.join(tmp, "sync")
     os.makedirs(base)
@@ -1189,7 +1210,7 @@ def main():
         only = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))
         for name, row in [("latency", bench_latency), ("bulk", bench_bulk), ("propagation", bench_propagation),
                           ("sync", bench_sync), ("big", bench_big_tree), ("huge", bench_huge), ("hub", bench_hub),
-                          ("hubssh", bench_hub_ssh), ("store", bench_store)]:
+                          ("hubssh", bench_hub_ssh), ("store", bench_store), ("many", bench_many)]:
             if (not only and os.environ.get("PEERS") != "only") or name in only:
                 row(syncagent, tmp, rows, notes, agents)
         if os.environ.get("PEERS") in ("1", "only") or "peers" in only:
@@ -1222,6 +1243,12 @@ def main():
     if peer_table:
         import peers
         peers.print_table(*peer_table)
+    if many_table:
+        import many
+        print()
+        print("  many devices through one hub on a path (poll_seconds = 1, debounce 100 ms), each writes 3 new files at once;")
+        print("  targets: the same main within a few seconds, agents' CPU under 1 s per device, commits ~1 per device")
+        print(many.table(many_table))
     print()
     print("git CLI = modify, then `git add -A && git commit -q -m x` in a plain repo with the same files;")
     print("times end when refs/heads/main moves (polled every ~1 ms). p99 of 50 samples is the largest.")

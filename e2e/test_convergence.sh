@@ -3,7 +3,7 @@
 # one fixed extra seed, each for 2 rounds on 3 devices, mesh and star in turn (e2e/convergence.py does
 # the work and states the invariants; `make soak` is the long run), then one fixed seed with --policy
 # (per-path [[rule]]s on every device, the last one receive-only; 2 rounds, 3 devices, mesh), then the
-# hub seeds (5 devices through one bare repository). Exit
+# hub seeds (5 devices through one bare repository) and one fixed seed with 12 devices through a hub. Exit
 # status non-zero when any seed fails; each failure prints `FAILED seed=N round=R: reason`, the kept
 # temp dir and the agents' logs. Every seed runs every time; e2e/run.sh gives this test 8 minutes.
 set -uo pipefail
@@ -16,6 +16,7 @@ command -v python3 >/dev/null || { echo "python3 is needed by the convergence su
 
 EXTRA_SEED=20261122
 POLICY_SEED=20261123
+MANY_SEED=20261125   # 12 devices through one hub, 2 rounds
 
 # A line "N" is a plain seed; "N policy TOPOLOGY DEVICES ROUNDS" replays a seed of the --policy mode;
 # "N hub DEVICES ROUNDS" a seed of --topology hub (every device meets the others through a bare repo).
@@ -31,6 +32,7 @@ while read -r seed kind rest; do
 done < <(sed 's/#.*//' "$here/convergence-seeds.txt" | awk 'NF')
 seeds+=("$EXTRA_SEED")
 policy+=("$POLICY_SEED mesh 3 2")
+hub+=("$MANY_SEED 12 2")
 
 # Every seed runs, every time (a regression seed that is skipped proves nothing). A failing seed
 # fails fast: quiescence gets 40 s here (the soak run gives 120 s).

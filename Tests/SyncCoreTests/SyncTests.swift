@@ -88,29 +88,45 @@ final class TwoDevices {
         #expect(try t.watch.pull(from: t.phone).action == .upToDate)
     }
 
-    @Test func crossedMergesWithEqualTreesJoinInOneCommit() throws {
+    @Test func crossedCleanMergesAreOneJoinCommit() throws {
         let t = try TwoDevices()
         try t.phone.write("p", "1")
         try t.phone.commit("p")
         try t.watch.write("w", "2")
         try t.watch.commit("w")
+        let phoneTip = try t.phone.store.head()!, watchTip = try t.watch.store.head()!
         try Store.fetch(gitDir: t.phone.gitDir, data: t.phone.data, peer: "watch", url: "file://\(t.watch.gitDir)")
         try Store.fetch(gitDir: t.watch.gitDir, data: t.watch.data, peer: "phone", url: "file://\(t.phone.gitDir)")
-        // Both merge at once: two different merge commits with the same tree.
+        // Both merge at once, nothing to decide: the very same join commit, whose parents are the two tips.
         #expect(try t.phone.store.integrate(peer: "watch").action == .merged)
         #expect(try t.watch.store.integrate(peer: "phone").action == .merged)
-        let phoneMerge = try t.phone.store.head()!, watchMerge = try t.watch.store.head()!
-        // Both join the two equal histories at once: the very same commit, which keeps both merges.
-        try Store.fetch(gitDir: t.phone.gitDir, data: t.phone.data, peer: "watch", url: "file://\(t.watch.gitDir)")
-        try Store.fetch(gitDir: t.watch.gitDir, data: t.watch.data, peer: "phone", url: "file://\(t.phone.gitDir)")
-        #expect(try t.phone.store.integrate(peer: "watch").action == .adoptedEqualTree)
-        #expect(try t.watch.store.integrate(peer: "phone").action == .adoptedEqualTree)
         #expect(try t.phone.store.head() == t.watch.store.head())
-        let parents = try t.phone.store.commitInfo(try t.phone.store.head()!).parents
-        #expect(Set(parents) == [phoneMerge, watchMerge])
+        let join = try t.phone.store.commitInfo(try t.phone.store.head()!)
+        #expect(Set(join.parents) == [phoneTip, watchTip])
+        #expect(join.author.email == Store.joinEmail)
         // Nothing more to do on either side.
         #expect(try t.phone.pull(from: t.watch).action == .upToDate)
         #expect(try t.watch.pull(from: t.phone).action == .upToDate)
+    }
+
+    @Test func aJoinOfTipsMainHoldsIsNothingNew() throws {
+        // Three devices: the watch joins phone + tablet, the phone then joins all three. The watch's
+        // partial join is no ancestor of the phone's, but brings nothing: up to date, no new merge.
+        let t = try TwoDevices()
+        let tablet = try TwoDevices.Device("tablet", root: t.root)
+        try t.phone.write("p", "1"); try t.phone.commit("p")
+        try t.watch.write("w", "2"); try t.watch.commit("w")
+        try tablet.write("t", "3"); try tablet.commit("t")
+        #expect(try t.watch.pull(from: tablet).action == .merged)
+        #expect(try t.phone.pull(from: t.watch).action == .merged)
+        #expect(try t.phone.pull(from: tablet).action == .upToDate)
+        let watchJoin = try t.watch.store.head()!
+        try t.watch.write("w2", "4"); try t.watch.commit("w2")
+        #expect(try t.phone.pull(from: t.watch).action == .merged)
+        let head = try t.phone.store.head()!
+        #expect(try !t.phone.store.commitInfo(head).parents.contains(watchJoin))
+        #expect(try t.phone.store.covers(head, watchJoin))
+        #expect(t.phone.read("t") == "3" && t.phone.read("w2") == "4" && t.phone.read("p") == "1")
     }
 
     @Test func sameFileChangedOnBothIsOneRecordWithTheSameIdAndNewerBytes() throws {
