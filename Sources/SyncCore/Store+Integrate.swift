@@ -165,11 +165,13 @@ extension Store {
                 try moveRef(Store.mainRef, to: only, expected: ours, message: "syncagent: adopt \(peer)'s equal history")
                 return SyncOutcome(action: .adoptedEqualTree, head: only)
             }
-            var time: Int64 = 0
-            for tip in tips { time = max(time, try repo.commit(tip).author.time) }
-            let sig = Signature(name: "syncagent", email: Self.joinEmail, time: time)
-            let join = try repo.createCommit(tree: ourTree, parents: tips, author: sig, committer: sig,
-                                             message: "syncagent: join equal histories\n", updateRef: nil)
+            var join = try makeJoin(tips: tips, tree: ourTree)
+            // A join of the very same tips and files made with other words (an agent of another
+            // version): the smaller id, on every device.
+            for other in [ours, theirs] where other < join {
+                let info = try repo.commit(other)
+                if info.author.email == Self.joinEmail, info.parents == tips, info.tree == ourTree { join = other }
+            }
             guard join != ours else { return SyncOutcome(action: .upToDate, head: ours) }
             try moveRef(Store.mainRef, to: join, expected: ours, message: "syncagent: join \(peer)'s equal history")
             return SyncOutcome(action: .adoptedEqualTree, head: join)
@@ -384,11 +386,18 @@ extension Store {
         for change in changes where try repo.entry(at: change.path, inTree: theirTree) != change.new { return nil }
         let tips = try joinTips([ours, theirs])
         guard tips.count > 1 else { return nil }
+        return try makeJoin(tips: tips, tree: tree)
+    }
+
+    /// The join commit of these tips with this tree: the same bytes on every device (sorted
+    /// parents, fixed signature and message, the latest of the tips' times). Every join, of equal
+    /// trees or of a merge with nothing to decide, has the same message: one id for one content.
+    private func makeJoin(tips: [Oid], tree: Oid) throws -> Oid {
         var time: Int64 = 0
         for tip in tips { time = max(time, try repo.commit(tip).author.time) }
         let sig = Signature(name: "syncagent", email: Self.joinEmail, time: time)
         return try repo.createCommit(tree: tree, parents: tips, author: sig, committer: sig,
-                                     message: "syncagent: join \(tips.count) histories\n", updateRef: nil)
+                                     message: "syncagent: join equal histories\n", updateRef: nil)
     }
 
     /// The author email of join commits: a device name never holds a '.', so no device's own.
@@ -429,7 +438,10 @@ extension Store {
         // Two joins of the same tips with different trees (merged in orders that came out
         // differently): not the same, so they merge and end on one join.
         let (a, b) = (try repo.commit(ours), try repo.commit(theirs))
-        if a.author.email == Self.joinEmail, b.author.email == Self.joinEmail, a.parents == b.parents, a.tree != b.tree { return false }
+        // Two joins of the same tips and files but other bytes (another version's message): the
+        // smaller id is kept everywhere, so the larger one is not covered.
+        if a.author.email == Self.joinEmail, b.author.email == Self.joinEmail, a.parents == b.parents,
+           a.tree != b.tree || theirs < ours { return false }
         for tip in try realTips([theirs]) where !(try repo.isReachable(tip, fromAny: [ours])) { return false }
         return true
     }
