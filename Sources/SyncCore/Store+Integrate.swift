@@ -188,7 +188,9 @@ extension Store {
             let path = conflict.path
             let ourSide = try side(of: path, tip: ours, tree: ourTree)
             let theirSide = try side(of: path, tip: theirs, tree: theirTree)
-            if ourSide.device == theirSide.device {
+            // (Not when the content was first seen in a join: "syncagent" is no device, and two
+            // devices' versions behind two joins are a real conflict.)
+            if ourSide.device == theirSide.device, try repo.commit(ourSide.commit).author.email != Self.joinEmail {
                 // Both versions come from one device: its later edit is what it meant.
                 let later = (ourSide.time, ourSide.commit.hex) >= (theirSide.time, theirSide.commit.hex) ? ourSide : theirSide
                 try settle(merge, path, take: later.isDirectory ? .directory : .entry(later.entry))
