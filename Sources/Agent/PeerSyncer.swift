@@ -228,8 +228,10 @@ final class PeerSyncer: Sendable {
             }
             if link.hub {
                 let (gitDir, data, hub, url, device, auth) = (config.storePath, config.data, link.name, link.fetchURL, config.device, link.auth)
+                let local = link.localGitDir
                 let devices = try await FetchRunner.perform(label: "fetch-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
-                    try Store.hubFetch(gitDir: gitDir, data: data, hub: hub, url: url, device: device, auth: auth, shouldCancel: cancel)
+                    try Store.hubFetch(gitDir: gitDir, data: data, hub: hub, url: url, device: device, localGitDir: local,
+                                       auth: auth, shouldCancel: cancel)
                 }
                 merges = devices.map { Store.hubPeer(hub, device: $0) }
             } else {
@@ -254,6 +256,10 @@ final class PeerSyncer: Sendable {
             $0.offline = false
         }
         var problem: PeerProblem?
+        // Many devices with new work (a burst through the hub): one merge of all that joins cleanly.
+        if link.hub, let folded = await engine.integrateFolded(hub: link.name, devices: merges.map { String($0.dropFirst(link.name.count + 1)) }) {
+            if let why = await merge(folded.peer, result: folded.result) { problem = why }
+        }
         for peer in merges {
             if let why = await merge(peer) { problem = problem ?? why }
         }
@@ -270,8 +276,10 @@ final class PeerSyncer: Sendable {
     }
 
     /// Merges what was fetched from `peer` (a direct peer, or a device seen through the hub).
-    private func merge(_ peer: String) async -> PeerProblem? {
-        switch await engine.integrate(peer: peer) {
+    private func merge(_ peer: String, result: SyncEngine.IntegrateResult? = nil) async -> PeerProblem? {
+        let integrated: SyncEngine.IntegrateResult
+        if let result { integrated = result } else { integrated = await engine.integrate(peer: peer) }
+        switch integrated {
         case .done(let outcome):
             switch outcome.action {
             case .upToDate: break
@@ -411,8 +419,11 @@ final class PeerSyncer: Sendable {
         guard let gitDir = link.localGitDir else { return nil }
         // Its own refs only (main and the conflict records): never refs/remotes, which changes when
         // it fetches from us, or two idle agents would wake each other for ever.
-        guard let watcher = try? Watcher(root: gitDir.appending("refs"), quiet: .milliseconds(10),
-                                         maxDelay: .milliseconds(50),
+        // A hub's refs move once per device that pushes: with many devices, a burst is dozens of
+        // pushes within a second, taken in a few rounds rather than one round each.
+        let (quiet, most): (Duration, Duration) = link.hub ? (.milliseconds(40), .milliseconds(250)) : (.milliseconds(10), .milliseconds(50))
+        guard let watcher = try? Watcher(root: gitDir.appending("refs"), quiet: quiet,
+                                         maxDelay: most,
                                          ignore: { $0.string == "remotes" || $0.string == "tags" }) else { return nil }
         let bell = doorbell
         watcher.start()

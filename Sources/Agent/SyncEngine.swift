@@ -320,6 +320,16 @@ actor SyncEngine {
 
     /// Merges the fetched `main` of `peer`: local changes first, then the merge, then the paths
     /// the apply step found changed on disk are committed as local changes.
+    /// A hub's devices with new commits: those that join cleanly are merged in one step
+    /// (`Store.foldJoins`, then one integrate of the fold). Nil when there was nothing to fold;
+    /// the devices are merged one by one afterwards either way (what was folded is then up to date).
+    func integrateFolded(hub: String, devices: [String]) async -> (peer: String, result: IntegrateResult)? {
+        guard devices.count > 1, rootIsPresent() else { return nil }
+        await commitPendingLocal()
+        guard let peer = try? store.foldJoins(hub: hub, devices: devices) else { return nil }
+        return (peer, await integrate(peer: peer))
+    }
+
     func integrate(peer: String) async -> IntegrateResult {
         defer { progress.finish(Store.mergeTask) }  // also when it fails half-way
         guard rootIsPresent() else { return .paused(DeletionHold.rootMissing(config.data).message) }

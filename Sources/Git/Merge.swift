@@ -118,6 +118,40 @@ extension Repository {
         return MergeResult(handle: out!, repository: self)
     }
 
+    /// Three-way merges two trees in memory over `ancestor` (nil: the empty tree), no rename
+    /// detection: for merges whose common version is known (a fold of many devices' tips).
+    public func mergeTrees(ancestor: Oid?, ours: Oid, theirs: Oid) throws(GitError) -> MergeResult {
+        func lookup(_ id: Oid) throws(GitError) -> OpaquePointer? {
+            var tree: OpaquePointer?
+            var raw = id.raw
+            try check(git_tree_lookup(&tree, handle, &raw), "git_tree_lookup(\(id))")
+            return tree
+        }
+        let base = try ancestor.map { id throws(GitError) in try lookup(id) } ?? nil
+        defer { git_tree_free(base) }
+        let ourTree = try lookup(ours)
+        defer { git_tree_free(ourTree) }
+        let theirTree = try lookup(theirs)
+        defer { git_tree_free(theirTree) }
+        var opts = git_merge_options()
+        try check(git_merge_options_init(&opts, UInt32(GIT_MERGE_OPTIONS_VERSION)), "git_merge_options_init")
+        opts.flags = 0
+        var out: OpaquePointer?
+        try check(git_merge_trees(&out, handle, base, ourTree, theirTree, &opts), "git_merge_trees(\(ours), \(theirs))")
+        return MergeResult(handle: out!, repository: self)
+    }
+
+    /// The best common ancestor of all these commits, or nil when there is none.
+    public func mergeBase(of commits: [Oid]) throws(GitError) -> Oid? {
+        guard commits.count > 1 else { return commits.first }
+        var out = git_oid()
+        let raws = commits.map(\.raw)
+        let rc = raws.withUnsafeBufferPointer { git_merge_base_octopus(&out, handle, $0.count, $0.baseAddress) }
+        if rc == GitError.Code.notFound { return nil }
+        try check(rc, "git_merge_base_octopus")
+        return Oid(out)
+    }
+
     /// Writes a blob from bytes.
     public func createBlob(_ bytes: [UInt8]) throws(GitError) -> Oid {
         var out = git_oid()

@@ -67,15 +67,45 @@ extension Store {
     /// Fetches every device's branch and conflict records from the hub and points each device's
     /// tracking refs at them. Returns the other devices seen, the one whose `main` covers the most
     /// first (`mergeOrder`). An empty hub is no error.
-    public static func hubFetch(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String,
+    public static func hubFetch(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String, localGitDir: FilePath? = nil,
                                 auth: RemoteAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws(GitError) -> [String] {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
+        if let localGitDir {
+            try copyFromLocalHub(repo, gitDir: gitDir, hub: hub, source: localGitDir, shouldCancel: shouldCancel)
+            return try mergeOrder(repo, hub: hub, devices: try hubDevices(repo, hub: hub, device: device, updateTracking: true))
+        }
         try durably(gitDir: gitDir) { () throws(GitError) in
             try repo.fetch(url: url, refspecs: ["+refs/heads/devices/*:refs/hubs/\(hub)/heads/*",
                                                 "+refs/syncagent/devices/*:refs/hubs/\(hub)/records/*"],
                            auth: auth, shouldCancel: shouldCancel)
         }
         return try mergeOrder(repo, hub: hub, devices: try hubDevices(repo, hub: hub, device: device, updateTracking: true))
+    }
+
+    /// A hub on this machine, like a path peer (`Store.fetch`): its devices' branches and records
+    /// read straight from its refs, only the objects this store lacks copied (no pack built and
+    /// indexed per fetch: with many devices, every push meant one such fetch on every device),
+    /// the refs moved once the copies are durable.
+    private static func copyFromLocalHub(_ repo: Repository, gitDir: FilePath, hub: String, source path: FilePath,
+                                         shouldCancel: @escaping () -> Bool) throws(GitError) {
+        let source = try Repository.openForReading(gitDir: path)
+        var wanted: [(ref: String, tip: Oid)] = []
+        for (name, tip) in try source.references(matching: "refs/heads/devices/*") {
+            wanted.append((hubBranch(hub, String(name.dropFirst("refs/heads/devices/".count))), tip))
+        }
+        for (name, tip) in try source.references(matching: "refs/syncagent/devices/*") {
+            wanted.append(("refs/hubs/\(hub)/records/" + name.dropFirst("refs/syncagent/devices/".count), tip))
+        }
+        var moved: [(ref: String, tip: Oid)] = []
+        for item in wanted where try repo.resolveReference(item.ref) != item.tip { moved.append(item) }
+        guard !moved.isEmpty else { return }
+        let report = try repo.copyMissingObjects(from: source, tips: moved.map(\.tip), progress: { _ in !shouldCancel() })
+        let onlyLoose = report.packs == 0 && report.wholePacks == 0 && report.looseIds.count == report.objects
+        if report.objects > 0, !(onlyLoose && Durability.flushFiles(report.looseIds.map(repo.looseObjectPath),
+                                                                    andDirectories: [gitDir.appending("objects")])) {
+            Durability.flushFileSystem(containing: gitDir)
+        }
+        for item in moved { try repo.setReference(item.ref, to: item.tip, message: "syncagent: copy from \(hub)") }
     }
 
     /// The order to merge the devices in: a join of many devices' work first (it covers the most;

@@ -110,8 +110,10 @@ extension Store {
     /// reads and an ancestry check per peer, not a load and a rewrite of every record.
     private func alreadyHeld(peer: String, theirBookTip: Oid?) throws -> SyncOutcome? {
         let ours = try head()
-        if let theirs = try repo.resolveReference(Self.trackingRef(peer)) {
+        if let theirs = try repo.resolveReference(Self.trackingRef(peer)), !coveredByMain.contains(theirs) {
             guard let ours, try covers(ours, theirs) else { return nil }
+            if coveredByMain.count > 100_000 { coveredByMain.removeAll() }
+            coveredByMain.insert(theirs)
         }
         if let theirBookTip {
             guard let ourBookTip = try repo.resolveReference(ConflictBook.ref) else { return nil }
@@ -347,8 +349,12 @@ extension Store {
     /// result holds a directory there, with no conflict. Costs the two sides' changes.
     private func filesLostToDirectories(_ merge: MergeResult, ours: Oid, theirs: Oid, ourTree: Oid, theirTree: Oid) throws -> [FilePath] {
         let baseTree = try repo.mergeBase(ours, theirs).map { id throws in try repo.commit(id).tree }
+        return try filesLostToDirectories(merge, baseTree: baseTree, sides: [ourTree, theirTree])
+    }
+
+    private func filesLostToDirectories(_ merge: MergeResult, baseTree: Oid?, sides: [Oid]) throws -> [FilePath] {
         var lost: Set<FilePath> = []
-        for tree in [ourTree, theirTree] {
+        for tree in sides {
             for change in try repo.diffTrees(baseTree, tree) {
                 guard let new = change.new, new.mode != EntryMode.tree, !DirectoryMarker.isMarker(change.path) else { continue }
                 // (The merged index may even hold the file and the directory's files together;
@@ -376,6 +382,55 @@ extension Store {
             }
         }
         return dropped
+    }
+
+    /// The pseudo-peer whose tip is the fold of a hub's devices (`foldJoins`): "." is in no device name.
+    public static func foldedPeer(_ hub: String) -> String { "\(hub)/all.devices" }
+
+    /// Many devices through a hub, each with new commits (a burst): their tips that join cleanly
+    /// with `main` are folded into one join here, objects only (no ref moved, nothing applied),
+    /// so the data directory takes them in one apply instead of one merge and apply per device.
+    /// A tip that does not join cleanly (a conflict, a file lost to a directory, a directory
+    /// marker to drop) is left out: it is merged on its own afterwards, as before. Returns the
+    /// pseudo-peer to integrate (`foldedPeer`, tracking the fold), or nil when fewer than two tips
+    /// were folded.
+    public func foldJoins(hub: String, devices: [String]) throws -> String? {
+        guard let ours = try head() else { return nil }
+        var tips: [Oid] = []
+        for device in devices {
+            guard let tip = try repo.resolveReference(Self.trackingRef(Self.hubPeer(hub, device: device))),
+                  !tips.contains(tip), !coveredByMain.contains(tip), try !covers(ours, tip) else { continue }
+            tips.append(tip)
+        }
+        guard tips.count > 1, let base = try repo.mergeBase(of: [ours] + tips) else { return nil }
+        // Every tip's changes since the common version, added one after the other: trees only.
+        let baseTree = try repo.commit(base).tree
+        var tree = try repo.commit(ours).tree
+        var folded: [Oid] = []
+        for tip in tips {
+            let tipTree = try repo.commit(tip).tree
+            let merge = try repo.mergeTrees(ancestor: baseTree, ours: tree, theirs: tipTree)
+            guard merge.conflicts.isEmpty,
+                  try filesLostToDirectories(merge, baseTree: baseTree, sides: [tree, tipTree]).isEmpty else { continue }
+            let merged = try merge.writeTree()
+            let changes = try repo.diffTrees(tree, merged)
+            guard try !dropStaleMarkers(merge, changes: changes) else { continue }
+            var whole = true
+            for change in changes where try repo.entry(at: change.path, inTree: tipTree) != change.new {
+                whole = false
+                break
+            }
+            guard whole else { continue }
+            tree = merged
+            folded.append(tip)
+        }
+        guard folded.count > 1 else { return nil }
+        let parents = try joinTips([ours] + folded)
+        guard parents.count > 1 else { return nil }
+        let join = try makeJoin(tips: parents, tree: tree)
+        let peer = Self.foldedPeer(hub)
+        try repo.setReference(Self.trackingRef(peer), to: join, message: "syncagent: \(folded.count) devices of \(hub) folded")
+        return peer
     }
 
     /// A merge with nothing to decide (no conflict, every path it changes taken whole from their
