@@ -110,7 +110,7 @@ public final class AgentService: Service, Sendable {
                     while !Task.isCancelled {
                         let next = await engine.care()
                         let bell = engine.careBell
-                        await withTaskCancellationHandler {
+                        _ = await withTaskCancellationHandler {
                             await bell.wait(upTo: next.map { max(.zero, $0 - .now) } ?? .seconds(3600))
                         } onCancel: {
                             bell.ring()  // the agent stops: no waiting for the next deadline

@@ -66,7 +66,7 @@ final class NotifyChannel: Sendable {
             set(.down(why))
             bell.ring()  // polling again, starting now
             // Until the next try, or until the peer answers again (`retryNow`), or the agent stops.
-            await withTaskCancellationHandler {
+            _ = await withTaskCancellationHandler {
                 await retry.wait(upTo: backoff)
             } onCancel: { [retry] in
                 retry.ring()

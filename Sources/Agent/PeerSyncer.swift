@@ -51,6 +51,8 @@ final class PeerSyncer: Sendable {
     private let stuck = Mutex<[FetchRunner.Attempt]>([])
     /// With `notify`: the program that says when the peer's refs move.
     private let channel: NotifyChannel?
+    /// Why the peer's refs cannot be watched (logged once per distinct reason).
+    private let refWatchProblem = Mutex<String?>(nil)
 
     init(link: PeerLink, config: Config, engine: SyncEngine, logger: Logger, known: PeerLedger.Entry?) {
         self.link = link
@@ -422,9 +424,20 @@ final class PeerSyncer: Sendable {
         // A hub's refs move once per device that pushes: with many devices, a burst is dozens of
         // pushes within a second, taken in a few rounds rather than one round each.
         let (quiet, most): (Duration, Duration) = link.hub ? (.milliseconds(40), .milliseconds(250)) : (.milliseconds(10), .milliseconds(50))
-        guard let watcher = try? Watcher(root: gitDir.appending("refs"), quiet: quiet,
-                                         maxDelay: most,
-                                         ignore: { $0.string == "remotes" || $0.string == "tags" }) else { return nil }
+        let watcher: Watcher
+        do {
+            watcher = try Watcher(root: gitDir.appending("refs"), quiet: quiet, maxDelay: most,
+                                  ignore: { $0.string == "remotes" || $0.string == "tags" })
+        } catch where error.errno != .noSuchFileOrDirectory {
+            // Told once: the peer is still fetched, every poll_seconds, and this is tried again each round.
+            let text = "peer \(link.name): \(error) Until then it is fetched every \(link.pollSeconds) s"
+                + (error.errno == .tooManyOpenFiles ? "; with many agents as one user, raise fs.inotify.max_user_instances (sysctl)." : ".")
+            if refWatchProblem.withLock({ old in defer { old = text }; return old != text }) { logger.warning("\(text)") }
+            return nil
+        } catch {
+            return nil  // its store is not there yet: tried again next round
+        }
+        refWatchProblem.withLock { $0 = nil }
         let bell = doorbell
         watcher.start()
         Task {
