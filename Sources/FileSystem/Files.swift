@@ -53,6 +53,13 @@ public enum Files {
         if rc != 0 { throw Errno(rawValue: errno) }
     }
 
+    /// `renameat2` with `RENAME_NOREPLACE`: throws `.fileExists` when `to` exists (appeared),
+    /// instead of replacing it.
+    public static func renameNoReplace(_ from: FilePath, to: FilePath) throws(Errno) {
+        let rc = from.withPlatformString { x in to.withPlatformString { y in linuxRenameat2(AT_FDCWD, x, AT_FDCWD, y, 1 /* RENAME_NOREPLACE */) } }
+        if rc != 0 { throw Errno(rawValue: errno) }
+    }
+
     /// Creates a directory and its missing parents. A non-directory in the way throws `.fileExists`.
     public static func makeDirectories(_ path: FilePath, mode: mode_t = 0o755) throws(Errno) {
         if let stat = try FileStat.of(path) {

@@ -42,7 +42,17 @@ struct DataDirectory: Sendable {
             return .localChange
         }
         do {
-            return .written(displaced: try place(new, at: path, repo: repo, counter: &counter, displace: item.replacing))
+            if item.replacing {
+                return .written(displaced: try place(new, at: path, repo: repo, counter: &counter, displace: true))
+            }
+            // What the check above saw may change before the new version lands (a program saving
+            // the file right then): the swap itself says what it replaced.
+            let expected = [item.change.old] + (item.unappliedOld.map { [$0] } ?? [])
+            let outcome = try place(new, at: path, repo: repo, counter: &counter, displace: false) { displaced in
+                expected.contains { fileHolds(displaced, $0, entry: item.entry) }
+            }
+            if case .keptNewer = outcome { return .localChange }
+            return .written(displaced: nil)
         } catch {
             return .failed(error)
         }
@@ -97,7 +107,11 @@ struct DataDirectory: Sendable {
             let isDirectory = (try? FileStat.of(root.pushing(DirectoryMarker.directory(of: path))))??.kind == .directory
             return isDirectory == (side != nil)
         }
-        let abs = root.pushing(path)
+        return fileHolds(root.pushing(path), side, entry: entry)
+    }
+
+    /// Whether the file or link at the absolute path `abs` holds exactly `side` (nil: nothing there).
+    func fileHolds(_ abs: FilePath, _ side: ConflictSide?, entry: IndexEntry?) -> Bool {
         guard let stat = try? FileStat.of(abs) else { return side == nil }
         guard let side else { return stat.kind == .directory }  // a directory is not a lost file
         if let entry, entry.oid == side.oid, entry.mode == side.mode, Store.statMatches(entry, stat) {
@@ -122,6 +136,57 @@ struct DataDirectory: Sendable {
     /// returned temporary name (for the caller to keep, then remove) instead of being dropped.
     @discardableResult
     func place(_ side: ConflictSide, at path: FilePath, repo: Repository, counter: inout UInt64, displace: Bool = false) throws(Errno) -> FilePath? {
+        if case .displaced(let kept) = try place(side, at: path, repo: repo, counter: &counter, displace: displace, verify: nil) {
+            return kept
+        }
+        return nil
+    }
+
+    /// Removes the file or link at `path`. With `expected`, the removal is checked by the move
+    /// itself: the file is first renamed aside, and when what was moved is none of `expected` (it
+    /// was written after the caller's check), it goes back (unless the path was written yet again)
+    /// and false is returned. True when removed (or already gone).
+    func remove(_ path: FilePath, expected: [ConflictSide?]?, entry: IndexEntry?, counter: inout UInt64) throws(Errno) -> Bool {
+        let target = root.pushing(path)
+        guard let expected else {
+            try Files.remove(target)
+            return true
+        }
+        guard let stat = try FileStat.of(target) else { return true }
+        guard stat.isStorable else {
+            try Files.remove(target)  // a directory left empty: Files.remove's own rules
+            return true
+        }
+        let aside = AgentTemporary.path(in: target.removingLastComponent(), counter: &counter)
+        try Files.rename(target, to: aside)
+        if expected.contains(where: { fileHolds(aside, $0, entry: entry) }) {
+            try? Files.remove(aside)
+            return true
+        }
+        do {
+            try Files.renameNoReplace(aside, to: target)
+        } catch where error == .fileExists {
+            try? Files.remove(aside)  // written again since: that newest version stays
+        }
+        return false
+    }
+
+    enum PlaceOutcome {
+        case placed
+        /// `displace`: what stood at the path, now at this temporary name.
+        case displaced(FilePath)
+        /// `verify` refused what the swap took out (written after the caller's check): it is back
+        /// at the path, and the new version is not there.
+        case keptNewer
+    }
+
+    /// `place`, and with `verify` the replacement is checked by the swap itself: a file or link at
+    /// the path is exchanged with the new version (`RENAME_EXCHANGE`), and when `verify` refuses
+    /// what came out, it goes straight back; an empty path takes the new version only if it is
+    /// still empty (`RENAME_NOREPLACE`). So bytes written between the caller's check and the swap
+    /// are never replaced.
+    func place(_ side: ConflictSide, at path: FilePath, repo: Repository, counter: inout UInt64, displace: Bool,
+               verify: ((FilePath) -> Bool)?) throws(Errno) -> PlaceOutcome {
         let target = root.pushing(path)
         let dir = target.removingLastComponent()
         // Never write through a link: a directory above the path that is now a symbolic link (not
@@ -151,10 +216,38 @@ struct DataDirectory: Sendable {
             if displace, let old = try FileStat.of(target), old.isStorable {
                 do {
                     try Files.exchange(temp, target)
-                    return temp
+                    return .displaced(temp)
                 } catch where error == .invalidArgument || error == .notSupported {
                     // A file system without RENAME_EXCHANGE: the bytes kept before the merge are
                     // what is kept; replace as usual.
+                }
+            }
+            if let verify {
+                if let old = try FileStat.of(target), old.isStorable {
+                    do {
+                        try Files.exchange(temp, target)
+                        if verify(temp) {
+                            try? Files.remove(temp)
+                            return .placed
+                        }
+                        // Written meanwhile: the newer bytes go back. (Written yet again between
+                        // the two swaps: those came out now, and they are the newest.)
+                        try Files.exchange(temp, target)
+                        if fileHolds(temp, side, entry: nil) { try? Files.remove(temp) } else { try Files.rename(temp, to: target) }
+                        return .keptNewer
+                    } catch where error == .invalidArgument || error == .notSupported {
+                        // No RENAME_EXCHANGE here: replace as usual.
+                    }
+                } else if (try FileStat.of(target)) == nil {
+                    do {
+                        try Files.renameNoReplace(temp, to: target)
+                        return .placed
+                    } catch where error == .fileExists {
+                        try? Files.remove(temp)
+                        return .keptNewer  // created meanwhile
+                    } catch where error == .invalidArgument || error == .notSupported {
+                        // No RENAME_NOREPLACE here: replace as usual.
+                    }
                 }
             }
             try Files.rename(temp, to: target)
@@ -162,6 +255,6 @@ struct DataDirectory: Sendable {
             try? Files.remove(temp)
             throw error
         }
-        return nil
+        return .placed
     }
 }

@@ -177,6 +177,7 @@ extension Store {
         let keptDirectories = Set(markers.filter { $0.new != nil }.map { DirectoryMarker.directory(of: $0.path) })
         // Removals first, deepest first, so a directory can become a file and a file a directory.
         let removals = changes.filter { $0.new == nil }.sorted { $1.path.precedesInBytes($0.path) }
+        var removalCounter: UInt64 = 1 << 60  // temporary names apart from the writers'
         for change in removals {
             let entry = index.entry(change.path)
             if obstacle(at: change.path) != nil {
@@ -190,11 +191,15 @@ extension Store {
             } else {
                 try keepAgainIfChanged(change.path)
                 do {
-                    try Files.remove(data.pushing(change.path))
-                    report.removed += 1
-                    report.touched.append(change.path)
-                    unapplied[change.path] = nil
-                    pruneEmptyParents(of: change.path, keeping: keptDirectories)
+                    let verify = !replace.contains(change.path)
+                    if try disk.remove(change.path, expected: verify ? [change.old] : nil, entry: entry, counter: &removalCounter) {
+                        report.removed += 1
+                        report.touched.append(change.path)
+                        unapplied[change.path] = nil
+                        pruneEmptyParents(of: change.path, keeping: keptDirectories)
+                    } else {
+                        report.localChanges.append(change.path)  // written after the check: kept
+                    }
                 } catch {
                     report.failures.append(ApplyFailure(path: change.path, errno: error))
                     if unapplied[change.path] == nil { unapplied[change.path] = change.old ?? Self.absent }
