@@ -87,7 +87,10 @@ final class PeerSyncer: Sendable {
     func run() async {
         var backoff: Duration = .seconds(1)
         var refWatcher: Watcher?
-        let refsWatchable = link.localGitDir.map(LocalFileSystem.seesEveryChange(at:)) ?? false
+        // Only a hub's: direct path peers in a mesh were seen to need their poll (the convergence
+        // suite's heals took 60 s with the safety poll; something a peer does is missed by the
+        // watch of its refs, not yet found), and the many-devices case is a hub's.
+        let refsWatchable = link.hub && (link.localGitDir.map(LocalFileSystem.seesEveryChange(at:)) ?? false)
         // Nobody pulls from a hub: what changes here must be pushed, so local commits, merges from
         // direct peers and conflict records ring the bell too.
         let listener: Task<Void, Never>? = link.hub ? Task { [doorbell, engine] in
@@ -108,7 +111,10 @@ final class PeerSyncer: Sendable {
             // watch that lost its directory.
             let poll: Duration = channel?.isListening == true ? .seconds(86_400)
                 : refWatcher != nil && refsWatchable ? .seconds(max(link.pollSeconds, 60)) : .seconds(link.pollSeconds)
-            let wait = ok ? poll : min(backoff, poll)
+            // A failed round is retried on the backoff, never later than `poll_seconds` (the
+            // once-a-minute safety poll of a watched store is for idle waits only).
+            let retry: Duration = channel?.isListening == true ? .seconds(86_400) : .seconds(link.pollSeconds)
+            let wait = ok ? poll : min(backoff, retry)
             if !ok, snapshot.offline {
                 await waitForReturn(upTo: wait)
             } else {
