@@ -223,6 +223,7 @@ final class PeerSyncer: Sendable {
         }
         let attempt = FetchRunner.Attempt()
         var merges = [link.name]
+        var hubDevices: [String] = []
         do {
             if link.localGitDir == nil { try await FetchRunner.probe(url: link.configuredURL, timeout: .seconds(5)) }
             // What this device committed goes out first: the other devices (told at once by their
@@ -241,6 +242,7 @@ final class PeerSyncer: Sendable {
                     try Store.hubFetch(gitDir: gitDir, data: data, hub: hub, url: url, device: device, localGitDir: local,
                                        auth: auth, shouldCancel: cancel)
                 }
+                hubDevices = devices
                 merges = devices.map { Store.hubPeer(hub, device: $0) }
             } else {
                 try await FetchRunner.fetch(gitDir: config.storePath, data: config.data, peer: link.name,
@@ -265,7 +267,7 @@ final class PeerSyncer: Sendable {
         }
         var problem: PeerProblem?
         // Many devices with new work (a burst through the hub): one merge of all that joins cleanly.
-        if link.hub, let folded = await engine.integrateFolded(hub: link.name, devices: merges.map { String($0.dropFirst(link.name.count + 1)) }) {
+        if link.hub, let folded = await engine.integrateFolded(hub: link.name, devices: hubDevices) {
             if let why = await merge(folded.peer, result: folded.result) { problem = why }
         }
         for peer in merges {

@@ -99,12 +99,7 @@ extension Store {
         var moved: [(ref: String, tip: Oid)] = []
         for item in wanted where try repo.resolveReference(item.ref) != item.tip { moved.append(item) }
         guard !moved.isEmpty else { return }
-        let report = try repo.copyMissingObjects(from: source, tips: moved.map(\.tip), progress: { _ in !shouldCancel() })
-        let onlyLoose = report.packs == 0 && report.wholePacks == 0 && report.looseIds.count == report.objects
-        if report.objects > 0, !(onlyLoose && Durability.flushFiles(report.looseIds.map(repo.looseObjectPath),
-                                                                    andDirectories: [gitDir.appending("objects")])) {
-            Durability.flushFileSystem(containing: gitDir)
-        }
+        try copyDurably(into: repo, gitDir: gitDir, from: source, tips: moved.map(\.tip), shouldCancel: shouldCancel)
         for item in moved { try repo.setReference(item.ref, to: item.tip, message: "syncagent: copy from \(hub)") }
     }
 

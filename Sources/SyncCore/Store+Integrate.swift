@@ -48,14 +48,7 @@ extension Store {
             let source = try Repository.openForReading(gitDir: localGitDir)
             let main = try source.resolveReference(Store.mainRef)
             let book = try source.resolveReference(ConflictBook.ref)
-            let report = try repo.copyMissingObjects(from: source, tips: [main, book].compactMap { $0 },
-                                                     progress: { _ in !shouldCancel() })
-            // A small copy wrote only loose files: those are flushed; anything else, the file system.
-            let onlyLoose = report.packs == 0 && report.wholePacks == 0 && report.looseIds.count == report.objects
-            if report.objects > 0, !(onlyLoose && Durability.flushFiles(report.looseIds.map(repo.looseObjectPath),
-                                                                        andDirectories: [gitDir.appending("objects")])) {
-                Durability.flushFileSystem(containing: gitDir)
-            }
+            try copyDurably(into: repo, gitDir: gitDir, from: source, tips: [main, book].compactMap { $0 }, shouldCancel: shouldCancel)
             if let main { try repo.setReference(trackingRef(peer), to: main, message: "syncagent: copy from \(peer)") }
             if let book { try repo.setReference(ConflictBook.peerRef(peer), to: book, message: "syncagent: copy from \(peer)") }
             return
@@ -64,6 +57,19 @@ extension Store {
             try repo.fetch(url: url, refspecs: ["+refs/heads/main:\(trackingRef(peer))",
                                                 "+\(ConflictBook.ref):\(ConflictBook.peerRef(peer))"],
                            auth: auth, shouldCancel: shouldCancel)
+        }
+    }
+
+    /// Copies the objects behind `tips` that this store lacks from a store on this machine, and
+    /// makes them durable before any ref may point at them: a small copy wrote only loose files,
+    /// and those are flushed; anything else, the file system.
+    static func copyDurably(into repo: Repository, gitDir: FilePath, from source: Repository, tips: [Oid],
+                            shouldCancel: @escaping () -> Bool) throws(GitError) {
+        let report = try repo.copyMissingObjects(from: source, tips: tips, progress: { _ in !shouldCancel() })
+        let onlyLoose = report.packs == 0 && report.wholePacks == 0 && report.looseIds.count == report.objects
+        if report.objects > 0, !(onlyLoose && Durability.flushFiles(report.looseIds.map(repo.looseObjectPath),
+                                                                    andDirectories: [gitDir.appending("objects")])) {
+            Durability.flushFileSystem(containing: gitDir)
         }
     }
 
@@ -414,13 +420,7 @@ extension Store {
                   try filesLostToDirectories(merge, baseTree: baseTree, sides: [tree, tipTree]).isEmpty else { continue }
             let merged = try merge.writeTree()
             let changes = try repo.diffTrees(tree, merged)
-            guard try !dropStaleMarkers(merge, changes: changes) else { continue }
-            var whole = true
-            for change in changes where try repo.entry(at: change.path, inTree: tipTree) != change.new {
-                whole = false
-                break
-            }
-            guard whole else { continue }
+            guard try !dropStaleMarkers(merge, changes: changes), try takesWhole(changes, from: tipTree) else { continue }
             tree = merged
             folded.append(tip)
         }
@@ -440,10 +440,17 @@ extension Store {
     /// commit instead of merging merges for ever (many devices through one hub). Nil when the
     /// merge is not that simple: a device-signed merge commit records it instead.
     private func cleanJoin(ours: Oid, theirs: Oid, tree: Oid, theirTree: Oid, changes: [TreeChange]) throws -> Oid? {
-        for change in changes where try repo.entry(at: change.path, inTree: theirTree) != change.new { return nil }
+        guard try takesWhole(changes, from: theirTree) else { return nil }
         let tips = try joinTips([ours, theirs])
         guard tips.count > 1 else { return nil }
         return try makeJoin(tips: tips, tree: tree)
+    }
+
+    /// Whether every path these changes touch is exactly what `tree` holds there (nothing made by
+    /// merging contents, nothing from the other side).
+    private func takesWhole(_ changes: [TreeChange], from tree: Oid) throws -> Bool {
+        for change in changes where try repo.entry(at: change.path, inTree: tree) != change.new { return false }
+        return true
     }
 
     /// The join commit of these tips with this tree: the same bytes on every device (sorted
