@@ -115,6 +115,13 @@ for from in phone watch car; do
     for d in "${DEVICES[@]}"; do wait_until same_file "$d" "c$n.txt" "$X/c$n"; done
 done
 log "three devices polled once an hour saw each change through the notify channel"
+# The next fetch and push of each device wait on the server already started (its login shell run),
+# one session per service and device, held in `head -c1` until used: no shell start in the way of
+# the next change. (Matched on the server side: `<shell> -c head -c1 ...`.)
+waiting() { pgrep -f -- "-c head -c1 >/dev/null && exec $1 " | wc -l; }
+three_waiting() { [ "$(waiting git-upload-pack)" = 3 ] && [ "$(waiting git-receive-pack)" = 3 ]; }
+wait_until three_waiting
+log "one fetch and one push per device wait on the server, started ahead"
 # Idle with the channel open: no fetch, no push. (Absence needs a window; a poll would come only
 # after an hour, so a quiet window cannot pass by luck, only fail on a real request.)
 settled() { mains_equal phone watch && mains_equal phone car; }
@@ -182,4 +189,7 @@ assert_contains "$e" "$S/empty_known_hosts" "the known_hosts file to fix"
 for d in refused unknown; do assert_contains "$(peer_get "$d" hub notify)" "down: " "$d's notify channel"; done
 log "a refused key and an unknown host key: each told, with the file or key to fix"
 for d in "${DEVICES[@]}" lost refused unknown; do stop_device "$d"; done
+# The agents take their sessions with them: nothing of theirs stays running on the server.
+none_waiting() { [ "$(waiting git-upload-pack)" = 0 ] && [ "$(waiting git-receive-pack)" = 0 ]; }
+wait_until none_waiting
 log "ok"

@@ -52,8 +52,10 @@ struct PeerLink: Sendable {
             // Fetches and pushes ride on the notify channel's connection: OpenSSH instead of libssh2.
             // A well-formed url libgit2 takes, naming this peer of this agent.
             let execURL = ExecTransport.scheme + "localhost/\(peer.name)/\(Self.shortHash(control ?? peer.url))"
+            // The server's shell runs `syncagent notify-changes`, so it runs plain commands: the
+            // next fetch and push are kept started ahead there.
             if let target, (try? ExecTransport.set(target.execTarget(identity: peer.identity, knownHosts: knownHosts,
-                                                                      controlPath: control), for: execURL)) != nil {
+                                                                      controlPath: control, warm: true), for: execURL)) != nil {
                 fetchURL = execURL
             }
         }

@@ -124,6 +124,9 @@ final class PeerSyncer: Sendable {
         refWatcher?.stop()
         notifier?.cancel()
         await notifier?.value
+        if link.fetchURL.hasPrefix(ExecTransport.scheme) {
+            ExecTransport.forget(url: link.fetchURL)  // the sessions started ahead end with the agent
+        }
         if let close = link.closeCommand {
             // The shared ssh connection goes with the agent, not 60 s later.
             _ = await onOwnThread("syncagent-ssh-exit") { () -> Bool in

@@ -17,9 +17,15 @@ public enum ExecTransport {
     public struct Target: Sendable, Equatable {
         public var command: [String]
         public var quotedPath: String
-        public init(command: [String], quotedPath: String) {
+        /// Keep one session of each service started ahead, waiting for its first byte: the next
+        /// fetch or push skips the server's session start (its login shell, ~90 ms on the test
+        /// machines). Only for a server whose shell runs plain commands (`notify = "ssh"`): a
+        /// forced command (gitolite) would refuse the waiting one.
+        public var warm: Bool
+        public init(command: [String], quotedPath: String, warm: Bool = false) {
             self.command = command
             self.quotedPath = quotedPath
+            self.warm = warm
         }
     }
 
@@ -35,6 +41,57 @@ public enum ExecTransport {
     }
 
     static func target(for url: String) -> Target? { targets.withLock { $0[url] } }
+
+    /// Sessions started ahead (`Target.warm`), one per url and service, each waiting in
+    /// `head -c1` for the byte that lets the service start. Taken by the next `*_LS` action;
+    /// refilled when the stream that used one is freed.
+    private static let waiting = Mutex<[String: Child]>([:])
+
+    /// Ends the sessions started ahead for `url` (the peer goes away with the agent).
+    public static func forget(url: String) {
+        let gone = waiting.withLock { w in
+            let keys = w.keys.filter { $0.hasPrefix(url + " ") }
+            return keys.compactMap { w.removeValue(forKey: $0) }
+        }
+        for child in gone { child.finish() }
+        targets.withLock { _ = $0.removeValue(forKey: url) }
+    }
+
+    /// The command that runs `service` on the server, or with `ahead` one that first waits for
+    /// one byte (`head -c1` reads no more than that: the service speaks first, so nothing else
+    /// is sent before it starts).
+    static func remoteCommand(_ target: Target, service: String, ahead: Bool) -> [String] {
+        target.command + [ahead ? "head -c1 >/dev/null && exec \(service) \(target.quotedPath)"
+                                : "\(service) \(target.quotedPath)"]
+    }
+
+    /// A session for `service` at `url`: the one started ahead when it is still healthy, else a
+    /// new one.
+    static func startSession(url: String, target: Target, service: String) throws(SpawnError) -> Child {
+        let key = url + " " + service
+        if target.warm, let ready = waiting.withLock({ $0.removeValue(forKey: key) }) {
+            var go: CChar = 0x0a
+            if ready.isWaiting(), ready.write(&go, 1) == 0 {
+                ready.refill = (url, service)
+                return ready
+            }
+            ready.finish()
+        }
+        let child = try Child(remoteCommand(target, service: service, ahead: false))
+        if target.warm { child.refill = (url, service) }
+        return child
+    }
+
+    /// Starts the next session of `service` ahead, after one was used.
+    static func startAhead(url: String, service: String) {
+        guard let target = target(for: url), target.warm,
+              let child = try? Child(remoteCommand(target, service: service, ahead: true)) else { return }
+        let replaced = waiting.withLock { w -> Child? in
+            defer { w[url + " " + service] = child }
+            return w[url + " " + service]
+        }
+        replaced?.finish()
+    }
 
     // libgit2 1.5 appends "://" itself, whatever its header says.
     private static let registered: Bool = git_transport_register(String(scheme.dropLast(3)), { out, owner, _ in
@@ -86,12 +143,10 @@ public enum ExecTransport {
         }
         let service = action == GIT_SERVICE_UPLOADPACK_LS || action == GIT_SERVICE_UPLOADPACK ? "git-upload-pack" : "git-receive-pack"
         let child: Child
-        do {
-            child = try Child(target.command + ["\(service) \(target.quotedPath)"])
-        } catch let error as SpawnError {
-            git_error_set_str(Int32(GIT_ERROR_SSH.rawValue), error.message)
-            return -1
+        do throws(SpawnError) {
+            child = try startSession(url: text, target: target, service: service)
         } catch {
+            git_error_set_str(Int32(GIT_ERROR_SSH.rawValue), error.message)
             return -1
         }
         let stream = UnsafeMutablePointer<syncagent_stream>.allocate(capacity: 1)
@@ -108,6 +163,7 @@ public enum ExecTransport {
             let own = UnsafeMutableRawPointer(stream).assumingMemoryBound(to: syncagent_stream.self)
             let child = Unmanaged<Child>.fromOpaque(own.pointee.owner)
             child.takeUnretainedValue().finish()
+            if let (url, service) = child.takeUnretainedValue().refill { ExecTransport.startAhead(url: url, service: service) }
             child.release()
             own.deinitialize(count: 1)
             own.deallocate()
@@ -124,8 +180,10 @@ public enum ExecTransport {
 
     /// The `ssh` process of one stream: its stdin and stdout are the protocol, its stderr goes to
     /// an unlinked temporary file (read when it fails: nothing can block on it).
-    final class Child {
+    final class Child: @unchecked Sendable {
         let pid: pid_t
+        /// Whose session to start ahead when this one is done (`Target.warm`).
+        var refill: (url: String, service: String)?
         let input: Int32
         let output: Int32
         let errors: Int32
@@ -200,6 +258,18 @@ public enum ExecTransport {
                 done += n
             }
             return 0
+        }
+
+        /// A session started ahead is still waiting: ssh runs, and nothing came out nor hung up.
+        func isWaiting() -> Bool {
+            guard ended == nil else { return false }
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                ended = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+                return false
+            }
+            var fd = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
+            return poll(&fd, 1, 0) == 0
         }
 
         /// After stdout ended: why ssh failed (its exit status and the end of what it said), or nil

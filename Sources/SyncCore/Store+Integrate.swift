@@ -205,7 +205,7 @@ extension Store {
                 continue
             }
             let slot = Self.recordSlot(book, path: path, base: conflict.ancestor)
-            var plan = policy.plan(PathConflict(path: path, base: conflict.ancestor, ours: ourSide, theirs: theirSide),
+            let plan = policy.plan(PathConflict(path: path, base: conflict.ancestor, ours: ourSide, theirs: theirSide),
                                    existing: slot.existing, generation: slot.generation, now: now,
                                    content: { [repo] id in repo.hasObject(id) ? try? repo.blobData(id) : nil })
             try settle(merge, path, take: plan.take)
@@ -225,7 +225,7 @@ extension Store {
             let theirSide = try side(of: path, tip: theirs, tree: theirTree)
             guard ourSide.device != theirSide.device || ourSide.isDirectory != theirSide.isDirectory else { continue }
             let slot = Self.recordSlot(book, path: path, base: nil)
-            var plan = policy.plan(PathConflict(path: path, base: nil, ours: ourSide, theirs: theirSide),
+            let plan = policy.plan(PathConflict(path: path, base: nil, ours: ourSide, theirs: theirSide),
                                    existing: slot.existing, generation: slot.generation, now: now,
                                    content: { [repo] id in repo.hasObject(id) ? try? repo.blobData(id) : nil })
             if merge.hasEntry(path) { try merge.remove(path) }

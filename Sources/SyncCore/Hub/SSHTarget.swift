@@ -93,9 +93,10 @@ public struct SSHTarget: Equatable, Sendable {
     }
 
     /// Fetches and pushes through the same `ssh` (`ExecTransport`), sharing its connection.
-    public func execTarget(identity: FilePath?, knownHosts: FilePath, controlPath: String?) -> ExecTransport.Target {
+    /// With `warm`, one session of each service is kept started ahead (`ExecTransport.Target.warm`).
+    public func execTarget(identity: FilePath?, knownHosts: FilePath, controlPath: String?, warm: Bool = false) -> ExecTransport.Target {
         ExecTransport.Target(command: sshArguments(identity: identity, knownHosts: knownHosts, controlPath: controlPath),
-                             quotedPath: Self.shellQuoted(path))
+                             quotedPath: Self.shellQuoted(path), warm: warm)
     }
 
     /// `path` for a POSIX shell: single-quoted, except a leading `~` or `~user` (left for the
