@@ -87,7 +87,8 @@ let package = Package(
             ],
             path: "Samples/SettingsAgent"
         ),
-        .testTarget(name: "GitTests", dependencies: ["Git", .product(name: "SystemPackage", package: "swift-system")]),
+        .testTarget(name: "GitTests", dependencies: ["Git", .product(name: "SystemPackage", package: "swift-system"),
+                                                   .product(name: "PropertyBased", package: "swift-property-based")]),
         .testTarget(name: "AgentTests", dependencies: ["Agent"]),
         .testTarget(name: "WatcherTests", dependencies: ["Watcher", "FileSystem", .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "Git", .product(name: "SystemPackage", package: "swift-system"),

@@ -38,6 +38,12 @@ extension Repository {
     /// Whether `commit` is one of `descendants` or in the history of any of them: one walk for
     /// the whole list.
     public func isReachable(_ commit: Oid, fromAny descendants: [Oid]) throws(GitError) -> Bool {
+        try graph.isReachable(commit, fromAny: descendants) { id throws(GitError) in try self.commit(id).parents }
+    }
+
+    /// libgit2's own answer to `isReachable` (a new walk per call): the reference the tests hold
+    /// `CommitGraph` to.
+    func isReachableByLibgit2(_ commit: Oid, fromAny descendants: [Oid]) throws(GitError) -> Bool {
         guard !descendants.isEmpty else { return false }
         var c = commit.raw
         let raws = descendants.map(\.raw)

@@ -11,6 +11,8 @@ public final class Repository {
     private var cachedIndex: Index?
     /// Ids of the objects written since `recordWrites()`, while recording (`WrittenObjects.swift`).
     var writeLog: [Oid]?
+    /// Parents and generations of the commits read through this handle (`isReachable`).
+    let graph = CommitGraph()
 
     init(handle: OpaquePointer, gitDir: FilePath, workdir: FilePath) {
         self.handle = handle

@@ -1,5 +1,6 @@
 import Foundation
-import Git
+@testable import Git
+import PropertyBased
 import SystemPackage
 import Testing
 
@@ -132,5 +133,51 @@ final class TempStore {
             #expect(error.code == GitError.Code.notFound)
             #expect(!error.message.isEmpty)
         }
+    }
+}
+
+/// `isReachable` answers from memory (`CommitGraph`); libgit2's own walk is the reference it is
+/// held to, on random histories with merges (octopus joins and unrelated roots included).
+@Suite struct CommitGraphTests {
+    @Test func reachabilityAgreesWithLibgit2() async throws {
+        await propertyCheck(count: 25, input: Gen.int(in: 0...1_000_000).array(of: 400...400)) { draws in
+            do {
+                try Self.check(draws)
+            } catch {
+                Issue.record("draws \(draws): \(error)")
+            }
+        }
+    }
+
+    /// 60 commits whose parents come from `draws`, then 6 questions per commit.
+    static func check(_ draws: [Int]) throws {
+        var next = draws.makeIterator()
+        func draw(_ n: Int) -> Int { (next.next() ?? 0) % n }
+        let t = try TempStore()
+        try t.write("f", "x\n")
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let index = try repo.index()
+        _ = try index.add("f")
+        let tree = try index.writeTree()
+        var commits: [Oid] = []
+        for i in 0..<60 {
+            var parents: Set<Oid> = []
+            if !commits.isEmpty, draw(8) != 0 {  // a few roots: unrelated histories too
+                for _ in 0..<(1 + draw(draw(4) == 0 ? 5 : 2)) { parents.insert(commits[draw(commits.count)]) }
+            }
+            let sig = Signature(name: "d\(i % 5)", email: "d@syncagent", time: 1_700_000_000 + Int64(i))
+            commits.append(try repo.createCommit(tree: tree, parents: Array(parents).sorted(), author: sig, committer: sig,
+                                                 message: "c\(i)\n", updateRef: nil))
+        }
+        // A handle of its own for libgit2's answers, so neither side warms the other.
+        let reference = try Repository.open(gitDir: t.gitDir, workdir: t.data)
+        for target in commits {
+            for _ in 0..<6 {
+                let from = (0..<(1 + draw(3))).map { _ in commits[draw(commits.count)] }
+                #expect(try repo.isReachable(target, fromAny: from) == reference.isReachableByLibgit2(target, fromAny: from),
+                        "is \(target) reachable from \(from)")
+            }
+        }
+        #expect(try !repo.isReachable(commits[0], fromAny: []))
     }
 }
