@@ -101,9 +101,21 @@ final class PeerSyncer: Sendable {
         defer { listener?.cancel() }
         let notifier: Task<Void, Never>? = channel.map { channel in Task { await channel.run() } }
         defer { notifier?.cancel() }
+        let clock = ContinuousClock()
         while !Task.isCancelled {
             if refWatcher == nil { refWatcher = watchRefs() }
+            let started = clock.now
             let ok = await round() == nil
+            if ok, link.hub, doorbell.isRung {
+                // The hub moved again while this round ran: paced by its own cost, the next round
+                // waits as long as this one took (at most a second) and takes whatever rings
+                // meanwhile. Many devices pushing at once on a busy machine then cost fewer,
+                // bigger rounds instead of a round each; a lone change waits for nothing.
+                // Rounds under 100 ms (a few devices) are not paced: there, each pause only adds
+                // to the time until everyone agrees.
+                let took = clock.now - started
+                if took > .milliseconds(100) { try? await Task.sleep(for: min(took, .seconds(1))) }
+            }
             backoff = ok ? .seconds(1) : min(backoff * 2, maxBackoff)
             // An open notify channel rings when the peer's refs move: no request while nothing does.
             // So does inotify on the refs of a store on this machine's disks (a hub on a path: with
