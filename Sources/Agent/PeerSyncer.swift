@@ -29,6 +29,9 @@ final class PeerSyncer: Sendable {
         /// The last round failed before reaching the peer: no connection to its host, or its
         /// store's path is missing. Its return is watched for every second (`waitForReturn`).
         var offline = false
+        /// A hub: since when a push that would only tell the others "I have it all" waits for the
+        /// hub to go quiet (`pushToHub`).
+        var ackWaitingSince: ContinuousClock.Instant?
     }
 
     struct Waiter: Sendable {
@@ -126,7 +129,8 @@ final class PeerSyncer: Sendable {
             // A failed round is retried on the backoff, never later than `poll_seconds` (the
             // once-a-minute safety poll of a watched store is for idle waits only).
             let retry: Duration = channel?.isListening == true ? .seconds(86_400) : .seconds(link.pollSeconds)
-            let wait = ok ? poll : min(backoff, retry)
+            // A push waiting for a quiet hub is tried again soon, rung or not.
+            let wait = ok ? (ackWaiting ? .milliseconds(300) : poll) : min(backoff, retry)
             if !ok, snapshot.offline {
                 await waitForReturn(upTo: wait)
             } else {
@@ -288,7 +292,7 @@ final class PeerSyncer: Sendable {
         for peer in merges {
             if let why = await merge(peer) { problem = problem ?? why }
         }
-        if link.hub, let why = await push() {
+        if link.hub, let why = await pushToHub() {
             return await finish(why.problem, unreachable: why.unreachable)
         }
         if problem == nil {
@@ -329,6 +333,29 @@ final class PeerSyncer: Sendable {
             return PeerProblem(code, why)
         }
     }
+
+    /// How long a push that brings the hub nothing new may wait for the hub to go quiet.
+    private static let ackPatience: Duration = .seconds(2)
+
+    /// Pushes to the hub, except while the hub is busy (it moved again during this round) and
+    /// `main` holds nothing the hub lacks (a join of branches that are all there): then the push,
+    /// which would only wake every other device to find nothing new, waits for a quiet round (at
+    /// most `ackPatience`). With many devices, a burst then wakes everyone once per device that
+    /// changed something, not once more per join each device makes along the way.
+    private func pushToHub() async -> (problem: PeerProblem, unreachable: Bool)? {
+        let now = ContinuousClock.now
+        let since = state.withLock { $0.ackWaitingSince }
+        if doorbell.isRung, since.map({ now - $0 < Self.ackPatience }) ?? true,
+           await engine.hubHoldsMain(hub: link.name) {
+            if since == nil { state.withLock { $0.ackWaitingSince = now } }
+            return nil
+        }
+        state.withLock { $0.ackWaitingSince = nil }
+        return await push()
+    }
+
+    /// Whether a push waits for the hub to go quiet (`pushToHub`): the next round must come soon.
+    var ackWaiting: Bool { state.withLock { $0.ackWaitingSince != nil } }
 
     /// Pushes this device's branch and records to the hub (fast-forward only). Nil when it went
     /// through or there was nothing to push.

@@ -330,6 +330,12 @@ actor SyncEngine {
         return (peer, await integrate(peer: peer))
     }
 
+    /// Whether the hub already holds all `main` stands for (`Store.hubHoldsMain`); false when
+    /// that cannot be read (then the push goes out as usual).
+    func hubHoldsMain(hub: String) -> Bool {
+        (try? store.hubHoldsMain(hub: hub)) ?? false
+    }
+
     func integrate(peer: String) async -> IntegrateResult {
         defer { progress.finish(Store.mergeTask) }  // also when it fails half-way
         guard rootIsPresent() else { return .paused(DeletionHold.rootMissing(config.data).message) }

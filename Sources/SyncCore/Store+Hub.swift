@@ -242,3 +242,18 @@ extension Store {
         return .pushed(target)
     }
 }
+
+extension Store {
+    /// Whether the hub already holds everything `main` stands for: every real tip behind it (a
+    /// join stands for its parents) is in the history of some device's branch there, as last
+    /// fetched, or of what this device pushed. Then pushing `main` only tells the others that this
+    /// device has it all; each of them makes the same join from the same branches by itself.
+    public func hubHoldsMain(hub: String) throws -> Bool {
+        guard let main = try repo.resolveReference(Self.mainRef) else { return true }
+        var onHub: [Oid] = []
+        for (_, tip) in try repo.references(matching: "refs/hubs/\(hub)/heads/*") { onHub.append(tip) }
+        if let pushed = try repo.resolveReference(Self.hubPushed(hub)) { onHub.append(pushed) }
+        for tip in try joinTips([main]) where !(try repo.isReachable(tip, fromAny: onHub)) { return false }
+        return true
+    }
+}
