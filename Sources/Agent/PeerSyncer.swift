@@ -54,6 +54,8 @@ final class PeerSyncer: Sendable {
     private let stuck = Mutex<[FetchRunner.Attempt]>([])
     /// With `notify`: the program that says when the peer's refs move.
     private let channel: NotifyChannel?
+    /// Why the hub's packs could not be rolled up (logged once per distinct reason).
+    private let compactionProblem = Mutex<String?>(nil)
     /// Why the peer's refs cannot be watched (logged once per distinct reason).
     private let refWatchProblem = Mutex<String?>(nil)
 
@@ -362,13 +364,25 @@ final class PeerSyncer: Sendable {
     private func push() async -> (problem: PeerProblem, unreachable: Bool)? {
         let (gitDir, data, hub, url, device, auth) = (config.storePath, config.data, link.name, link.fetchURL, config.device, link.auth)
         let attempt = FetchRunner.Attempt()
+        let hubDir = link.localGitDir
         do {
-            let result = try await FetchRunner.perform(label: "push-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
-                try Store.hubPush(gitDir: gitDir, data: data, hub: hub, url: url, device: device, auth: auth, shouldCancel: cancel)
+            let (result, compaction) = try await FetchRunner.perform(label: "push-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
+                let result = try Store.hubPush(gitDir: gitDir, data: data, hub: hub, url: url, device: device, auth: auth, shouldCancel: cancel)
+                // A hub on a path: each push left a pack there; keep their number small.
+                guard case .pushed = result, let hubDir else { return (result, nil as String?) }
+                do {
+                    try Store.compactHubPacks(hubGitDir: hubDir)
+                    return (result, nil)
+                } catch {
+                    return (result, "\(error)")
+                }
             }
             if case .pushed(let id) = result {
                 logger.info("pushed \(id.hex.prefix(12)) to \(hub) as devices/\(device)")
                 state.withLock { $0.lastPush = Date() }
+            }
+            if let compaction, compactionProblem.withLock({ old in defer { old = compaction }; return old != compaction }) {
+                logger.warning("peer \(hub): cannot roll up the small packs in \(hubDir.map { "\($0)" } ?? hub): \(compaction). Nothing is lost and pushes go on; lookups there slow down as packs pile up. Check that this account may write to its objects/pack directory.")
             }
             return nil
         } catch let refusal as HubRefusal {

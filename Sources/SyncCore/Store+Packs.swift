@@ -1,3 +1,4 @@
+import Foundation
 import FileSystem
 import Git
 import SystemPackage
@@ -51,7 +52,39 @@ extension Store {
     }
 
     /// `objects/pack/pack-*.pack` files that have their `.idx` and no `.keep`.
-    func packFiles() -> [PackFile] {
+    func packFiles() -> [PackFile] { Self.packFiles(of: gitDir) }
+
+    /// A hub on a path gets one new pack per push (libgit2's local transport writes one; a git
+    /// server would unpack small pushes and run its own `gc`), and nobody else packs it: after
+    /// months, every device's every lookup there would scan thousands. After a push, the pushing
+    /// device rolls the hub's small packs up the way store care does its own (`PackPlan`), off
+    /// the engine. Safe beside other devices reading, pushing and compacting: a pack goes only
+    /// after a durable pack holding all its objects is in place (readers that miss an object look
+    /// again and find it there), and a device that finds the hub being compacted
+    /// (`objects/pack/syncagent-compacting`, younger than ten minutes) leaves it to that one.
+    /// Returns how many packs were combined.
+    @discardableResult
+    public static func compactHubPacks(hubGitDir: FilePath, threshold: Int = PackPlan.threshold) throws -> Int {
+        let packs = packFiles(of: hubGitDir)
+        let chosen = PackPlan.toCombine(sizes: packs.map(\.size), threshold: threshold).map { packs[$0].base }
+        guard !chosen.isEmpty else { return 0 }
+        let lock = hubGitDir.appending("objects").appending("pack").appending("syncagent-compacting")
+        if let stat = try? FileStat.of(lock), Int64(Date().timeIntervalSince1970) - stat.mtimeSeconds > 600 {
+            try? Files.remove(lock)  // left by an agent killed while compacting
+        }
+        guard (try? Files.create(lock, bytes: Array("\(getpid())\n".utf8), executable: false)) != nil else { return 0 }
+        defer { try? Files.remove(lock) }
+        let name = try writeCombinedPack(gitDir: hubGitDir, of: chosen)
+        Durability.flushFileSystem(containing: hubGitDir)
+        for pack in chosen where pack.lastComponent?.string != "pack-" + name {
+            for ext in ["idx", "pack", "rev", "bitmap", "mtimes"] {
+                try? Files.remove(FilePath(pack.string + "." + ext))
+            }
+        }
+        return chosen.count
+    }
+
+    static func packFiles(of gitDir: FilePath) -> [PackFile] {
         let dir = gitDir.appending("objects").appending("pack")
         let names = Set(((try? Directory.entries(of: dir)) ?? []).map { $0.name.string })
         var packs: [PackFile] = []

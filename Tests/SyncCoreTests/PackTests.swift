@@ -81,3 +81,45 @@ import Testing
         #expect(try gitFsck(t.watch.gitDir) == 0)
     }
 }
+
+@Suite struct HubCompactionTests {
+    /// A hub on a path gets a pack per push. Two devices rolling its packs up at once, while the
+    /// watch reads from it, leave few packs, a hub `git fsck` finds whole, and every version there.
+    @Test func twoDevicesCompactingAHubAtOnceLoseNothing() async throws {
+        let t = try TwoDevices()
+        let hub = t.root.appending("hub.git")
+        let initHub = Process()
+        initHub.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+        initHub.arguments = ["init", "-q", "--bare", hub.string]
+        try initHub.run()
+        initHub.waitUntilExit()
+        var written: [String: String] = [:]
+        for i in 0..<20 {
+            let rel = "f\(i % 5).txt"
+            try t.phone.write(rel, "version \(i)\n")
+            written[rel] = "version \(i)\n"
+            try t.phone.commit(FilePath(rel))
+            _ = try Store.hubPush(gitDir: t.phone.gitDir, data: t.phone.data, hub: "hub", url: "file://\(hub)", device: "phone")
+        }
+        #expect(Store.packFiles(of: hub).count == 20)
+        async let a = Task.detached { try Store.compactHubPacks(hubGitDir: hub) }.value
+        async let b = Task.detached { try Store.compactHubPacks(hubGitDir: hub) }.value
+        let (watchGitDir, watchData) = (t.watch.gitDir, t.watch.data)
+        async let read = Task.detached {
+            try Store.hubFetch(gitDir: watchGitDir, data: watchData, hub: "hub", url: "file://\(hub)", device: "watch",
+                               localGitDir: hub)
+        }.value
+        let combined = try await a + b
+        _ = try await read
+        #expect(combined >= 2)
+        #expect(Store.packFiles(of: hub).count <= PackPlan.threshold)
+        #expect(try gitFsck(hub) == 0)
+        #expect(!FileManager.default.fileExists(atPath: hub.appending("objects/pack/syncagent-compacting").string))
+        // The watch takes everything from the compacted hub.
+        _ = try Store.hubFetch(gitDir: t.watch.gitDir, data: t.watch.data, hub: "hub", url: "file://\(hub)", device: "watch",
+                               localGitDir: hub)
+        _ = try t.watch.store.integrate(peer: Store.hubPeer("hub", device: "phone"))
+        for (rel, text) in written { #expect(t.watch.read(rel) == text) }
+        #expect(try gitFsck(t.watch.gitDir) == 0)
+    }
+}
