@@ -63,8 +63,12 @@ extension Store {
     /// again and find it there), and a device that finds the hub being compacted
     /// (`objects/pack/syncagent-compacting`, younger than ten minutes) leaves it to that one.
     /// Returns how many packs were combined.
+    /// More small packs than a device's own store tolerates before a roll-up: every device of a
+    /// burst pushes, and a roll-up every few pushes was more work than the lookups it saved.
+    public static let hubPackThreshold = 32
+
     @discardableResult
-    public static func compactHubPacks(hubGitDir: FilePath, threshold: Int = PackPlan.threshold) throws -> Int {
+    public static func compactHubPacks(hubGitDir: FilePath, threshold: Int = Store.hubPackThreshold) throws -> Int {
         let packs = packFiles(of: hubGitDir)
         let chosen = PackPlan.toCombine(sizes: packs.map(\.size), threshold: threshold).map { packs[$0].base }
         guard !chosen.isEmpty else { return 0 }

@@ -102,8 +102,8 @@ import Testing
             _ = try Store.hubPush(gitDir: t.phone.gitDir, data: t.phone.data, hub: "hub", url: "file://\(hub)", device: "phone")
         }
         #expect(Store.packFiles(of: hub).count == 20)
-        async let a = Task.detached { try Store.compactHubPacks(hubGitDir: hub) }.value
-        async let b = Task.detached { try Store.compactHubPacks(hubGitDir: hub) }.value
+        async let a = Task.detached { try Store.compactHubPacks(hubGitDir: hub, threshold: PackPlan.threshold) }.value
+        async let b = Task.detached { try Store.compactHubPacks(hubGitDir: hub, threshold: PackPlan.threshold) }.value
         let (watchGitDir, watchData) = (t.watch.gitDir, t.watch.data)
         async let read = Task.detached {
             try Store.hubFetch(gitDir: watchGitDir, data: watchData, hub: "hub", url: "file://\(hub)", device: "watch",
