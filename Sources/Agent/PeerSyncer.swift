@@ -289,7 +289,7 @@ final class PeerSyncer: Sendable {
         var problem: PeerProblem?
         // Many devices with new work (a burst through the hub): one merge of all that joins cleanly.
         if link.hub, let folded = await engine.integrateFolded(hub: link.name, devices: hubDevices) {
-            if let why = await merge(folded.peer, result: folded.result) { problem = why }
+            if let why = await merge(folded.peer, result: folded.result, shownAs: "\(link.name) (its devices' new work in one step)") { problem = why }
         }
         for peer in merges {
             if let why = await merge(peer) { problem = problem ?? why }
@@ -307,9 +307,10 @@ final class PeerSyncer: Sendable {
     }
 
     /// Merges what was fetched from `peer` (a direct peer, or a device seen through the hub).
-    private func merge(_ peer: String, result: SyncEngine.IntegrateResult? = nil) async -> PeerProblem? {
+    private func merge(_ peer: String, result: SyncEngine.IntegrateResult? = nil, shownAs: String? = nil) async -> PeerProblem? {
         let integrated: SyncEngine.IntegrateResult
         if let result { integrated = result } else { integrated = await engine.integrate(peer: peer) }
+        let peer = shownAs ?? peer
         switch integrated {
         case .done(let outcome):
             switch outcome.action {

@@ -327,7 +327,8 @@ actor SyncEngine {
         guard devices.count > 1, rootIsPresent() else { return nil }
         await commitPendingLocal()
         guard let peer = try? store.foldJoins(hub: hub, devices: devices) else { return nil }
-        return (peer, await integrate(peer: peer))
+        // Events and logs name the hub: the fold's pseudo-peer is no device a user knows.
+        return (peer, await integrate(peer: peer, shownAs: hub))
     }
 
     /// Whether the hub already holds all `main` stands for (`Store.hubHoldsMain`); false when
@@ -336,7 +337,8 @@ actor SyncEngine {
         (try? store.hubHoldsMain(hub: hub)) ?? false
     }
 
-    func integrate(peer: String) async -> IntegrateResult {
+    /// `shownAs`: the name events and logs give the peer (default: `peer`).
+    func integrate(peer: String, shownAs: String? = nil) async -> IntegrateResult {
         defer { progress.finish(Store.mergeTask) }  // also when it fails half-way
         guard rootIsPresent() else { return .paused(DeletionHold.rootMissing(config.data).message) }
         await commitPendingLocal()
@@ -351,12 +353,12 @@ actor SyncEngine {
             schedule.lastActivity = .now
             schedule.packPending = true
             careBell.ring()
-            record(outcome.applied, peer: peer)
-            announce(outcome, peer: peer)
+            record(outcome.applied, peer: shownAs ?? peer)
+            announce(outcome, peer: shownAs ?? peer)
             compactPacks()
             return .done(outcome)
         } catch {
-            return .failed("cannot merge \(peer): \(error)")
+            return .failed("cannot merge \(shownAs ?? peer): \(error)")
         }
     }
 
