@@ -116,9 +116,9 @@ for from in phone watch car; do
 done
 log "three devices polled once an hour saw each change through the notify channel"
 # The next fetch and push of each device wait on the server already started (its login shell run),
-# one session per service and device, held in `head -c1` until used: no shell start in the way of
-# the next change. (Matched on the server side: `<shell> -c head -c1 ...`.)
-waiting() { pgrep -f -- "-c head -c1 >/dev/null && exec $1 " | wc -l; }
+# one session per service and device, held in `read` until used: no shell start in the way of
+# the next change. (Matched on the server side: `<shell> -c read go && exec ...`.)
+waiting() { pgrep -f -- "-c read go && exec $1 " | wc -l; }
 three_waiting() { [ "$(waiting git-upload-pack)" = 3 ] && [ "$(waiting git-receive-pack)" = 3 ]; }
 wait_until three_waiting
 log "one fetch and one push per device wait on the server, started ahead"

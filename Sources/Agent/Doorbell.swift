@@ -15,9 +15,6 @@ final class Doorbell: Sendable {
 
     func ring() { ring(generation: nil) }
 
-    /// Whether a ring is waiting to be taken by the next `wait`.
-    var isRung: Bool { state.withLock { $0.rung } }
-
     private func ring(generation: Int?) {
         let (waiter, timer) = state.withLock { s -> (CheckedContinuation<Bool, Never>?, Task<Void, Never>?) in
             if let generation, generation != s.generation { return (nil, nil) }  // a stale timer

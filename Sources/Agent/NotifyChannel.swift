@@ -22,11 +22,15 @@ final class NotifyChannel: Sendable {
     private let logger: Logger
     private let current = Mutex<(state: State, lastDown: String?)>((.connecting, nil))
 
-    init(command: [String], peer: String, bell: Doorbell, logger: Logger) {
+    /// Called for every line that names a moved ref (not for `READY`).
+    private let onMove: @Sendable () -> Void
+
+    init(command: [String], peer: String, bell: Doorbell, logger: Logger, onMove: @escaping @Sendable () -> Void = {}) {
         self.command = command
         self.peer = peer
         self.bell = bell
         self.logger = logger
+        self.onMove = onMove
     }
 
     /// Rung when the peer answers again after a time out of reach: the channel tries at once
@@ -124,6 +128,8 @@ final class NotifyChannel: Sendable {
             if line.elementsEqual("READY".utf8) {
                 ready.store(true, ordering: .releasing)
                 self.set(.listening)
+            } else {
+                self.onMove()
             }
             bell.ring()
         }

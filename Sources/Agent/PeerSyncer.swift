@@ -54,6 +54,17 @@ final class PeerSyncer: Sendable {
     private let stuck = Mutex<[FetchRunner.Attempt]>([])
     /// With `notify`: the program that says when the peer's refs move.
     private let channel: NotifyChannel?
+    /// The hub's refs moved (its ref watch or notify channel said so) since the current round
+    /// began; this device's own commits and merges ring the doorbell too, but never set this.
+    private let hubMoved = Flag()
+
+    /// A flag shared with the threads that set it.
+    final class Flag: Sendable {
+        private let value = Atomic<Bool>(false)
+        func set() { value.store(true, ordering: .releasing) }
+        func clear() { value.store(false, ordering: .releasing) }
+        var isSet: Bool { value.load(ordering: .acquiring) }
+    }
     /// Why the hub's packs could not be rolled up (logged once per distinct reason).
     private let compactionProblem = Mutex<String?>(nil)
     /// Why the peer's refs cannot be watched (logged once per distinct reason).
@@ -65,7 +76,9 @@ final class PeerSyncer: Sendable {
         self.engine = engine
         self.logger = logger
         let bell = doorbell
-        channel = link.notifyCommand.map { NotifyChannel(command: $0, peer: link.name, bell: bell, logger: logger) }
+        let moved = hubMoved
+        channel = link.notifyCommand.map { NotifyChannel(command: $0, peer: link.name, bell: bell, logger: logger,
+                                                         onMove: { moved.set() }) }
         if let known {
             state.withLock {
                 $0.reachable = known.reachable
@@ -104,14 +117,18 @@ final class PeerSyncer: Sendable {
             }
         } : nil
         defer { listener?.cancel() }
+        if link.fetchURL.hasPrefix(ExecTransport.scheme) {
+            ExecTransport.startAhead(for: link.fetchURL)  // for the running agent only; ended below
+        }
         let notifier: Task<Void, Never>? = channel.map { channel in Task { await channel.run() } }
         defer { notifier?.cancel() }
         let clock = ContinuousClock()
         while !Task.isCancelled {
             if refWatcher == nil { refWatcher = watchRefs() }
             let started = clock.now
+            hubMoved.clear()
             let ok = await round() == nil
-            if ok, link.hub, doorbell.isRung {
+            if ok, link.hub, hubMoved.isSet {
                 // The hub moved again while this round ran: paced by its own cost, the next round
                 // waits as long as this one took (at most a second) and takes whatever rings
                 // meanwhile. Many devices pushing at once on a busy machine then cost fewer,
@@ -254,7 +271,7 @@ final class PeerSyncer: Sendable {
             // again, and told, by the push after the fetch. Elsewhere an early push is one more
             // transfer that a black-holed network can leave stuck (test_hub_netns).
             if link.hub, channel?.isListening == true, state.withLock({ $0.rounds > 0 && $0.lastError == nil }) {
-                _ = await push()
+                _ = await pushToHub()
             }
             if link.hub {
                 let (gitDir, data, hub, url, device, auth) = (config.storePath, config.data, link.name, link.fetchURL, config.device, link.auth)
@@ -348,7 +365,7 @@ final class PeerSyncer: Sendable {
     private func pushToHub() async -> (problem: PeerProblem, unreachable: Bool)? {
         let now = ContinuousClock.now
         let since = state.withLock { $0.ackWaitingSince }
-        if doorbell.isRung, since.map({ now - $0 < Self.ackPatience }) ?? true,
+        if hubMoved.isSet, since.map({ now - $0 < Self.ackPatience }) ?? true,
            await engine.hubHoldsMain(hub: link.name) {
             if since == nil { state.withLock { $0.ackWaitingSince = now } }
             return nil
@@ -367,21 +384,25 @@ final class PeerSyncer: Sendable {
         let attempt = FetchRunner.Attempt()
         let hubDir = link.localGitDir
         do {
-            let (result, compaction) = try await FetchRunner.perform(label: "push-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
-                let result = try Store.hubPush(gitDir: gitDir, data: data, hub: hub, url: url, device: device, auth: auth, shouldCancel: cancel)
-                // A hub on a path: each push left a pack there; keep their number small.
-                guard case .pushed = result, let hubDir else { return (result, nil as String?) }
-                do {
-                    try Store.compactHubPacks(hubGitDir: hubDir)
-                    return (result, nil)
-                } catch {
-                    return (result, "\(error)")
-                }
+            let result = try await FetchRunner.perform(label: "push-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
+                try Store.hubPush(gitDir: gitDir, data: data, hub: hub, url: url, device: device, auth: auth, shouldCancel: cancel)
             }
             if case .pushed(let id) = result {
                 logger.info("pushed \(id.hex.prefix(12)) to \(hub) as devices/\(device)")
                 state.withLock { $0.lastPush = Date() }
             }
+            // A hub on a path: each push left a pack there; keep their number small. Its own
+            // thread, outside the push's timeout (a roll-up reports no progress).
+            let compaction: String? = if case .pushed = result, let hubDir {
+                await onOwnThread("syncagent-hub-packs") { () -> String? in
+                    do {
+                        try Store.compactHubPacks(hubGitDir: hubDir)
+                        return nil
+                    } catch {
+                        return "\(error)"
+                    }
+                }
+            } else { nil }
             if let compaction, compactionProblem.withLock({ old in defer { old = compaction }; return old != compaction }) {
                 logger.warning("peer \(hub): cannot roll up the small packs in \(hubDir.map { "\($0)" } ?? hub): \(compaction). Nothing is lost and pushes go on; lookups there slow down as packs pile up. Check that this account may write to its objects/pack directory.")
             }
@@ -505,8 +526,11 @@ final class PeerSyncer: Sendable {
         refWatchProblem.withLock { $0 = nil }
         let bell = doorbell
         watcher.start()
-        Task {
-            for await _ in watcher.batches { bell.ring() }
+        Task { [weak self] in
+            for await _ in watcher.batches {
+                self?.hubMoved.set()
+                bell.ring()
+            }
         }
         return watcher
     }

@@ -7,15 +7,14 @@
 final class CommitGraph {
     private var parents: [Oid: [Oid]] = [:]
     private var generations: [Oid: Int] = [:]
-    /// Above this many commits the memory is given back (answers stay right: they are read again).
-    static let limit = 200_000
+    /// Past this many commits the memory is given back before the next question (never during
+    /// one: a generation needs every ancestor's at once, so one question may go past it).
+    let limit: Int
+
+    init(limit: Int = 200_000) { self.limit = limit }
 
     func parents(of id: Oid, read: (Oid) throws(GitError) -> [Oid]) throws(GitError) -> [Oid] {
         if let known = parents[id] { return known }
-        if parents.count >= Self.limit {
-            parents.removeAll(keepingCapacity: false)
-            generations.removeAll(keepingCapacity: false)
-        }
         let found = try read(id)
         parents[id] = found
         return found
@@ -46,6 +45,10 @@ final class CommitGraph {
     /// generation is not above the target's cannot have it in its history, so the walk stops there.
     func isReachable(_ target: Oid, fromAny descendants: [Oid], read: (Oid) throws(GitError) -> [Oid]) throws(GitError) -> Bool {
         if descendants.contains(target) { return true }
+        if parents.count > limit {
+            parents.removeAll(keepingCapacity: false)
+            generations.removeAll(keepingCapacity: false)
+        }
         let floor = try generation(of: target, read: read)
         var seen: Set<Oid> = []
         var queue = descendants

@@ -43,12 +43,26 @@ public enum ExecTransport {
     static func target(for url: String) -> Target? { targets.withLock { $0[url] } }
 
     /// Sessions started ahead (`Target.warm`), one per url and service, each waiting in
-    /// `head -c1` for the byte that lets the service start. Taken by the next `*_LS` action;
+    /// `read` for the line that lets the service start. Taken by the next `*_LS` action;
     /// refilled when the stream that used one is freed.
     private static let waiting = Mutex<[String: Child]>([:])
 
+    /// Turns sessions started ahead on for `url` (a running agent's peer; a one-shot command
+    /// would leave them behind), if its target allows them (`Target.warm`).
+    public static func startAhead(for url: String) {
+        ahead.withLock { _ = $0.insert(url) }
+    }
+
+    /// The urls of `startAhead(for:)`, until `forget(url:)`.
+    private static let ahead = Mutex<Set<String>>([])
+
+    private static func wantsAhead(_ url: String, _ target: Target) -> Bool {
+        target.warm && ahead.withLock { $0.contains(url) }
+    }
+
     /// Ends the sessions started ahead for `url` (the peer goes away with the agent).
     public static func forget(url: String) {
+        ahead.withLock { _ = $0.remove(url) }
         let gone = waiting.withLock { w in
             let keys = w.keys.filter { $0.hasPrefix(url + " ") }
             return keys.compactMap { w.removeValue(forKey: $0) }
@@ -58,10 +72,11 @@ public enum ExecTransport {
     }
 
     /// The command that runs `service` on the server, or with `ahead` one that first waits for
-    /// one byte (`head -c1` reads no more than that: the service speaks first, so nothing else
-    /// is sent before it starts).
+    /// one line (`read` takes no byte past its newline, and the service speaks first, so nothing
+    /// else is sent before it starts). A session ended unused gets end-of-file there: `read`
+    /// fails and the service never runs.
     static func remoteCommand(_ target: Target, service: String, ahead: Bool) -> [String] {
-        target.command + [ahead ? "head -c1 >/dev/null && exec \(service) \(target.quotedPath)"
+        target.command + [ahead ? "read go && exec \(service) \(target.quotedPath)"
                                 : "\(service) \(target.quotedPath)"]
     }
 
@@ -69,7 +84,8 @@ public enum ExecTransport {
     /// new one.
     static func startSession(url: String, target: Target, service: String) throws(SpawnError) -> Child {
         let key = url + " " + service
-        if target.warm, let ready = waiting.withLock({ $0.removeValue(forKey: key) }) {
+        let warm = wantsAhead(url, target)
+        if warm, let ready = waiting.withLock({ $0.removeValue(forKey: key) }) {
             var go: CChar = 0x0a
             if ready.isWaiting(), ready.write(&go, 1) == 0 {
                 ready.refill = (url, service)
@@ -78,15 +94,17 @@ public enum ExecTransport {
             ready.finish()
         }
         let child = try Child(remoteCommand(target, service: service, ahead: false))
-        if target.warm { child.refill = (url, service) }
+        if warm { child.refill = (url, service) }
         return child
     }
 
     /// Starts the next session of `service` ahead, after one was used.
     static func startAhead(url: String, service: String) {
-        guard let target = target(for: url), target.warm,
+        guard let target = target(for: url), wantsAhead(url, target),
               let child = try? Child(remoteCommand(target, service: service, ahead: true)) else { return }
+        // Checked again under the lock: a `forget` that came meanwhile must not leave it behind.
         let replaced = waiting.withLock { w -> Child? in
+            guard ahead.withLock({ $0.contains(url) }) else { return child }
             defer { w[url + " " + service] = child }
             return w[url + " " + service]
         }

@@ -12,7 +12,7 @@ public final class Repository {
     /// Ids of the objects written since `recordWrites()`, while recording (`WrittenObjects.swift`).
     var writeLog: [Oid]?
     /// Parents and generations of the commits read through this handle (`isReachable`).
-    let graph = CommitGraph()
+    var graph = CommitGraph()
 
     init(handle: OpaquePointer, gitDir: FilePath, workdir: FilePath) {
         self.handle = handle

@@ -142,15 +142,9 @@ extension Store {
             guard other != device, Config.isValidName(other) else { continue }
             devices.append(other)
             guard updateTracking else { continue }
-            // Written only when they move: with 50 devices, rewriting every device's two refs
-            // (a lock file, a rename and a reflog line each) every round was a sixth of the work.
             let peer = hubPeer(hub, device: other)
-            let tip = try unwrap(repo, target)
-            if try repo.resolveReference(trackingRef(peer)) != tip {
-                try repo.setReference(trackingRef(peer), to: tip, message: "syncagent: \(other) through \(hub)")
-            }
-            if let records = try repo.resolveReference(hubRecords(hub, other)),
-               try repo.resolveReference(ConflictBook.peerRef(peer)) != records {
+            try repo.setReference(trackingRef(peer), to: try unwrap(repo, target), message: "syncagent: \(other) through \(hub)")
+            if let records = try repo.resolveReference(hubRecords(hub, other)) {
                 try repo.setReference(ConflictBook.peerRef(peer), to: records, message: "syncagent: \(other)'s records through \(hub)")
             }
         }

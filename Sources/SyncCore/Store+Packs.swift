@@ -69,22 +69,34 @@ extension Store {
 
     @discardableResult
     public static func compactHubPacks(hubGitDir: FilePath, threshold: Int = Store.hubPackThreshold) throws -> Int {
-        let packs = packFiles(of: hubGitDir)
-        let chosen = PackPlan.toCombine(sizes: packs.map(\.size), threshold: threshold).map { packs[$0].base }
-        guard !chosen.isEmpty else { return 0 }
+        func choose() -> [FilePath] {
+            let packs = packFiles(of: hubGitDir)
+            return PackPlan.toCombine(sizes: packs.map(\.size), threshold: threshold).map { packs[$0].base }
+        }
+        guard !choose().isEmpty else { return 0 }
         let lock = hubGitDir.appending("objects").appending("pack").appending("syncagent-compacting")
         if let stat = try? FileStat.of(lock), Int64(Date().timeIntervalSince1970) - stat.mtimeSeconds > 600 {
             try? Files.remove(lock)  // left by an agent killed while compacting
         }
         guard (try? Files.create(lock, bytes: Array("\(getpid())\n".utf8), executable: false)) != nil else { return 0 }
         defer { try? Files.remove(lock) }
+        // Listed again under the lock: another device may have just rolled them up.
+        let chosen = choose()
+        guard !chosen.isEmpty else { return 0 }
         let name = try writeCombinedPack(gitDir: hubGitDir, of: chosen)
         Durability.flushFileSystem(containing: hubGitDir)
+        var kept: [String] = []
         for pack in chosen where pack.lastComponent?.string != "pack-" + name {
             for ext in ["idx", "pack", "rev", "bitmap", "mtimes"] {
-                try? Files.remove(FilePath(pack.string + "." + ext))
+                do {
+                    try Files.remove(FilePath(pack.string + "." + ext))
+                } catch {  // (a file already gone is no error: another device removed it)
+                    kept.append("\(pack).\(ext) (\(error))")
+                }
             }
         }
+        // Not removable (another account's file on a shared hub): said, so packs do not pile up unseen.
+        if !kept.isEmpty { throw HubPackError(kept: kept) }
         return chosen.count
     }
 
@@ -190,5 +202,13 @@ extension Store {
             total += (try? FileStat.of(gitDir.pushing(rel)))??.allocated ?? 0
         }
         return total
+    }
+}
+
+/// Packs of a hub that were rolled up but could not be removed.
+public struct HubPackError: Error, CustomStringConvertible {
+    public let kept: [String]
+    public var description: String {
+        "rolled up, but could not remove \(kept.prefix(3).joined(separator: ", "))\(kept.count > 3 ? " and \(kept.count - 3) more" : "")"
     }
 }

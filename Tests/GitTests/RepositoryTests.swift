@@ -149,6 +149,29 @@ final class TempStore {
         }
     }
 
+    /// A history longer than the memory limit: each question may go past it (the memory is given
+    /// back between questions), and every answer stays right.
+    @Test(.timeLimit(.minutes(1))) func aHistoryLongerThanTheLimitIsStillAnswered() throws {
+        let t = try TempStore()
+        try t.write("f", "x\n")
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let index = try repo.index()
+        _ = try index.add("f")
+        let tree = try index.writeTree()
+        var chain: [Oid] = []
+        for i in 0..<40 {
+            let sig = Signature(name: "d", email: "d@syncagent", time: 1_700_000_000 + Int64(i))
+            chain.append(try repo.createCommit(tree: tree, parents: chain.suffix(1), author: sig, committer: sig,
+                                               message: "c\(i)\n", updateRef: nil))
+        }
+        repo.graph = CommitGraph(limit: 10)
+        for _ in 0..<3 {
+            #expect(try repo.isReachable(chain[0], fromAny: [chain[39]]))
+            #expect(try !repo.isReachable(chain[39], fromAny: [chain[0]]))
+            #expect(try repo.isReachable(chain[17], fromAny: [chain[25]]))
+        }
+    }
+
     /// 60 commits whose parents come from `draws`, then 6 questions per commit.
     static func check(_ draws: [Int]) throws {
         var next = draws.makeIterator()
