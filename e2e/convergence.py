@@ -1261,14 +1261,17 @@ class Run:
                                   % (d.name, show(rel), len(data), oid[:12], label, phase, d.store, where))
         # fsck
         for d in self.devices:
-            # The running agent packs loose objects when idle: a loose object fsck listed can be
-            # gone (into a pack) by the time it reads it. That says "No such file or directory"
-            # for a path under objects/; a store that is really damaged fails every try.
-            for _ in range(5):
+            # The running agent packs loose objects when idle: an object fsck listed loose can be
+            # in a pack by the time it reads it, and fsck's list of packs can miss the new pack
+            # ("No such file or directory", "missing commit"). Asked again until clean, for up to
+            # 10 s: a store that is really damaged fails every time.
+            deadline = time.monotonic() + 10
+            while True:
                 r = d.git("fsck", "--no-dangling", "--no-progress")
                 out = (r.stdout + r.stderr).decode(errors="replace").strip()
-                if not (r.returncode != 0 and "/objects/" in out and "No such file or directory" in out):
+                if (r.returncode == 0 and not out) or time.monotonic() > deadline:
                     break
+                time.sleep(0.5)
             if r.returncode != 0 or out:
                 raise Failure("%s: git fsck --no-dangling (exit %d, %s): %s" % (d.name, r.returncode, phase, out[-800:]))
         if self.policy:

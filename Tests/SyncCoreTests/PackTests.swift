@@ -102,6 +102,12 @@ import Testing
             _ = try Store.hubPush(gitDir: t.phone.gitDir, data: t.phone.data, hub: "hub", url: "file://\(hub)", device: "phone")
         }
         #expect(Store.packFiles(of: hub).count == 20)
+        // What a push killed mid-way left: an hour old, it goes; a fresh one may be another
+        // device's pack being written, and stays.
+        let packDir = hub.appending("objects/pack")
+        let stale = packDir.appending("pack_git2_0123456789abcdef"), fresh = packDir.appending("pack_git2_fedcba9876543210")
+        for path in [stale, fresh] { FileManager.default.createFile(atPath: path.string, contents: Data("x".utf8)) }
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-7200)], ofItemAtPath: stale.string)
         async let a = Task.detached { try Store.compactHubPacks(hubGitDir: hub, threshold: PackPlan.threshold) }.value
         async let b = Task.detached { try Store.compactHubPacks(hubGitDir: hub, threshold: PackPlan.threshold) }.value
         let (watchGitDir, watchData) = (t.watch.gitDir, t.watch.data)
@@ -115,6 +121,8 @@ import Testing
         #expect(Store.packFiles(of: hub).count <= PackPlan.threshold)
         #expect(try gitFsck(hub) == 0)
         #expect(!FileManager.default.fileExists(atPath: hub.appending("objects/pack/syncagent-compacting").string))
+        #expect(!FileManager.default.fileExists(atPath: stale.string))
+        #expect(FileManager.default.fileExists(atPath: fresh.string))
         // The watch takes everything from the compacted hub.
         _ = try Store.hubFetch(gitDir: t.watch.gitDir, data: t.watch.data, hub: "hub", url: "file://\(hub)", device: "watch",
                                localGitDir: hub)
