@@ -65,6 +65,15 @@ final class PeerSyncer: Sendable {
         func clear() { value.store(false, ordering: .releasing) }
         var isSet: Bool { value.load(ordering: .acquiring) }
     }
+    /// Whether `text` differs from the last one kept in `last` (which then keeps it): a problem
+    /// that repeats every round is logged once, and again only when it changes.
+    private static func isNew(_ text: String, in last: borrowing Mutex<String?>) -> Bool {
+        last.withLock { old in
+            defer { old = text }
+            return old != text
+        }
+    }
+
     /// Why the hub's packs could not be rolled up (logged once per distinct reason).
     private let compactionProblem = Mutex<String?>(nil)
     /// Why the peer's refs cannot be watched (logged once per distinct reason).
@@ -118,7 +127,7 @@ final class PeerSyncer: Sendable {
         } : nil
         defer { listener?.cancel() }
         if link.fetchURL.hasPrefix(ExecTransport.scheme) {
-            ExecTransport.startAhead(for: link.fetchURL)  // for the running agent only; ended below
+            ExecTransport.enableSessionsAhead(for: link.fetchURL)  // for the running agent only; ended below
         }
         let notifier: Task<Void, Never>? = channel.map { channel in Task { await channel.run() } }
         defer { notifier?.cancel() }
@@ -403,7 +412,7 @@ final class PeerSyncer: Sendable {
                     }
                 }
             } else { nil }
-            if let compaction, compactionProblem.withLock({ old in defer { old = compaction }; return old != compaction }) {
+            if let compaction, Self.isNew(compaction, in: compactionProblem) {
                 logger.warning("peer \(hub): cannot roll up the small packs in \(hubDir.map { "\($0)" } ?? hub): \(compaction). Nothing is lost and pushes go on; lookups there slow down as packs pile up. Check that this account may write to its objects/pack directory.")
             }
             return nil
@@ -518,7 +527,7 @@ final class PeerSyncer: Sendable {
             // Told once: the peer is still fetched, every poll_seconds, and this is tried again each round.
             let text = "peer \(link.name): \(error) Until then it is fetched every \(link.pollSeconds) s"
                 + (error.errno == .tooManyOpenFiles ? "; with many agents as one user, raise fs.inotify.max_user_instances (sysctl)." : ".")
-            if refWatchProblem.withLock({ old in defer { old = text }; return old != text }) { logger.warning("\(text)") }
+            if Self.isNew(text, in: refWatchProblem) { logger.warning("\(text)") }
             return nil
         } catch {
             return nil  // its store is not there yet: tried again next round

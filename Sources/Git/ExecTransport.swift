@@ -49,11 +49,11 @@ public enum ExecTransport {
 
     /// Turns sessions started ahead on for `url` (a running agent's peer; a one-shot command
     /// would leave them behind), if its target allows them (`Target.warm`).
-    public static func startAhead(for url: String) {
+    public static func enableSessionsAhead(for url: String) {
         ahead.withLock { _ = $0.insert(url) }
     }
 
-    /// The urls of `startAhead(for:)`, until `forget(url:)`.
+    /// The urls of `enableSessionsAhead(for:)`, until `forget(url:)`.
     private static let ahead = Mutex<Set<String>>([])
 
     private static func wantsAhead(_ url: String, _ target: Target) -> Bool {
@@ -99,7 +99,7 @@ public enum ExecTransport {
     }
 
     /// Starts the next session of `service` ahead, after one was used.
-    static func startAhead(url: String, service: String) {
+    static func refill(url: String, service: String) {
         guard let target = target(for: url), wantsAhead(url, target),
               let child = try? Child(remoteCommand(target, service: service, ahead: true)) else { return }
         // Checked again under the lock: a `forget` that came meanwhile must not leave it behind.
@@ -181,7 +181,7 @@ public enum ExecTransport {
             let own = UnsafeMutableRawPointer(stream).assumingMemoryBound(to: syncagent_stream.self)
             let child = Unmanaged<Child>.fromOpaque(own.pointee.owner)
             child.takeUnretainedValue().finish()
-            if let (url, service) = child.takeUnretainedValue().refill { ExecTransport.startAhead(url: url, service: service) }
+            if let (url, service) = child.takeUnretainedValue().refill { ExecTransport.refill(url: url, service: service) }
             child.release()
             own.deinitialize(count: 1)
             own.deallocate()

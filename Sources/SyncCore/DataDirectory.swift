@@ -213,41 +213,33 @@ struct DataDirectory: Sendable {
             }
         }
         do {
-            if displace, let old = try FileStat.of(target), old.isStorable {
+            let old = try FileStat.of(target)
+            if displace || verify != nil, let old, old.isStorable {
                 do {
                     try Files.exchange(temp, target)
-                    return .displaced(temp)
-                } catch where error == .invalidArgument || error == .notSupported {
-                    // A file system without RENAME_EXCHANGE: the bytes kept before the merge are
-                    // what is kept; replace as usual.
-                }
-            }
-            if let verify {
-                if let old = try FileStat.of(target), old.isStorable {
-                    do {
-                        try Files.exchange(temp, target)
-                        if verify(temp) {
-                            try? Files.remove(temp)
-                            return .placed
-                        }
-                        // Written meanwhile: the newer bytes go back. (Written yet again between
-                        // the two swaps: those came out now, and they are the newest.)
-                        try Files.exchange(temp, target)
-                        if fileHolds(temp, side, entry: nil) { try? Files.remove(temp) } else { try Files.rename(temp, to: target) }
-                        return .keptNewer
-                    } catch where error == .invalidArgument || error == .notSupported {
-                        // No RENAME_EXCHANGE here: replace as usual.
-                    }
-                } else if (try FileStat.of(target)) == nil {
-                    do {
-                        try Files.renameNoReplace(temp, to: target)
-                        return .placed
-                    } catch where error == .fileExists {
+                    guard let verify else { return .displaced(temp) }
+                    if verify(temp) {
                         try? Files.remove(temp)
-                        return .keptNewer  // created meanwhile
-                    } catch where error == .invalidArgument || error == .notSupported {
-                        // No RENAME_NOREPLACE here: replace as usual.
+                        return .placed
                     }
+                    // Written meanwhile: the newer bytes go back. (Written yet again between
+                    // the two swaps: those came out now, and they are the newest.)
+                    try Files.exchange(temp, target)
+                    if fileHolds(temp, side, entry: nil) { try? Files.remove(temp) } else { try Files.rename(temp, to: target) }
+                    return .keptNewer
+                } catch where error == .invalidArgument || error == .notSupported {
+                    // A file system without RENAME_EXCHANGE: replace as usual (with `displace`,
+                    // the bytes kept before the merge are what is kept).
+                }
+            } else if verify != nil, old == nil {
+                do {
+                    try Files.renameNoReplace(temp, to: target)
+                    return .placed
+                } catch where error == .fileExists {
+                    try? Files.remove(temp)
+                    return .keptNewer  // created meanwhile
+                } catch where error == .invalidArgument || error == .notSupported {
+                    // No RENAME_NOREPLACE here: replace as usual.
                 }
             }
             try Files.rename(temp, to: target)

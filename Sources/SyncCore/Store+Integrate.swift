@@ -116,10 +116,8 @@ extension Store {
     /// reads and an ancestry check per peer, not a load and a rewrite of every record.
     private func alreadyHeld(peer: String, theirBookTip: Oid?) throws -> SyncOutcome? {
         let ours = try head()
-        if let theirs = try repo.resolveReference(Self.trackingRef(peer)), !coveredByMain.contains(theirs) {
+        if let theirs = try repo.resolveReference(Self.trackingRef(peer)) {
             guard let ours, try covers(ours, theirs) else { return nil }
-            if coveredByMain.count > 100_000 { coveredByMain.removeAll() }
-            coveredByMain.insert(theirs)
         }
         if let theirBookTip {
             guard let ourBookTip = try repo.resolveReference(ConflictBook.ref) else { return nil }
@@ -405,7 +403,7 @@ extension Store {
         var tips: [Oid] = []
         for device in devices {
             guard let tip = try repo.resolveReference(Self.trackingRef(Self.hubPeer(hub, device: device))),
-                  !tips.contains(tip), !coveredByMain.contains(tip), try !covers(ours, tip) else { continue }
+                  !tips.contains(tip), try !covers(ours, tip) else { continue }
             tips.append(tip)
         }
         guard tips.count > 1, let base = try repo.mergeBase(of: [ours] + tips) else { return nil }

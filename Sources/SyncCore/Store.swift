@@ -13,10 +13,6 @@ public final class Store {
     let repo: Repository
     /// Special files already warned about, so each is reported once.
     var warnedSpecial: Set<FilePath> = []
-    /// Commits `main` is known to hold (`covers` said so). `main` never loses a commit it held (it
-    /// moves to descendants, or to joins of tips that hold its own), so a peer tip once covered
-    /// stays covered: with many devices, most peers' tips are checked once, not once per round.
-    var coveredByMain: Set<Oid> = []
     /// Resolvers of a program that embeds the agent; asked before `rules`.
     public var resolvers: [any ConflictResolver] = []
     /// The config's `[[resolver]]` rules.

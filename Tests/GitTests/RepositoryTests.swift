@@ -152,18 +152,10 @@ final class TempStore {
     /// A history longer than the memory limit: each question may go past it (the memory is given
     /// back between questions), and every answer stays right.
     @Test(.timeLimit(.minutes(1))) func aHistoryLongerThanTheLimitIsStillAnswered() throws {
-        let t = try TempStore()
-        try t.write("f", "x\n")
-        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
-        let index = try repo.index()
-        _ = try index.add("f")
-        let tree = try index.writeTree()
+        let (t, repo, tree) = try Self.storeWithOneTree()
+        defer { withExtendedLifetime(t) {} }  // its directory lives as long as the test
         var chain: [Oid] = []
-        for i in 0..<40 {
-            let sig = Signature(name: "d", email: "d@syncagent", time: 1_700_000_000 + Int64(i))
-            chain.append(try repo.createCommit(tree: tree, parents: chain.suffix(1), author: sig, committer: sig,
-                                               message: "c\(i)\n", updateRef: nil))
-        }
+        for i in 0..<40 { chain.append(try Self.commit(i, parents: chain.suffix(1), tree: tree, in: repo)) }
         repo.graph = CommitGraph(limit: 10)
         for _ in 0..<3 {
             #expect(try repo.isReachable(chain[0], fromAny: [chain[39]]))
@@ -172,25 +164,34 @@ final class TempStore {
         }
     }
 
-    /// 60 commits whose parents come from `draws`, then 6 questions per commit.
-    static func check(_ draws: [Int]) throws {
-        var next = draws.makeIterator()
-        func draw(_ n: Int) -> Int { (next.next() ?? 0) % n }
+    /// A new store whose one tree (a file `f`) every test commit uses: the histories are the point.
+    static func storeWithOneTree() throws -> (TempStore, Repository, Oid) {
         let t = try TempStore()
         try t.write("f", "x\n")
         let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
         let index = try repo.index()
         _ = try index.add("f")
-        let tree = try index.writeTree()
+        return (t, repo, try index.writeTree())
+    }
+
+    /// Commit number `i` of a test history (its own time and message, so ids differ).
+    static func commit(_ i: Int, parents: [Oid], tree: Oid, in repo: Repository) throws -> Oid {
+        let sig = Signature(name: "d\(i % 5)", email: "d@syncagent", time: 1_700_000_000 + Int64(i))
+        return try repo.createCommit(tree: tree, parents: parents, author: sig, committer: sig, message: "c\(i)\n", updateRef: nil)
+    }
+
+    /// 60 commits whose parents come from `draws`, then 6 questions per commit.
+    static func check(_ draws: [Int]) throws {
+        var next = draws.makeIterator()
+        func draw(_ n: Int) -> Int { (next.next() ?? 0) % n }
+        let (t, repo, tree) = try Self.storeWithOneTree()
         var commits: [Oid] = []
         for i in 0..<60 {
             var parents: Set<Oid> = []
             if !commits.isEmpty, draw(8) != 0 {  // a few roots: unrelated histories too
                 for _ in 0..<(1 + draw(draw(4) == 0 ? 5 : 2)) { parents.insert(commits[draw(commits.count)]) }
             }
-            let sig = Signature(name: "d\(i % 5)", email: "d@syncagent", time: 1_700_000_000 + Int64(i))
-            commits.append(try repo.createCommit(tree: tree, parents: Array(parents).sorted(), author: sig, committer: sig,
-                                                 message: "c\(i)\n", updateRef: nil))
+            commits.append(try Self.commit(i, parents: Array(parents).sorted(), tree: tree, in: repo))
         }
         // A handle of its own for libgit2's answers, so neither side warms the other.
         let reference = try Repository.open(gitDir: t.gitDir, workdir: t.data)

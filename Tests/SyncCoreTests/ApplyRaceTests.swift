@@ -26,34 +26,32 @@ import Testing
         try FileManager.default.contentsOfDirectory(atPath: t.phone.data.string).filter { $0.hasPrefix(".syncagent-") }
     }
 
-    @Test func aWriteAfterTheCheckIsNotReplaced() throws {
-        try t.phone.write("notes.txt", "written by the app after the check\n")
+    /// Writes `text` at `path` as the app would, then places the incoming version there, checked
+    /// against `planned` (what the merge's check saw: nil, nothing there).
+    private func placeAfterWrite(_ text: String, at path: FilePath, planned: ConflictSide?) throws -> DataDirectory.PlaceOutcome {
+        try t.phone.write(path.string, text)
         var counter: UInt64 = 0
-        let outcome = try disk.place(incoming, at: "notes.txt", repo: repo, counter: &counter, displace: false) { displaced in
-            disk.fileHolds(displaced, old, entry: nil)
+        return try disk.place(incoming, at: path, repo: repo, counter: &counter, displace: false) { displaced in
+            disk.fileHolds(displaced, planned, entry: nil)
         }
+    }
+
+    @Test func aWriteAfterTheCheckIsNotReplaced() throws {
+        let outcome = try placeAfterWrite("written by the app after the check\n", at: "notes.txt", planned: old)
         guard case .keptNewer = outcome else { Issue.record("replaced: \(outcome)"); return }
         #expect(t.phone.read("notes.txt") == "written by the app after the check\n")
         #expect(try leftovers().isEmpty)
     }
 
     @Test func theVersionTheCheckSawIsReplaced() throws {
-        try t.phone.write("notes.txt", "the version the merge planned to replace\n")
-        var counter: UInt64 = 0
-        let outcome = try disk.place(incoming, at: "notes.txt", repo: repo, counter: &counter, displace: false) { displaced in
-            disk.fileHolds(displaced, old, entry: nil)
-        }
+        let outcome = try placeAfterWrite("the version the merge planned to replace\n", at: "notes.txt", planned: old)
         guard case .placed = outcome else { Issue.record("not placed: \(outcome)"); return }
         #expect(t.phone.read("notes.txt") == "the peer's version\n")
         #expect(try leftovers().isEmpty)
     }
 
     @Test func aFileCreatedAfterTheCheckIsNotReplaced() throws {
-        try t.phone.write("new.txt", "created by the app after the check\n")
-        var counter: UInt64 = 0
-        let outcome = try disk.place(incoming, at: "new.txt", repo: repo, counter: &counter, displace: false) { displaced in
-            disk.fileHolds(displaced, nil, entry: nil)
-        }
+        let outcome = try placeAfterWrite("created by the app after the check\n", at: "new.txt", planned: nil)
         guard case .keptNewer = outcome else { Issue.record("replaced: \(outcome)"); return }
         #expect(t.phone.read("new.txt") == "created by the app after the check\n")
     }

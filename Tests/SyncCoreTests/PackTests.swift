@@ -54,12 +54,7 @@ import Testing
     /// leaves few packs, and the store reads on through the same handle.
     @Test func manyFetchesLeaveFewPacksAndLoseNothing() throws {
         let t = try TwoDevices()
-        var written: [String: String] = [:]
-        for i in 0..<20 {
-            let rel = "f\(i % 5).txt"
-            try t.phone.write(rel, "version \(i)\n")
-            written[rel] = "version \(i)\n"
-            try t.phone.commit(FilePath(rel))
+        let written = try t.phone.commitVersions(20) {
             try Store.fetch(gitDir: t.watch.gitDir, data: t.watch.data, peer: "phone", url: "file://\(t.phone.gitDir)")
         }
         #expect(t.watch.store.packFiles().count == 20)
@@ -93,12 +88,7 @@ import Testing
         initHub.arguments = ["init", "-q", "--bare", hub.string]
         try initHub.run()
         initHub.waitUntilExit()
-        var written: [String: String] = [:]
-        for i in 0..<20 {
-            let rel = "f\(i % 5).txt"
-            try t.phone.write(rel, "version \(i)\n")
-            written[rel] = "version \(i)\n"
-            try t.phone.commit(FilePath(rel))
+        let written = try t.phone.commitVersions(20) {
             _ = try Store.hubPush(gitDir: t.phone.gitDir, data: t.phone.data, hub: "hub", url: "file://\(hub)", device: "phone")
         }
         #expect(Store.packFiles(of: hub).count == 20)
@@ -129,5 +119,21 @@ import Testing
         _ = try t.watch.store.integrate(peer: Store.hubPeer("hub", device: "phone"))
         for (rel, text) in written { #expect(t.watch.read(rel) == text) }
         #expect(try gitFsck(t.watch.gitDir) == 0)
+    }
+}
+
+extension TwoDevices.Device {
+    /// `count` commits, each a new version of one of five files, with `after` run after each
+    /// (a fetch, a push: one pack each). Returns each file's last text.
+    func commitVersions(_ count: Int, after: () throws -> Void) throws -> [String: String] {
+        var written: [String: String] = [:]
+        for i in 0..<count {
+            let rel = "f\(i % 5).txt"
+            try write(rel, "version \(i)\n")
+            written[rel] = "version \(i)\n"
+            try commit(FilePath(rel))
+            try after()
+        }
+        return written
     }
 }
