@@ -203,9 +203,8 @@ extension Store {
                 continue
             }
             let slot = Self.recordSlot(book, path: path, base: conflict.ancestor)
-            let plan = policy.plan(PathConflict(path: path, base: conflict.ancestor, ours: ourSide, theirs: theirSide),
-                                   existing: slot.existing, generation: slot.generation, now: now,
-                                   content: { [repo] id in repo.hasObject(id) ? try? repo.blobData(id) : nil })
+            let plan = planPath(policy, PathConflict(path: path, base: conflict.ancestor, ours: ourSide, theirs: theirSide),
+                                slot: slot, now: now)
             try settle(merge, path, take: plan.take)
             for copy in plan.copies { try merge.add(copy.path, blob: copy.entry.oid, mode: copy.entry.mode) }
             if let note = plan.note { notes.append(note) }
@@ -223,9 +222,8 @@ extension Store {
             let theirSide = try side(of: path, tip: theirs, tree: theirTree)
             guard ourSide.device != theirSide.device || ourSide.isDirectory != theirSide.isDirectory else { continue }
             let slot = Self.recordSlot(book, path: path, base: nil)
-            let plan = policy.plan(PathConflict(path: path, base: nil, ours: ourSide, theirs: theirSide),
-                                   existing: slot.existing, generation: slot.generation, now: now,
-                                   content: { [repo] id in repo.hasObject(id) ? try? repo.blobData(id) : nil })
+            let plan = planPath(policy, PathConflict(path: path, base: nil, ours: ourSide, theirs: theirSide),
+                                slot: slot, now: now)
             if merge.hasEntry(path) { try merge.remove(path) }
             for copy in plan.copies { try merge.add(copy.path, blob: copy.entry.oid, mode: copy.entry.mode) }
             book[plan.record.id] = plan.record
@@ -343,6 +341,16 @@ extension Store {
     /// or a new one named by how many records of the path were resolved before. (The common version
     /// is not part of the name: devices that merge through different pairs can see different
     /// common versions of one dispute, and it must stay one record.)
+    /// The policy's plan for one conflicted path; when it asks for the `command` strategy's
+    /// program, the program runs here (the plan itself never spawns) and completes it.
+    private func planPath(_ policy: ConflictPolicy, _ conflict: PathConflict,
+                          slot: (existing: ConflictRecord?, generation: Int), now: Int64) -> PathPlan {
+        let plan = policy.plan(conflict, existing: slot.existing, generation: slot.generation, now: now,
+                               content: { [repo] id in repo.hasObject(id) ? try? repo.blobData(id) : nil })
+        guard let request = plan.external else { return plan }
+        return policy.completing(plan, with: ExternalMerge.run(request), now: now)
+    }
+
     static func recordSlot(_ book: [String: ConflictRecord], path: FilePath, base: ConflictSide?) -> (existing: ConflictRecord?, generation: Int) {
         let pathHex = ConflictRecord.hex(path.bytes)
         return (book.values.first { $0.pathBytes == pathHex && $0.status == .open },

@@ -112,6 +112,35 @@ import Testing
         #expect(a.record.current == b.record.current)
     }
 
+    /// The `command` strategy is planned, never run, by the policy: the plan names the program and
+    /// the versions in device order; the store's result completes it (bytes resolve, a failure
+    /// leaves it open with the reason).
+    @Test func commandStrategyIsARequestNotASpawn() throws {
+        let marker = "/tmp/syncagent-policy-spawned-\(getpid())"
+        let rules = [ResolverRule(path: "*", strategy: .command, command: ["touch", marker])]
+        let policy = ConflictPolicy(device: "phone", rules: rules, resolvers: [])
+        let plan = policy.plan(PathConflict(path: "d/x", base: Self.file("base"), ours: Self.side("watch", Self.file("w"), at: 10),
+                                            theirs: Self.side("phone", Self.file("p"), at: 5)),
+                               existing: nil, generation: 0, now: 100, content: Self.content)
+        #expect(!FileManager.default.fileExists(atPath: marker))
+        let request = try #require(plan.external)
+        #expect(request.command == ["touch", marker])
+        #expect(request.first == Self.content(Self.file("p").oid))   // phone sorts first
+        #expect(request.second == Self.content(Self.file("w").oid))
+        #expect(plan.record.status == .open)
+
+        let merged = policy.completing(plan, with: .success(.bytes(Array("m".utf8))), now: 101)
+        #expect(merged.external == nil)
+        #expect(merged.take == .bytes(Array("m".utf8), mode: 0o100644))
+        #expect(merged.record.status == .resolved)
+        #expect(merged.record.resolution?.strategy == "command")
+
+        let failed = policy.completing(plan, with: .failure(.init(description: "merge exited 3")), now: 101)
+        #expect(failed.record.status == .open)
+        #expect(failed.take == plan.take)
+        #expect(failed.note?.contains("merge exited 3") == true)
+    }
+
     /// Two open copies of one record settle to the same record in either order.
     @Test func settleIsOrderFree() {
         let policy = ConflictPolicy(device: "phone", rules: [], resolvers: [])

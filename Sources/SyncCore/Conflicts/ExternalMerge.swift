@@ -4,13 +4,16 @@ import Foundation
 /// `{base}`, `{ours}`, `{theirs}`, `{out}` and `{path}` in its arguments are replaced; `{ours}` is the
 /// version of the device whose name sorts first, `{theirs}` the other, so every device runs the same
 /// merge. Exit 0 with `{out}` written resolves; anything else leaves the record open.
-enum ExternalMerge {
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+/// The plan (`ConflictPolicy`) only asks for it (`PathPlan.external`); the store runs it.
+public enum ExternalMerge {
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        public let description: String
+        public init(description: String) { self.description = description }
     }
 
-    static func run(_ command: [String], path: String, base: [UInt8]?, first: [UInt8]?, second: [UInt8]?,
-                    timeout: Duration) -> Result<ResolverDecision, Failure> {
+    static func run(_ request: ExternalMergeRequest) -> Result<ResolverDecision, Failure> {
+        let (command, path, timeout) = (request.command, request.path, request.timeout)
+        let (base, first, second) = (request.base, request.first, request.second)
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("syncagent-merge-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dir) }
         do {

@@ -62,6 +62,28 @@ public struct PathPlan: Sendable, Equatable {
     public var record: ConflictRecord
     /// Why a configured strategy declined, for the log.
     public var note: String?
+    /// The `command` strategy's program to run before the plan is final: the plan itself never
+    /// spawns. The store runs it (`ExternalMerge.run`) and hands the result to `completing`.
+    public var external: ExternalMergeRequest?
+
+    init(take: Take, copies: [Copy], record: ConflictRecord, note: String?, external: ExternalMergeRequest? = nil) {
+        self.take = take
+        self.copies = copies
+        self.record = record
+        self.note = note
+        self.external = external
+    }
+}
+
+/// What the `command` strategy needs run: the program and the versions it merges.
+public struct ExternalMergeRequest: Sendable, Equatable {
+    public var command: [String]
+    public var path: String
+    public var base: [UInt8]?
+    /// The version of the device whose name sorts first (`{ours}`), and the other (`{theirs}`).
+    public var first: [UInt8]?
+    public var second: [UInt8]?
+    public var timeout: Duration
 }
 
 /// Conflict policy, in one place: given a conflicted path, the record already open for it, the
@@ -133,6 +155,17 @@ public struct ConflictPolicy {
             }
             return PathPlan(take: winnerTake, copies: copies, record: done, note: nil)
         }
+        if rule.strategy == .command, let command = rule.command {
+            let devices = record.versions.map(\.device)
+            guard devices.count == 2 else {
+                return PathPlan(take: winnerTake, copies: [], record: record,
+                                note: "\(record.id) \(record.path): the command strategy merges two versions; \(record.path) has \(devices.count); the conflict stays open")
+            }
+            let request = ExternalMergeRequest(command: command, path: record.path, base: bytes.base,
+                                               first: bytes.versions[devices[0]] ?? nil, second: bytes.versions[devices[1]] ?? nil,
+                                               timeout: commandTimeout)
+            return PathPlan(take: winnerTake, copies: [], record: record, note: nil, external: request)
+        }
         let (decision, note) = decide(rule, record, base: bytes.base, versions: bytes.versions)
         guard let decision else {
             return PathPlan(take: winnerTake, copies: [], record: record,
@@ -194,14 +227,22 @@ public struct ConflictPolicy {
             }
             return (.bytes(merged), nil)
         case .command:
-            guard let command = rule.command else { return (nil, nil) }
-            guard devices.count == 2 else { return (nil, "the command strategy merges two versions; \(record.path) has \(devices.count)") }
-            switch ExternalMerge.run(command, path: record.path, base: base,
-                                     first: versions[devices[0]] ?? nil, second: versions[devices[1]] ?? nil,
-                                     timeout: commandTimeout) {
-            case .success(let decision): return (decision, nil)
-            case .failure(let failure): return (nil, "\(failure); the conflict stays open")
-            }
+            return (nil, nil)  // planned as an `ExternalMergeRequest` in `plan`
+        }
+    }
+
+    /// The plan once the `command` strategy's program ran: its bytes resolve the record; a failure
+    /// leaves the record open with the reason in `note`.
+    public func completing(_ plan: PathPlan, with result: Result<ResolverDecision, ExternalMerge.Failure>, now: Int64) -> PathPlan {
+        var open = plan
+        open.external = nil
+        switch result {
+        case .success(let decision):
+            let winner = plan.record.versions.first { $0.device == plan.record.current }
+            return resolved(plan.record, decision, winner: winner, strategy: ResolverStrategy.command.description, now: now)
+        case .failure(let failure):
+            open.note = "\(plan.record.id) \(plan.record.path): \(failure); the conflict stays open"
+            return open
         }
     }
 
