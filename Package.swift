@@ -70,7 +70,7 @@ let package = Package(
         .executableTarget(
             name: "syncagent",
             dependencies: [
-                "Agent", "SyncCore", "FileSystem", "Git",
+                "Agent", "SyncCore", "FileSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

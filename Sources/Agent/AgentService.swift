@@ -1,6 +1,5 @@
 import FileSystem
 import Foundation
-import Git
 import Logging
 import ServiceLifecycle
 import Synchronization

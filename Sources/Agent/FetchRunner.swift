@@ -1,5 +1,4 @@
 import Foundation
-import Git
 import Glibc
 import Synchronization
 import SyncCore
@@ -42,10 +41,10 @@ enum FetchRunner {
         }
     }
 
-    /// Fetches; throws `GitError` from libgit2, or `Abandoned`. `attempt` lets the caller see whether a
+    /// Fetches; throws libgit2's error (see `PeerProblem.fetching`), or `Abandoned`. `attempt` lets the caller see whether a
     /// previous fetch's thread is still stuck.
     static func fetch(gitDir: FilePath, data: FilePath, peer: String, url: String, localGitDir: FilePath?,
-                      auth: RemoteAuth?, timeout: Duration, attempt: Attempt) async throws {
+                      auth: PeerAuth?, timeout: Duration, attempt: Attempt) async throws {
         try await perform(label: "fetch-\(peer)", url: url, timeout: timeout, attempt: attempt) { shouldCancel in
             try Store.fetch(gitDir: gitDir, data: data, peer: peer, url: url, localGitDir: localGitDir,
                             auth: auth, shouldCancel: shouldCancel)

@@ -1,5 +1,4 @@
 import Foundation
-import Git
 import SyncCore
 import SystemPackage
 

@@ -1,6 +1,5 @@
 import FileSystem
 import Foundation
-import Git
 import Logging
 import Synchronization
 import SyncCore
@@ -126,9 +125,7 @@ final class PeerSyncer: Sendable {
             }
         } : nil
         defer { listener?.cancel() }
-        if link.fetchURL.hasPrefix(ExecTransport.scheme) {
-            ExecTransport.enableSessionsAhead(for: link.fetchURL)  // for the running agent only; ended below
-        }
+        link.startSessionsAhead()  // for the running agent only; ended below
         let notifier: Task<Void, Never>? = channel.map { channel in Task { await channel.run() } }
         defer { notifier?.cancel() }
         let clock = ContinuousClock()
@@ -168,9 +165,7 @@ final class PeerSyncer: Sendable {
         refWatcher?.stop()
         notifier?.cancel()
         await notifier?.value
-        if link.fetchURL.hasPrefix(ExecTransport.scheme) {
-            ExecTransport.forget(url: link.fetchURL)  // the sessions started ahead end with the agent
-        }
+        link.endSessionsAhead()  // the sessions started ahead end with the agent
         if let close = link.closeCommand {
             // The shared ssh connection goes with the agent, not 60 s later.
             _ = await onOwnThread("syncagent-ssh-exit") { () -> Bool in
@@ -422,14 +417,7 @@ final class PeerSyncer: Sendable {
             if error is FetchRunner.Abandoned, !attempt.finished.load(ordering: .acquiring) {
                 stuck.withLock { $0.append(attempt) }
             }
-            let detail = (error as? GitError)?.message ?? "\(error)"
-            let lower = detail.lowercased()
-            let hint = lower.contains("no space") || lower.contains("disk full") || lower.contains("quota")
-                ? " The server's disk is full: free space there."
-                : lower.contains("permission denied") || lower.contains("403")
-                ? " The server refused to write: the account needs write access to the repository." : ""
-            let code: PeerProblem.Code = hint.contains("disk is full") ? .diskFull : hint.isEmpty ? describe(fetchError: error).code : .refused
-            return (PeerProblem(code, "cannot push to \(hub) (\(link.displayURL)): \(detail).\(hint) Local commits go on; the push is retried."), true)
+            return (PeerProblem.pushing(error, link: link, otherwise: describe(fetchError: error).code), true)
         }
     }
 
@@ -465,50 +453,7 @@ final class PeerSyncer: Sendable {
     private func describe(fetchError error: any Error) -> PeerProblem {
         if error is FetchRunner.Abandoned { return PeerProblem(.timeout, "\(error)") }
         if error is FetchRunner.ProbeError { return PeerProblem(.unreachable, "\(error)") }
-        guard let git = error as? GitError else { return PeerProblem(.other, "\(error)") }
-        let url = link.displayURL
-        // libgit2's own codes first, then what servers and ssh say in words.
-        if git.code == GitError.Code.auth, !git.message.hasPrefix("authentication failed") {
-            return PeerProblem(.auth, "peer \(link.name) (\(url)): \(git.message); check `identity` or the credentials for this peer in \(config.file)")
-        }
-        if git.message.contains("Host key verification failed") {
-            let file = KnownHosts.knownHostsFile(for: link.config, home: ProcessInfo.processInfo.environment["HOME"])
-            return PeerProblem(.hostKey, "peer \(link.name) (\(url)): \(git.message). The server's host key is not in \(file), or it changed; "
-                + "check it with the server's admin, then add it (ssh-keyscan the host >> \(file))")
-        }
-        if git.message.contains("host key") {
-            return PeerProblem(.hostKey, "peer \(link.name) (\(url)): \(git.message)")
-        }
-        if git.message.hasPrefix("authentication failed") || git.message.contains("Permission denied (publickey") {
-            let fix = link.config.credentials != nil || url.hasPrefix("http")
-                ? "check the user:password in the credentials file named in \(config.file)"
-                : "check `identity` for this peer in \(config.file), or add this device's public key to the server's authorized_keys"
-            return PeerProblem(.auth, "peer \(link.name) (\(url)): \(git.message); \(fix)")
-        }
-        if git.isMissingObject {
-            return PeerProblem(.badHistory, "peer \(link.name) (\(url)): an object its history names could not be read (\(git.message)); nothing was merged and the fetch is retried. If this repeats, run `git --git-dir=<its store> fsck` on \(link.name).")
-        }
-        let text = git.message.lowercased()
-        if let dir = link.localGitDir, text.contains("could not find repository") || text.contains("not found") {
-            var isDirectory: ObjCBool = false
-            let exists = FileManager.default.fileExists(atPath: dir.string, isDirectory: &isDirectory)
-            let partial = ["HEAD", "objects", "refs"].contains { FileManager.default.fileExists(atPath: dir.appending($0).string) }
-            if partial {
-                return PeerProblem(.notFound, "peer \(link.name) (\(url)): \(dir) is not a whole store (\(git.message)): its agent may be creating it, or it is damaged. "
-                    + "Retried; if this lasts, run `git --git-dir=\(dir) fsck` on \(link.name).")
-            }
-            let what = !exists ? "\(dir) does not exist" : isDirectory.boolValue ? "\(dir) is a directory but not a store" : "\(dir) is a file"
-            return PeerProblem(.notFound, "peer \(link.name) (\(url)): \(what). A peer's url is its store, <its state>/store.git "
-                + "(by default ~/.local/state/syncagent/\(link.name)/store.git), never its data directory. Fix the url in \(config.file).")
-        }
-        if text.contains("not found") || text.contains("status code: 404") || text.contains("does not appear to be a git repository")
-            || text.contains("not a git repository") {
-            return PeerProblem(.notFound, "peer \(link.name) (\(url)): the repository was not found (\(git.message)). Check the url in \(config.file); a hub must exist first (git init --bare).")
-        }
-        if text.contains("permission denied") || text.contains("403") {
-            return PeerProblem(.refused, "peer \(link.name) (\(url)): permission denied by the server (\(git.message)); the account needs read and write access to the repository.")
-        }
-        return PeerProblem(.unreachable, "cannot fetch from \(url): \(git.message). Check the peer's url in \(config.file) and that its store exists.")
+        return PeerProblem.fetching(error, link: link, configFile: config.file) ?? PeerProblem(.other, "\(error)")
     }
 
     /// For a peer on this machine: an inotify watch on its refs, so its commits are seen at once.

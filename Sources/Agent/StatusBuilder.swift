@@ -18,7 +18,7 @@ public enum StatusBuilder {
             held += list.count
             localChanges = list.values.filter { $0.reason == .localChange }.count
             do {
-                head = try store.head()?.hex
+                head = try store.headID()?.hex
                 open = try store.conflicts().count
             } catch {
                 problems.append("cannot read the store \(config.storePath): \(error)")

@@ -1,6 +1,5 @@
 import FileSystem
 import Foundation
-import Git
 import Logging
 import SyncCore
 import SystemPackage
@@ -428,8 +427,8 @@ actor SyncEngine {
         combining = true
         let gitDir = config.storePath
         Task {
-            let written = await onOwnThread("syncagent-packs") { () -> Result<String, GitError> in
-                Result { () throws(GitError) in try Store.writeCombinedPack(gitDir: gitDir, of: packs) }
+            let written = await onOwnThread("syncagent-packs") { () -> Result<String, any Error> in
+                Result { try Store.writeCombinedPack(gitDir: gitDir, of: packs) }
             }
             finishCompaction(packs, written)
         }
@@ -442,7 +441,7 @@ actor SyncEngine {
         init(_ description: String) { self.description = description }
     }
 
-    private func finishCompaction(_ packs: [FilePath], _ written: Result<String, GitError>) {
+    private func finishCompaction(_ packs: [FilePath], _ written: Result<String, any Error>) {
         combining = false
         do {
             try store.finishCombining(packs, into: try written.get())
@@ -561,12 +560,12 @@ actor SyncEngine {
         await commitPendingLocal()
         do {
             let point = try store.restorePoint(for: path, at: at)
-            let changes = try store.restoreChanges(path, to: point.commit)
+            let changes = try store.restoreChanges(path, to: point)
             guard !changes.isEmpty else {
                 return MessageResult(message: "\(path.display) already is as it was at \(point.why); nothing to restore", error: nil)
             }
             let report = try store.writeRestored(changes)
-            commit(WatchBatch(paths: Set(changes.map(\.path))))
+            commit(WatchBatch(paths: Set(changes.paths)))
             var message = "restored \(path.display) as of \(point.why): \(report.written) written, \(report.removed) removed"
             if report.removed > 0 { message += " (their versions stay in the store: `syncagent history PATH`)" }
             if !report.localChanges.isEmpty {

@@ -1,4 +1,4 @@
-import Git
+internal import Git
 import SystemPackage
 
 /// What one batch changed, in the form the commit message lists it.

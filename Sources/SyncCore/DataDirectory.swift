@@ -1,6 +1,6 @@
 import FileSystem
 import Foundation
-import Git
+internal import Git
 import SystemPackage
 
 /// The data directory as the apply step sees it: what stands at a path, whether it holds a given

@@ -1,5 +1,5 @@
 import FileSystem
-import Git
+internal import Git
 import SystemPackage
 
 /// Why deletions are held instead of committed (SPEC "Safety holds"): an accident such as an
@@ -46,7 +46,7 @@ public struct DeletionGuard: Sendable {
 extension Store {
     /// Of these changed paths, the ones that are gone from disk, and how many tracked files they
     /// take with them (a deleted directory counts its files). Costs the paths and their entries.
-    public func deletions(among paths: Set<FilePath>) throws(GitError) -> (paths: Set<FilePath>, files: Int) {
+    public func deletions(among paths: Set<FilePath>) throws -> (paths: Set<FilePath>, files: Int) {
         let index = try liveIndex()
         let unapplied = loadUnapplied()  // a merge could not write these: their absence is no deletion
         var gone: Set<FilePath> = []
@@ -70,7 +70,7 @@ extension Store {
     }
 
     /// How many files the index tracks.
-    public func trackedCount() throws(GitError) -> Int {
+    public func trackedCount() throws -> Int {
         let index = try liveIndex()
         guard !policy.rules.isEmpty else { return index.count }
         return index.entries().filter { policy.materializes($0.path) }.count

@@ -1,5 +1,5 @@
 import Foundation
-import Git
+internal import Git
 import SystemPackage
 
 /// The ssh host key check (SPEC `known_hosts`): the key a server shows must be the one its
@@ -36,7 +36,7 @@ public enum KnownHosts {
     }
 
     /// Everything a peer's config says about authentication, for libgit2's callbacks.
-    public static func auth(for peer: PeerConfig, url: String, home: String?) -> RemoteAuth {
+    static func auth(for peer: PeerConfig, url: String, home: String?) -> RemoteAuth {
         var auth = RemoteAuth()
         auth.identity = peer.identity
         if let home {

@@ -1,6 +1,6 @@
 import FileSystem
 import Foundation
-import Git
+internal import Git
 import Synchronization
 import SystemPackage
 

@@ -1,6 +1,6 @@
 import FileSystem
 import Foundation
-import Git
+internal import Git
 import Synchronization
 import SystemPackage
 
@@ -13,7 +13,7 @@ public struct ApplyReport: Sendable {
     /// A receive-only device's local edits that incoming changes replaced (their bytes are kept in
     /// `refs/syncagent/kept`, in commit `keptCommit`).
     public var replacedLocal: [FilePath] = []
-    public var keptCommit: Oid?
+    public var keptCommit: ObjectID?
     /// Paths that changed on disk after the plan's baseline: left exactly as they are; the caller
     /// commits them as local changes (then they meet the peer's version like any other change).
     public var localChanges: [FilePath] = []
@@ -131,7 +131,7 @@ extension Store {
             guard replace.contains(path), (try? diskSide(path)) ?? nil != keptSides[path] else { return }
             let again = try keepLocalVersions([path], why: "local edits replaced by incoming changes")
             if let side = again.kept[path] { keptSides[path] = side }
-            report.keptCommit = again.commit ?? report.keptCommit
+            report.keptCommit = again.commit?.id ?? report.keptCommit
         }
         /// The local file an incoming version displaced (now at a temporary name): its bytes are kept
         /// as `path`'s unless they are what was kept already; then the temporary goes.
@@ -147,7 +147,7 @@ extension Store {
                     let side = ConflictSide(oid: blob, mode: Self.gitMode(stat))
                     if side != keptSides[path] {
                         let kept = ConflictSide(oid: blob, mode: side.mode)
-                        report.keptCommit = (try? keep([(path, kept)], why: "local edits replaced by incoming changes")) ?? report.keptCommit
+                        report.keptCommit = ((try? keep([(path, kept)], why: "local edits replaced by incoming changes")) ?? nil)?.id ?? report.keptCommit
                         keptSides[path] = kept
                     }
                 }
@@ -160,7 +160,7 @@ extension Store {
             }.map(\.path)
             if !edited.isEmpty {
                 let saved = try keepLocalVersions(edited, why: "local edits replaced by incoming changes")
-                report.keptCommit = saved.commit
+                report.keptCommit = saved.commit?.id
                 keptSides = saved.kept
                 report.replacedLocal = edited
                 replace = Set(edited)

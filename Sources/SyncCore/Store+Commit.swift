@@ -1,12 +1,12 @@
 import FileSystem
 import Foundation
-import Git
+internal import Git
 import SystemPackage
 
 /// The result of committing one batch.
 public struct CommitOutcome: Sendable {
     /// The new commit; nil when the batch changed nothing.
-    public var commit: Oid?
+    public var commit: ObjectID?
     public var summary: ChangeSummary
     /// Paths whose file changed while it was being read: commit them again in a later batch.
     public var retry: Set<FilePath>
@@ -27,7 +27,7 @@ extension Store {
     ///   - reason: put first in the message (e.g. which conflict a resolution settles).
     ///   - send: held paths to commit anyway (`syncagent send`).
     public func commit(paths: Set<FilePath>, now: Date = Date(), reason: String? = nil,
-                       send: Set<FilePath> = []) throws(GitError) -> CommitOutcome {
+                       send: Set<FilePath> = []) throws -> CommitOutcome {
         let index = try liveIndex()
         repo.refreshObjects()  // packs a fetch or the pre-hash wrote since: a known blob is not written again
         var changes: [(path: FilePath, before: Oid?, after: Oid?)] = []
@@ -201,7 +201,7 @@ extension Store {
                                        updateRef: nil)
         try moveRef(Store.mainRef, to: id, expected: parent, message: "syncagent: commit", written: repo.takeWrites())
         try saveIndex(index)
-        return CommitOutcome(commit: id, summary: summary, retry: retry, skipped: skipped, newlyHeld: newlyHeld)
+        return CommitOutcome(commit: id.id, summary: summary, retry: retry, skipped: skipped, newlyHeld: newlyHeld)
     }
 
     /// Keeps `DirectoryMarker`s true for the directories these changed paths touch: a directory on
@@ -239,7 +239,7 @@ extension Store {
 
     /// Every path that differs between the data directory and the index: a full scan, for start-up,
     /// after a lost-events overflow, and for `status` while the agent is stopped.
-    public func changedSinceLastCommit() throws(GitError) -> Set<FilePath> {
+    public func changedSinceLastCommit() throws -> Set<FilePath> {
         let index = try liveIndex()
         // An entry written in the same clock tick as the index file cannot be trusted by its stat data.
         let indexStat = try? FileStat.of(gitDir.appending("index"))

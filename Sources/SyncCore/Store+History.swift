@@ -1,6 +1,6 @@
 import FileSystem
 import Foundation
-import Git
+internal import Git
 import SystemPackage
 
 /// One version of a path in `main`'s history (SPEC "History").
@@ -26,9 +26,23 @@ public struct HistoryEntry: Codable, Sendable, Equatable {
     public var filePath: FilePath { FilePath(bytes: ConflictRecord.bytes(fromHex: pathBytes)) }
 }
 
+/// What a path held at a restore point: every file and link under it (or the file itself).
+public struct StoredVersion: Sendable {
+    let entries: [FilePath: ConflictSide]
+    /// Nothing was there.
+    public var isEmpty: Bool { entries.isEmpty }
+}
+
+/// What restoring a path changes against `main`, path by path.
+public struct RestoreChanges: Sendable {
+    let changes: [TreeChange]
+    public var isEmpty: Bool { changes.isEmpty }
+    public var paths: [FilePath] { changes.map(\.path) }
+}
+
 /// What `restore` found: the commit whose state is put back and, per path under PATH, the entry.
 public struct RestorePoint: Sendable {
-    public let commit: Oid
+    public let commit: ObjectID
     /// Why this commit (for messages): "the version before <commit>" or "main at <time>".
     public let why: String
 }
@@ -91,7 +105,7 @@ extension Store {
             throw StoreError(path: gitDir, message: "the store has no commits yet", hint: "nothing can be restored before the first change is committed")
         }
         if let at, let id = try repo.commit(named: at) {
-            return RestorePoint(commit: id, why: "commit \(id.hex.prefix(12))")
+            return RestorePoint(commit: id.id, why: "commit \(id.hex.prefix(12))")
         }
         if let at {
             guard let when = ISOTime.date(at) else {
@@ -106,7 +120,7 @@ extension Store {
             guard let found else {
                 throw StoreError(path: path, message: "the store has no commit from \(at) or earlier", hint: "`syncagent history \(path.display)` lists the versions there are")
             }
-            return RestorePoint(commit: found, why: "main at \(at)")
+            return RestorePoint(commit: found.id, why: "main at \(at)")
         }
         var found: RestorePoint?
         try repo.walk(from: head, firstParentOnly: true) { id in
@@ -114,7 +128,7 @@ extension Store {
             guard let parent = info.parents.first else { return false }
             let parentTree = try repo.commit(parent).tree
             if try repo.entry(at: path, inTree: info.tree) != repo.entry(at: path, inTree: parentTree) {
-                found = RestorePoint(commit: parent, why: "the version before \(id.hex.prefix(12))")
+                found = RestorePoint(commit: parent.id, why: "the version before \(id.hex.prefix(12))")
                 return false
             }
             return true
@@ -131,7 +145,7 @@ extension Store {
     }
 
     /// The files and links under `path` (or `path` itself) in a commit, keyed by path.
-    public func entries(under path: FilePath, in commit: Oid) throws -> [FilePath: ConflictSide] {
+    func entries(under path: FilePath, in commit: Oid) throws -> [FilePath: ConflictSide] {
         let tree = try repo.commit(commit).tree
         guard let top = try repo.entry(at: path, inTree: tree) else { return [:] }
         guard top.mode == EntryMode.tree else { return [path: top] }
@@ -146,7 +160,11 @@ extension Store {
     /// under this name may have had another one then (it was renamed since): its version at that
     /// commit is then the newest of its history (`history`, which follows renames) that the commit
     /// contains, kept under today's name.
-    public func version(of path: FilePath, at commit: Oid) throws -> [FilePath: ConflictSide] {
+    public func version(of path: FilePath, at point: RestorePoint) throws -> StoredVersion {
+        StoredVersion(entries: try version(of: path, at: point.commit.oid))
+    }
+
+    func version(of path: FilePath, at commit: Oid) throws -> [FilePath: ConflictSide] {
         let direct = try entries(under: path, in: commit)
         guard direct.isEmpty else { return direct }
         for entry in try history(of: path) {
@@ -160,7 +178,11 @@ extension Store {
     }
 
     /// What restoring `path` to `point` changes against `main`: every file under it that differs.
-    public func restoreChanges(_ path: FilePath, to point: Oid) throws -> [TreeChange] {
+    public func restoreChanges(_ path: FilePath, to point: RestorePoint) throws -> RestoreChanges {
+        RestoreChanges(changes: try restoreChanges(path, to: point.commit.oid))
+    }
+
+    func restoreChanges(_ path: FilePath, to point: Oid) throws -> [TreeChange] {
         let wanted = try version(of: path, at: point)
         let current = try head().map { try entries(under: path, in: $0) } ?? [:]
         return Set(wanted.keys).union(current.keys).sorted { $0.precedesInBytes($1) }
@@ -170,7 +192,11 @@ extension Store {
     /// Writes these restored versions into the data directory like a merge would (a file edited
     /// since `main` is left alone and reported), then puts the index back at `main`'s entries so
     /// the caller's commit of these paths records them as a change. Returns what the apply did.
-    public func writeRestored(_ changes: [TreeChange]) throws -> ApplyReport {
+    public func writeRestored(_ restore: RestoreChanges) throws -> ApplyReport {
+        try writeRestored(restore.changes)
+    }
+
+    func writeRestored(_ changes: [TreeChange]) throws -> ApplyReport {
         let report = try apply(changes)
         let index = try liveIndex()
         for change in changes {
@@ -183,7 +209,11 @@ extension Store {
 
     /// Writes a version out of the store to `target` (outside the data directory, or anywhere):
     /// a file, a link, or a directory tree for a directory. Never overwrites an existing path.
-    public func export(_ entries: [FilePath: ConflictSide], root: FilePath, to target: FilePath) throws -> Int {
+    public func export(_ version: StoredVersion, root: FilePath, to target: FilePath) throws -> Int {
+        try export(version.entries, root: root, to: target)
+    }
+
+    func export(_ entries: [FilePath: ConflictSide], root: FilePath, to target: FilePath) throws -> Int {
         var written = 0
         for (path, side) in entries.sorted(by: { $0.key.precedesInBytes($1.key) }) {
             var dest = target

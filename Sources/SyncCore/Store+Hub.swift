@@ -1,6 +1,6 @@
 import FileSystem
 import Foundation
-import Git
+internal import Git
 import SystemPackage
 
 /// A hub refused to take this device's branch: another device pushes under the same name.
@@ -24,7 +24,7 @@ public struct HubRefusal: Error, Sendable, CustomStringConvertible {
 /// What one push to a hub did.
 public enum HubPush: Sendable, Equatable {
     case upToDate
-    case pushed(Oid)
+    case pushed(ObjectID)
 }
 
 /// SPEC "Hub": an ordinary git repository shared by many devices. Each device pushes only
@@ -68,7 +68,7 @@ extension Store {
     /// tracking refs at them. Returns the other devices seen, the one whose `main` covers the most
     /// first (`mergeOrder`). An empty hub is no error.
     public static func hubFetch(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String, localGitDir: FilePath? = nil,
-                                auth: RemoteAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws(GitError) -> [String] {
+                                auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws -> [String] {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         if let localGitDir {
             try copyFromLocalHub(repo, gitDir: gitDir, hub: hub, source: localGitDir, shouldCancel: shouldCancel)
@@ -77,7 +77,7 @@ extension Store {
         try durably(gitDir: gitDir) { () throws(GitError) in
             try repo.fetch(url: url, refspecs: ["+refs/heads/devices/*:refs/hubs/\(hub)/heads/*",
                                                 "+refs/syncagent/devices/*:refs/hubs/\(hub)/records/*"],
-                           auth: auth, shouldCancel: shouldCancel)
+                           auth: auth?.remote, shouldCancel: shouldCancel)
         }
         return try mergeOrder(repo, hub: hub, devices: try hubDevices(repo, hub: hub, device: device, updateTracking: true))
     }
@@ -157,7 +157,7 @@ extension Store {
     /// fast-forward; the others merge the wrapped `main`. A branch on the hub that this device did
     /// not push belongs to another device with the same name: `HubRefusal`, and nothing is pushed.
     public static func hubPush(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String,
-                               auth: RemoteAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws -> HubPush {
+                               auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws -> HubPush {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         guard let main = try repo.resolveReference(Store.mainRef) else { return .upToDate }
         let book = try repo.resolveReference(ConflictBook.ref)
@@ -217,7 +217,7 @@ extension Store {
         }
         guard !refspecs.isEmpty else { return .upToDate }
         Durability.flushFileSystem(containing: gitDir)
-        let refused = try repo.push(url: url, refspecs: refspecs, auth: auth, shouldCancel: shouldCancel)
+        let refused = try repo.push(url: url, refspecs: refspecs, auth: auth?.remote, shouldCancel: shouldCancel)
         if let first = refused.first {
             let said = first.serverSaid.suffix(3).joined(separator: "; ")
             var refusal = HubRefusal(hub: hub, url: url, device: device,
@@ -233,7 +233,7 @@ extension Store {
         if let records, refspecs.contains(where: { $0.hasPrefix("refs/hubs/\(hub)/pushing-records") }) {
             try repo.setReference(hubRecords(hub, device), to: records, message: "syncagent: pushed to \(hub)")
         }
-        return .pushed(target)
+        return .pushed(target.id)
     }
 }
 

@@ -1,6 +1,6 @@
 import FileSystem
 import Foundation
-import Git
+internal import Git
 import SystemPackage
 
 /// The index is the store's record of what it knows: path -> stat data -> blob, mirroring `main`'s
@@ -31,7 +31,7 @@ extension Store {
     public var indexIsDirty: Bool { indexState.dirty }
 
     /// Writes the index file if it holds unsaved changes.
-    public func flushIndex() throws(GitError) {
+    public func flushIndex() throws {
         guard indexState.dirty else { return }
         try repo.index().write()
         indexState.dirty = false
@@ -41,7 +41,7 @@ extension Store {
     /// data, so the next scan reads those files again); returns the paths fixed. A no-op for an
     /// index saved after the last commit; after a crash it costs the paths the file missed.
     @discardableResult
-    public func reconcileIndexWithHead() throws(GitError) -> [FilePath] {
+    public func reconcileIndexWithHead() throws -> [FilePath] {
         let index = try liveIndex()
         let headTree = try repo.headCommit().map { id throws(GitError) in try repo.commit(id).tree }
         let stale = try repo.diffIndex(index, against: headTree)
@@ -58,7 +58,7 @@ extension Store {
 
     /// Of these paths, those whose file or link holds exactly what the index has there (read and
     /// hashed: for the few paths `reconcileIndexWithHead` put back without stat data).
-    public func holdingIndexVersion(_ paths: [FilePath]) throws(GitError) -> Set<FilePath> {
+    public func holdingIndexVersion(_ paths: [FilePath]) throws -> Set<FilePath> {
         let index = try liveIndex()
         return Set(paths.filter { path in
             guard let entry = index.entry(path) else { return false }

@@ -1,6 +1,6 @@
 import FileSystem
 import Foundation
-import Git
+internal import Git
 import SystemPackage
 
 /// What integrating a peer's `main` did.
@@ -9,7 +9,7 @@ public struct SyncOutcome: Sendable {
         case upToDate, fastForward, merged, adoptedEqualTree
     }
     public var action: Action
-    public var head: Oid?
+    public var head: ObjectID?
     /// Conflicts this merge found or joined (each recorded, the winner's bytes in the data directory).
     public var newConflicts: [ConflictRecord] = []
     /// Why automatic strategies declined, for the log.
@@ -20,6 +20,14 @@ public struct SyncOutcome: Sendable {
     public var opened: [ConflictRecord] = []
     /// Records that were open here and are resolved now (here or by a peer).
     public var resolved: [ConflictRecord] = []
+
+    init(action: Action, head: Oid?, newConflicts: [ConflictRecord] = [], notes: [String] = [], applied: ApplyReport = ApplyReport()) {
+        self.action = action
+        self.head = head?.id
+        self.newConflicts = newConflicts
+        self.notes = notes
+        self.applied = applied
+    }
 }
 
 /// A peer's history the agent refuses to apply, naming the paths and why.
@@ -42,7 +50,7 @@ extension Store {
     /// store lacks are copied one by one, big blobs through a fixed buffer, then the tracking
     /// references move once the copies are durable.
     public static func fetch(gitDir: FilePath, data: FilePath, peer: String, url: String, localGitDir: FilePath? = nil,
-                             auth: RemoteAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws(GitError) {
+                             auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         if let localGitDir {
             let source = try Repository.openForReading(gitDir: localGitDir)
@@ -56,7 +64,7 @@ extension Store {
         try durably(gitDir: gitDir) { () throws(GitError) in
             try repo.fetch(url: url, refspecs: ["+refs/heads/main:\(trackingRef(peer))",
                                                 "+\(ConflictBook.ref):\(ConflictBook.peerRef(peer))"],
-                           auth: auth, shouldCancel: shouldCancel)
+                           auth: auth?.remote, shouldCancel: shouldCancel)
         }
     }
 

@@ -1,6 +1,6 @@
 import Foundation
 import FileSystem
-import Git
+internal import Git
 import SystemPackage
 
 extension Store {
@@ -33,7 +33,7 @@ extension Store {
     /// Writes one pack of the objects of these packs into the store at `gitDir`, on the caller's
     /// thread with a repository handle of its own (the slow half of a roll-up, kept off the
     /// engine: a new pack only adds objects). Returns its name, for `finishCombining`.
-    public static func writeCombinedPack(gitDir: FilePath, of packs: [FilePath]) throws(GitError) -> String {
+    public static func writeCombinedPack(gitDir: FilePath, of packs: [FilePath]) throws -> String {
         try Repository.openForReading(gitDir: gitDir).writeCombinedPack(of: packs.map { FilePath($0.string + ".idx") })
     }
 

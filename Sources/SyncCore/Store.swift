@@ -1,6 +1,6 @@
 import FileSystem
 import Foundation
-import Git
+internal import Git
 import SystemPackage
 
 /// The device's git store: `<state>/store.git`, whose work tree is the data directory. It turns
@@ -92,16 +92,19 @@ public final class Store {
     }
 
     /// The commit `main` points at; nil before the first commit.
-    public func head() throws(GitError) -> Oid? { try repo.headCommit() }
+    func head() throws(GitError) -> Oid? { try repo.headCommit() }
 
-    public func commitInfo(_ id: Oid) throws(GitError) -> CommitInfo { try repo.commit(id) }
+    /// The commit `main` points at; nil before the first commit.
+    public func headID() throws -> ObjectID? { try head()?.id }
+
+    func commitInfo(_ id: Oid) throws(GitError) -> CommitInfo { try repo.commit(id) }
 
     /// Files in a commit, for checks and tests.
-    public func files(at commit: Oid) throws(GitError) -> [TreeFile] {
+    func files(at commit: Oid) throws(GitError) -> [TreeFile] {
         try repo.treeFiles(try repo.commit(commit).tree)
     }
 
-    public func blob(_ id: Oid) throws(GitError) -> [UInt8] { try repo.blobData(id) }
+    func blob(_ id: Oid) throws(GitError) -> [UInt8] { try repo.blobData(id) }
 
     /// Moves a ref only after every object written so far is on disk, so a crash can never leave a
     /// ref pointing at a missing object. A crash before the move loses nothing either: the data

@@ -86,7 +86,7 @@ struct RestoreCommand: AsyncParsableCommand {
         let store = try OneShot.readStore(config: config)
         let targetPath = FilePath(bytes: target)
         let point = try store.restorePoint(for: targetPath, at: at)
-        let entries = try store.version(of: targetPath, at: point.commit)
+        let entries = try store.version(of: targetPath, at: point)
         guard !entries.isEmpty else {
             throw UserFacingError("\(targetPath.display) did not exist at \(point.why); `syncagent history \(targetPath.display)` lists its versions")
         }

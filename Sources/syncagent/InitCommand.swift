@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import Git
 import SyncCore
 import SystemPackage
 

@@ -1,7 +1,6 @@
 import Agent
 import ArgumentParser
 import FileSystem
-import Git
 import SyncCore
 import SystemPackage
 

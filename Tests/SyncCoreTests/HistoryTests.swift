@@ -39,7 +39,7 @@ import Testing
         #expect(version[FilePath("b.txt")]?.oid == Oid.hashing(Array("two\n".utf8)))
         // No --at: the version before the newest change.
         let point = try t.watch.store.restorePoint(for: FilePath("b.txt"), at: nil)
-        let changes = try t.watch.store.restoreChanges(FilePath("b.txt"), to: point.commit)
+        let changes = try t.watch.store.restoreChanges(FilePath("b.txt"), to: point.commit.oid)
         #expect(changes.count == 1)
         #expect(changes.first?.new?.oid == Oid.hashing(Array("two\n".utf8)))
     }

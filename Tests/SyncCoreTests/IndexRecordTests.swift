@@ -96,10 +96,10 @@ import Testing
         // "Crash": a new store object reads the index file, which is still at the first commit.
         let again = try Store.open(device: "phone", data: fixture.data, gitDir: fixture.gitDir)
         #expect(try again.reconcileIndexWithHead().map(\.string).sorted() == ["dir/gone.txt", "keep.txt", "new.txt"])
-        #expect(try again.repo.diffIndex(try again.liveIndex(), against: try again.commitInfo(head!).tree).isEmpty)
+        #expect(try again.repo.diffIndex(try again.liveIndex(), against: try again.commitInfo(head!.oid).tree).isEmpty)
         let changed = try again.changedSinceLastCommit()
         #expect(try again.commit(paths: changed).commit == nil)  // the same bytes: nothing new
-        #expect(try again.head() == head)
+        #expect(try again.headID() == head)
         try fixture.write("new.txt", "three, edited")
         #expect(try again.commit(paths: ["new.txt"]).commit != nil)
         #expect(try fixture.headContents() == ["keep.txt": "one, edited", "new.txt": "three, edited"])

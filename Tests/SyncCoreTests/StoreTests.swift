@@ -61,7 +61,7 @@ final class StoreFixture {
         // Touching the file without changing it, or reporting it again, commits nothing.
         try f.write("a", "1")
         #expect(try f.store.commit(paths: ["a"]).commit == nil)
-        #expect(try f.store.head() == first)
+        #expect(try f.store.headID() == first)
     }
 
     @Test func authorIsDeviceAndTimeIsNewestMtime() throws {
@@ -69,7 +69,7 @@ final class StoreFixture {
         try f.write("old", "1", mtime: 1_600_000_000)
         try f.write("new", "2", mtime: 1_700_000_000)
         let id = try #require(try f.store.commit(paths: ["old", "new"]).commit)
-        let info = try f.store.commitInfo(id)
+        let info = try f.store.commitInfo(id.oid)
         #expect(info.author.name == "phone")
         #expect(info.author.time == 1_700_000_000)
         #expect(info.message.hasPrefix("phone: 2 added\n\n"))
@@ -85,7 +85,7 @@ final class StoreFixture {
         try f.remove("doomed")
         try f.write("keep", "changed")
         let id = try #require(try f.store.commit(paths: ["from", "to", "doomed", "keep"]).commit)
-        let message = try f.store.commitInfo(id).message
+        let message = try f.store.commitInfo(id.oid).message
         #expect(message.hasPrefix("phone: 1 modified, 1 deleted, 1 renamed\n"))
         #expect(message.contains("renamed: from -> to"))
         #expect(message.contains("deleted: doomed"))
@@ -93,7 +93,7 @@ final class StoreFixture {
 
         for i in 0..<30 { try f.write("many/\(i)", "\(i)") }
         let bulk = try #require(try f.store.commit(paths: Set((0..<30).map { FilePath("many/\($0)") })).commit)
-        let bulkMessage = try f.store.commitInfo(bulk).message
+        let bulkMessage = try f.store.commitInfo(bulk.oid).message
         #expect(bulkMessage.hasPrefix("phone: 30 added"))
         #expect(bulkMessage.contains("... and 10 more"))
     }

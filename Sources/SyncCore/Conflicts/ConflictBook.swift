@@ -1,6 +1,6 @@
 import FileSystem
 import Foundation
-import Git
+internal import Git
 import SystemPackage
 
 /// The conflict records of a store. They live in the store, never in the data directory: a commit

@@ -1,5 +1,5 @@
 import Foundation
-import Git
+internal import Git
 import SystemPackage
 
 /// A path two devices changed differently since their common version: SPEC.md's conflict record.
@@ -164,7 +164,7 @@ public struct ConflictRecord: Codable, Sendable, Equatable {
 
     /// Which version every device holds while the record is open: a modification beats a deletion;
     /// otherwise the later author time; on a tie, the device whose name sorts last.
-    public static func winner(_ versions: [(device: String, blob: Oid?, time: Int64)]) -> String? {
+    static func winner(_ versions: [(device: String, blob: Oid?, time: Int64)]) -> String? {
         versions.max { a, b in
             if (a.blob == nil) != (b.blob == nil) { return a.blob == nil }
             if a.time != b.time { return a.time < b.time }

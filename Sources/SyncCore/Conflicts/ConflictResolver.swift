@@ -1,5 +1,5 @@
 import Foundation
-import Git
+internal import Git
 import SystemPackage
 
 /// What a resolver decided for one conflicted path.

@@ -5,7 +5,7 @@ import Foundation
 /// version of the device whose name sorts first, `{theirs}` the other, so every device runs the same
 /// merge. Exit 0 with `{out}` written resolves; anything else leaves the record open.
 /// The plan (`ConflictPolicy`) only asks for it (`PathPlan.external`); the store runs it.
-public enum ExternalMerge {
+enum ExternalMerge {
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public let description: String
         public init(description: String) { self.description = description }

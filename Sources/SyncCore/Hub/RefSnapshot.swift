@@ -1,5 +1,5 @@
 import FileSystem
-import Git
+internal import Git
 import SystemPackage
 
 /// A bare repository's references as they are on disk (loose files under `refs/` over

@@ -1,5 +1,5 @@
 import Foundation
-import Git
+internal import Git
 import SystemPackage
 
 /// Where an ssh url points (`ssh://[user@]host[:port]/path` or scp-like `[user@]host:path`), and the
@@ -94,7 +94,7 @@ public struct SSHTarget: Equatable, Sendable {
 
     /// Fetches and pushes through the same `ssh` (`ExecTransport`), sharing its connection.
     /// With `warm`, one session of each service is kept started ahead (`ExecTransport.Target.warm`).
-    public func execTarget(identity: FilePath?, knownHosts: FilePath, controlPath: String?, warm: Bool = false) -> ExecTransport.Target {
+    func execTarget(identity: FilePath?, knownHosts: FilePath, controlPath: String?, warm: Bool = false) -> ExecTransport.Target {
         ExecTransport.Target(command: sshArguments(identity: identity, knownHosts: knownHosts, controlPath: controlPath),
                              quotedPath: Self.shellQuoted(path), warm: warm)
     }

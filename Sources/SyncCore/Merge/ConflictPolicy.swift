@@ -1,9 +1,9 @@
 import Foundation
-import Git
+internal import Git
 import SystemPackage
 
 /// One side's version of a conflicted path, credited to the device whose commit made it.
-public struct SideVersion: Sendable, Equatable {
+struct SideVersion: Sendable, Equatable {
     public var device: String
     public var commit: Oid
     /// Author time of that commit (seconds since the epoch).
@@ -27,7 +27,7 @@ public struct SideVersion: Sendable, Equatable {
 }
 
 /// A path two sides of a merge changed differently.
-public struct PathConflict: Sendable, Equatable {
+struct PathConflict: Sendable, Equatable {
     public var path: FilePath
     public var base: ConflictSide?
     public var ours: SideVersion
@@ -42,7 +42,7 @@ public struct PathConflict: Sendable, Equatable {
 }
 
 /// What the merge does with one conflicted path: the pure decision, applied by the store.
-public struct PathPlan: Sendable, Equatable {
+struct PathPlan: Sendable, Equatable {
     public enum Take: Sendable, Equatable {
         /// This entry at the path (nil: the path is deleted).
         case entry(ConflictSide?)
@@ -76,7 +76,7 @@ public struct PathPlan: Sendable, Equatable {
 }
 
 /// What the `command` strategy needs run: the program and the versions it merges.
-public struct ExternalMergeRequest: Sendable, Equatable {
+struct ExternalMergeRequest: Sendable, Equatable {
     public var command: [String]
     public var path: String
     public var base: [UInt8]?
@@ -89,7 +89,7 @@ public struct ExternalMergeRequest: Sendable, Equatable {
 /// Conflict policy, in one place: given a conflicted path, the record already open for it, the
 /// configured rules and the registered resolvers, what the merge writes and records. Pure: bytes
 /// come through `content`, time through `now`; the same input gives the same plan on every device.
-public struct ConflictPolicy {
+struct ConflictPolicy {
     public var device: String
     public var rules: [ResolverRule]
     public var resolvers: [any ConflictResolver]

@@ -1,6 +1,6 @@
 import FileSystem
 import Foundation
-import Git
+internal import Git
 import SystemPackage
 
 /// A local change this device keeps back, and why (`syncagent held`).
@@ -11,7 +11,7 @@ public struct HeldChange: Sendable, Equatable {
     public var bytes: Int64?
     /// The held bytes, written into the store (kept reachable from `refs/syncagent/kept`); nil for
     /// a deletion and for a receive-only device's local edits (saved when they are reverted).
-    public var blob: Oid?
+    public var blob: ObjectID?
 }
 
 extension Store {
@@ -27,10 +27,10 @@ extension Store {
         var change = HeldChange(path: path, reason: reason, bytes: stat.size, blob: nil)
         if reason != .localChange {
             let abs = data.pushing(path)
-            if case .written(let oid)? = try? blobFromDisk(path, stat: stat) { change.blob = oid }
+            if case .written(let oid)? = try? blobFromDisk(path, stat: stat) { change.blob = oid.id }
             _ = abs
             if let blob = change.blob, heldCache.value?[path]?.blob != blob {
-                _ = try? keep([(path, ConflictSide(oid: blob, mode: Self.gitMode(stat)))], why: "held (\(reason.rawValue))")
+                _ = try? keep([(path, ConflictSide(oid: blob.oid, mode: Self.gitMode(stat)))], why: "held (\(reason.rawValue))")
             }
         }
         return change
@@ -38,7 +38,7 @@ extension Store {
 
     /// Adds these versions to `refs/syncagent/kept`; returns the commit.
     @discardableResult
-    public func keep(_ versions: [(path: FilePath, side: ConflictSide)], why: String, now: Date = Date()) throws(GitError) -> Oid? {
+    func keep(_ versions: [(path: FilePath, side: ConflictSide)], why: String, now: Date = Date()) throws -> Oid? {
         guard !versions.isEmpty else { return nil }
         let tree = try repo.writeFlatTree(versions.map { (name: ConflictRecord.hex($0.path.bytes), blob: $0.side.oid) })
         let parent = try repo.resolveReference(Self.keptRef)
@@ -62,7 +62,7 @@ extension Store {
                 let parts = line.split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }
                 guard parts.count == 4, let reason = HoldReason(rawValue: parts[1]) else { continue }
                 let path = FilePath(bytes: ConflictRecord.bytes(fromHex: parts[0]))
-                out[path] = HeldChange(path: path, reason: reason, bytes: Int64(parts[2]), blob: Oid(hex: parts[3]))
+                out[path] = HeldChange(path: path, reason: reason, bytes: Int64(parts[2]), blob: ObjectID(hex: parts[3]))
             }
         }
         heldCache.value = out
@@ -100,7 +100,7 @@ extension Store {
     /// `syncagent revert`: puts the store's version back at each locally edited path (all of them
     /// when `paths` is empty). The local bytes go to `refs/syncagent/kept` first. Returns the paths
     /// reverted and the commit that keeps their local bytes.
-    public func revert(_ paths: [FilePath]) throws -> (reverted: [FilePath], kept: Oid?) {
+    public func revert(_ paths: [FilePath]) throws -> (reverted: [FilePath], kept: ObjectID?) {
         let held = loadHeld()
         let chosen = paths.isEmpty ? Array(held.keys) : paths
         let targets = chosen.filter { held[$0]?.reason == .localChange }
@@ -119,7 +119,7 @@ extension Store {
         var list = loadHeld()
         for path in targets { list[path] = nil }
         saveHeld(list)
-        return (targets, kept)
+        return (targets, kept?.id)
     }
 
     /// Saves what the disk holds at these paths into `refs/syncagent/kept` (nothing for a path with

@@ -1,31 +1,36 @@
 import Foundation
-import Git
+internal import Git
 import SyncCore
 import SystemPackage
 
+/// The keys, passwords and host key check a peer's fetches and pushes use (ssh and http(s)).
+public struct PeerAuth: Sendable {
+    let remote: RemoteAuth
+}
+
 /// Where a peer's store is, as libgit2 wants it, and whether the agent can watch its refs directly.
-struct PeerLink: Sendable {
-    let name: String
+public struct PeerLink: Sendable {
+    public let name: String
     /// What the user wrote in the config.
-    let configuredURL: String
+    public let configuredURL: String
     /// A URL libgit2 understands: plain paths become `file://` URLs.
-    var fetchURL: String
+    public var fetchURL: String
     /// The peer's git dir when it is on this machine (a path or file:// URL).
-    let localGitDir: FilePath?
-    let pollSeconds: Int
+    public let localGitDir: FilePath?
+    public let pollSeconds: Int
     /// An ordinary git server shared by many devices: fetch every device's branch, push our own.
-    let hub: Bool
-    let config: PeerConfig
+    public let hub: Bool
+    public let config: PeerConfig
     /// Keys, passwords and the host key check for ssh and http(s).
-    let auth: RemoteAuth
+    public let auth: PeerAuth
     /// The program that prints a line whenever the peer's refs move (`notify`), kept running.
-    let notifyCommand: [String]?
+    public let notifyCommand: [String]?
     /// Ends the shared ssh connection when the agent stops (`notify = "ssh"`).
-    var closeCommand: [String]?
+    public var closeCommand: [String]?
 
     /// - Parameter state: the agent's state directory, where the shared ssh connection's socket
     ///   lives (`notify = "ssh"`); nil: no shared connection.
-    init(_ peer: PeerConfig, configFile: FilePath, state: FilePath? = nil,
+    public init(_ peer: PeerConfig, configFile: FilePath, state: FilePath? = nil,
          home: String? = ProcessInfo.processInfo.environment["HOME"]) {
         name = peer.name
         hub = peer.hub
@@ -39,7 +44,7 @@ struct PeerLink: Sendable {
             localGitDir = nil
             fetchURL = peer.url
         }
-        auth = KnownHosts.auth(for: peer, url: fetchURL, home: home)
+        auth = PeerAuth(remote: KnownHosts.auth(for: peer, url: fetchURL, home: home))
         switch peer.notify {
         case .poll: notifyCommand = nil
         case .command: notifyCommand = peer.notifyCommand
@@ -61,19 +66,29 @@ struct PeerLink: Sendable {
         }
     }
 
+    /// Fetches and pushes over the shared ssh connection (`notify = "ssh"`) keep the next session
+    /// started ahead, while a running agent asks for it; `endSessionsAhead` ends them.
+    public func startSessionsAhead() {
+        if fetchURL.hasPrefix(ExecTransport.scheme) { ExecTransport.enableSessionsAhead(for: fetchURL) }
+    }
+
+    public func endSessionsAhead() {
+        if fetchURL.hasPrefix(ExecTransport.scheme) { ExecTransport.forget(url: fetchURL) }
+    }
+
     /// The URL as messages show it: a password in it (http://user:secret@host) is never shown.
-    var displayURL: String {
+    public var displayURL: String {
         guard var comps = URLComponents(string: configuredURL), comps.password != nil else { return configuredURL }
         comps.password = "***"
         return comps.string ?? configuredURL
     }
 
-    static func isScpLike(_ url: String) -> Bool { PeerConfig.isScpLike(url) }
+    public static func isScpLike(_ url: String) -> Bool { PeerConfig.isScpLike(url) }
 
     /// Where OpenSSH keeps the shared connection's socket: `<state>/ssh/<peer>`, or
     /// `/tmp/syncagent-ssh-<uid>/<hash of state>-<peer>` when that would pass the 107 bytes a
     /// socket's name may have (OpenSSH adds 17 while it sets the socket up).
-    static func controlPath(state: FilePath, peer: String) -> String? {
+    public static func controlPath(state: FilePath, peer: String) -> String? {
         var dir = state.appending("ssh").string
         var name = peer
         if dir.utf8.count + 1 + name.utf8.count + 17 > 104 {
@@ -87,7 +102,7 @@ struct PeerLink: Sendable {
     }
 
     /// FNV-1a of `text` in hex: the same text always gives the same short name.
-    static func shortHash(_ text: String) -> String {
+    public static func shortHash(_ text: String) -> String {
         var hash: UInt32 = 2166136261
         for byte in text.utf8 { hash = (hash ^ UInt32(byte)) &* 16777619 }
         return String(hash, radix: 16)
