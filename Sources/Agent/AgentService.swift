@@ -100,32 +100,17 @@ public final class AgentService: Service, Sendable {
             await engine.keepIndexInMemory()
             await engine.commitStartupChanges(stopping: { stopping.isSet })
             watcher.start()
-            await withTaskGroup(of: Void.self) { group in
-                for peer in peers {
-                    group.addTask { await peer.run() }
-                }
-                // Timed work by deadline (`IdleCare`): asked when due or when the engine rings.
-                group.addTask { [engine] in
-                    while !Task.isCancelled {
-                        let next = await engine.care()
-                        let bell = engine.careBell
-                        _ = await withTaskCancellationHandler {
-                            await bell.wait(upTo: next.map { max(.zero, $0 - .now) } ?? .seconds(3600))
-                        } onCancel: {
-                            bell.ring()  // the agent stops: no waiting for the next deadline
-                        }
-                    }
-                }
-                // The batches wait in the watcher until taken: here, or by the engine's drain
-                // before a merge. Nothing is ever in transit between the two.
-                for await _ in watcher.batches {
-                    let batch = watcher.takeReady()
-                    if !batch.isEmpty { await engine.commit(batch) }
-                }
-                let last = watcher.takeReady()
-                if !last.isEmpty { await engine.commit(last) }
-                group.cancelAll()
-                for peer in peers { peer.doorbell.ring() }
+            // On a stop the group ends its services in reverse order: the local side first (its
+            // last batch committed), then the timed work, then the peers.
+            let services: [ServiceGroupConfiguration.ServiceConfiguration] = peers.map { .init(service: $0) } + [
+                .init(service: IdleCareService(engine: engine)),
+                .init(service: LocalChangesService(watcher: watcher, engine: engine),
+                      successTerminationBehavior: .gracefullyShutdownGroup),
+            ]
+            do {
+                try await ServiceGroup(configuration: .init(services: services, logger: logger)).run()
+            } catch {
+                logger.error("the agent's services stopped early: \(error); every change seen so far is committed")
             }
             await engine.saveIndex(now: true)
         } onGracefulShutdown: { [watcher] in

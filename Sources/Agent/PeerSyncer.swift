@@ -110,7 +110,7 @@ final class PeerSyncer: Sendable {
     }
 
     /// Runs until the task is cancelled.
-    func run() async {
+    func syncLoop() async {
         var backoff: Duration = .seconds(1)
         var refWatcher: Watcher?
         // Only a hub's: direct path peers in a mesh were seen to need their poll (the convergence
