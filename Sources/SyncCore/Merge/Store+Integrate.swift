@@ -41,61 +41,6 @@ public struct SyncRefusal: Error, Sendable, CustomStringConvertible {
 }
 
 extension Store {
-    public static func trackingRef(_ peer: String) -> String { "refs/remotes/\(peer)/main" }
-
-    /// Fetches a peer's `main` and conflict records into tracking refs. Opens its own repository
-    /// object, so it may run on any thread while the store's owner goes on.
-    /// A peer whose store is on this machine (`localGitDir`) is not fetched through libgit2's
-    /// local transport, which builds a pack in memory (a 1 GiB file cost 2 GiB): the objects this
-    /// store lacks are copied one by one, big blobs through a fixed buffer, then the tracking
-    /// references move once the copies are durable.
-    public static func fetch(gitDir: FilePath, data: FilePath, peer: String, url: String, localGitDir: FilePath? = nil,
-                             auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws {
-        let repo = try Repository.open(gitDir: gitDir, workdir: data)
-        if let localGitDir {
-            let source = try Repository.openForReading(gitDir: localGitDir)
-            let main = try source.resolveReference(Store.mainRef)
-            let book = try source.resolveReference(ConflictBook.ref)
-            try copyDurably(into: repo, gitDir: gitDir, from: source, tips: [main, book].compactMap { $0 }, shouldCancel: shouldCancel)
-            if let main { try repo.setReference(trackingRef(peer), to: main, message: "syncagent: copy from \(peer)") }
-            if let book { try repo.setReference(ConflictBook.peerRef(peer), to: book, message: "syncagent: copy from \(peer)") }
-            return
-        }
-        try durably(gitDir: gitDir) { () throws(GitError) in
-            try repo.fetch(url: url, refspecs: ["+refs/heads/main:\(trackingRef(peer))",
-                                                "+\(ConflictBook.ref):\(ConflictBook.peerRef(peer))"],
-                           auth: auth?.remote, shouldCancel: shouldCancel)
-        }
-    }
-
-    /// Copies the objects behind `tips` that this store lacks from a store on this machine, and
-    /// makes them durable before any ref may point at them: a small copy wrote only loose files,
-    /// and those are flushed; anything else, the file system.
-    static func copyDurably(into repo: Repository, gitDir: FilePath, from source: Repository, tips: [Oid],
-                            shouldCancel: @escaping () -> Bool) throws(GitError) {
-        let report = try repo.copyMissingObjects(from: source, tips: tips, progress: { _ in !shouldCancel() })
-        let onlyLoose = report.packs == 0 && report.wholePacks == 0 && report.looseIds.count == report.objects
-        if report.objects > 0, !(onlyLoose && Durability.flushFiles(report.looseIds.map(repo.looseObjectPath),
-                                                                    andDirectories: [gitDir.appending("objects")])) {
-            Durability.flushFileSystem(containing: gitDir)
-        }
-    }
-
-    /// Runs a fetch, then makes the packs it wrote durable (an fsync each, or one `syncfs` when
-    /// that fails), so everything a fetch brings is on disk before any ref of ours points at it and
-    /// a fast-forward to it flushes nothing more (`integrateMain`). libgit2's fetch writes packs
-    /// only (its indexer), never loose objects.
-    static func durably(gitDir: FilePath, _ fetch: () throws(GitError) -> Void) throws(GitError) {
-        let packs = gitDir.appending("objects").appending("pack")
-        let before = Set(((try? Directory.entries(of: packs)) ?? []).map(\.name))
-        try fetch()
-        let new = ((try? Directory.entries(of: packs)) ?? []).map(\.name).filter { !before.contains($0) }
-        guard !new.isEmpty else { return }
-        if !Durability.flushFiles(new.map { packs.appending($0) }, andDirectories: [gitDir.appending("objects")]) {
-            Durability.flushFileSystem(containing: gitDir)
-        }
-    }
-
     /// Merges the fetched `main` of `peer` into ours, writes the result into the data directory path
     /// by path, and merges the peer's conflict records into ours. Local changes must be committed
     /// first; a file that changed on disk since is left as it is (see `ApplyReport.localChanges`).
@@ -135,61 +80,82 @@ extension Store {
     }
 
     private func integrateMain(peer: String, book: inout [String: ConflictRecord], now: Int64) throws -> SyncOutcome {
-        guard let theirs = try repo.resolveReference(Self.trackingRef(peer)) else {
-            return SyncOutcome(action: .upToDate, head: try head())
-        }
+        let theirs = try repo.resolveReference(Self.trackingRef(peer))
         let ours = try head()
-        if let ours, try covers(ours, theirs) {
+        let step = try MergeStep.decide(
+            hasOurs: ours != nil, hasTheirs: theirs != nil,
+            covered: { try covers(ours!, theirs!) },
+            fastForward: { try repo.isDescendant(theirs!, of: ours!) },
+            sameTree: { try repo.commit(ours!).tree == repo.commit(theirs!).tree })
+        switch step {
+        case .upToDate:
             return SyncOutcome(action: .upToDate, head: ours)
+        case .fastForward:
+            return try fastForward(peer: peer, ours: ours, theirs: theirs!, book: &book, now: now)
+        case .join:
+            return try join(peer: peer, ours: ours!, theirs: theirs!)
+        case .merge:
+            return try merge(peer: peer, ours: ours!, theirs: theirs!, book: &book, now: now)
         }
+    }
+
+    /// `main` moves to the peer's commit, whose history holds ours; what changed is written into
+    /// the data directory path by path.
+    private func fastForward(peer: String, ours: Oid?, theirs: Oid, book: inout [String: ConflictRecord], now: Int64) throws -> SyncOutcome {
         let theirTree = try repo.commit(theirs).tree
         let ourTree = try ours.map { id throws in try repo.commit(id).tree }
-        let fastForward = try ours.map { try repo.isDescendant(theirs, of: $0) } ?? true
-        if fastForward {
-            let changes = try repo.diffTrees(ourTree, theirTree)
-            try checkSafe(changes, tree: theirTree, peer: peer)
-            beginApply(target: theirs, expected: ours, peer: peer)
-            var applied = try apply(changes)
-            defer { endApply() }
-            let heldBack = splitHeldBack(&applied)
-            guard !applied.localChanges.isEmpty else {
-                // What a fast-forward reaches came with a fetch or a copy, flushed then: nothing new to flush.
-                try moveRef(Store.mainRef, to: theirs, expected: ours, message: "syncagent: fast-forward to \(peer)", written: [])
-                applied.localChanges = heldBack
-                return SyncOutcome(action: .fastForward, head: theirs, applied: applied)
-            }
-            // Files changed on disk meanwhile: they go on top of the peer's commit, each one a
-            // conflict with the peer's version of it.
-            var records: [ConflictRecord] = []
-            let head = try commitKeptLocal(&applied, target: theirTree, baseTree: ourTree, parents: [theirs], expected: ours,
-                                           peer: peer, theirTip: theirs, book: &book, records: &records, now: now)
-            applied.localChanges += heldBack
-            return SyncOutcome(action: .merged, head: head, newConflicts: records, applied: applied)
+        let changes = try repo.diffTrees(ourTree, theirTree)
+        try checkSafe(changes, tree: theirTree, peer: peer)
+        beginApply(target: theirs, expected: ours, peer: peer)
+        var applied = try apply(changes)
+        defer { endApply() }
+        let heldBack = splitHeldBack(&applied)
+        guard !applied.localChanges.isEmpty else {
+            // What a fast-forward reaches came with a fetch or a copy, flushed then: nothing new to flush.
+            try moveRef(Store.mainRef, to: theirs, expected: ours, message: "syncagent: fast-forward to \(peer)", written: [])
+            applied.localChanges = heldBack
+            return SyncOutcome(action: .fastForward, head: theirs, applied: applied)
         }
-        guard let ours, let ourTree else { return SyncOutcome(action: .upToDate, head: nil) }
-        if ourTree == theirTree {
-            // Same content, histories apart (e.g. both merged each other): join them. The join's
-            // parents are the set of real (non-join) tips behind both sides, so the join of joins is
-            // the join of their tips: every device that has seen the same tips makes the very same
-            // commit (sorted parents, fixed signature, the latest time), the set only grows, and the
-            // devices converge without dropping any device's commit from `main`.
-            let tips = try joinTips([ours, theirs])
-            guard tips.count > 1 else {
-                guard let only = tips.first, only != ours else { return SyncOutcome(action: .upToDate, head: ours) }
-                try moveRef(Store.mainRef, to: only, expected: ours, message: "syncagent: adopt \(peer)'s equal history")
-                return SyncOutcome(action: .adoptedEqualTree, head: only)
-            }
-            var join = try makeJoin(tips: tips, tree: ourTree)
-            // A join of the very same tips and files made with other words (an agent of another
-            // version): the smaller id, on every device.
-            for other in [ours, theirs] where other < join {
-                let info = try repo.commit(other)
-                if info.author.email == Self.joinEmail, info.parents == tips, info.tree == ourTree { join = other }
-            }
-            guard join != ours else { return SyncOutcome(action: .upToDate, head: ours) }
-            try moveRef(Store.mainRef, to: join, expected: ours, message: "syncagent: join \(peer)'s equal history")
-            return SyncOutcome(action: .adoptedEqualTree, head: join)
+        // Files changed on disk meanwhile: they go on top of the peer's commit, each one a
+        // conflict with the peer's version of it.
+        var records: [ConflictRecord] = []
+        let head = try commitKeptLocal(&applied, target: theirTree, baseTree: ourTree, parents: [theirs], expected: ours,
+                                       peer: peer, theirTip: theirs, book: &book, records: &records, now: now)
+        applied.localChanges += heldBack
+        return SyncOutcome(action: .merged, head: head, newConflicts: records, applied: applied)
+    }
+
+    /// The same files, histories apart: one join commit.
+    private func join(peer: String, ours: Oid, theirs: Oid) throws -> SyncOutcome {
+        let ourTree = try repo.commit(ours).tree
+        // Same content, histories apart (e.g. both merged each other): join them. The join's
+        // parents are the set of real (non-join) tips behind both sides, so the join of joins is
+        // the join of their tips: every device that has seen the same tips makes the very same
+        // commit (sorted parents, fixed signature, the latest time), the set only grows, and the
+        // devices converge without dropping any device's commit from `main`.
+        let tips = try joinTips([ours, theirs])
+        guard tips.count > 1 else {
+            guard let only = tips.first, only != ours else { return SyncOutcome(action: .upToDate, head: ours) }
+            try moveRef(Store.mainRef, to: only, expected: ours, message: "syncagent: adopt \(peer)'s equal history")
+            return SyncOutcome(action: .adoptedEqualTree, head: only)
         }
+        var join = try makeJoin(tips: tips, tree: ourTree)
+        // A join of the very same tips and files made with other words (an agent of another
+        // version): the smaller id, on every device.
+        for other in [ours, theirs] where other < join {
+            let info = try repo.commit(other)
+            if info.author.email == Self.joinEmail, info.parents == tips, info.tree == ourTree { join = other }
+        }
+        guard join != ours else { return SyncOutcome(action: .upToDate, head: ours) }
+        try moveRef(Store.mainRef, to: join, expected: ours, message: "syncagent: join \(peer)'s equal history")
+        return SyncOutcome(action: .adoptedEqualTree, head: join)
+    }
+
+    /// Both sides changed: libgit2's merge, each conflicted path decided by the policy (the pure
+    /// plan), the records saved, then the result written into the data directory path by path.
+    private func merge(peer: String, ours: Oid, theirs: Oid, book: inout [String: ConflictRecord], now: Int64) throws -> SyncOutcome {
+        let ourTree = try repo.commit(ours).tree
+        let theirTree = try repo.commit(theirs).tree
         // What the peer changed must be safe before libgit2 even merges it (it refuses some names
         // with a less helpful message).
         try checkSafe(try repo.diffTrees(ourTree, theirTree), tree: theirTree, peer: peer)

@@ -1,0 +1,61 @@
+import FileSystem
+import Foundation
+internal import Git
+import SystemPackage
+
+extension Store {
+    public static func trackingRef(_ peer: String) -> String { "refs/remotes/\(peer)/main" }
+
+    /// Fetches a peer's `main` and conflict records into tracking refs. Opens its own repository
+    /// object, so it may run on any thread while the store's owner goes on.
+    /// A peer whose store is on this machine (`localGitDir`) is not fetched through libgit2's
+    /// local transport, which builds a pack in memory (a 1 GiB file cost 2 GiB): the objects this
+    /// store lacks are copied one by one, big blobs through a fixed buffer, then the tracking
+    /// references move once the copies are durable.
+    public static func fetch(gitDir: FilePath, data: FilePath, peer: String, url: String, localGitDir: FilePath? = nil,
+                             auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws {
+        let repo = try Repository.open(gitDir: gitDir, workdir: data)
+        if let localGitDir {
+            let source = try Repository.openForReading(gitDir: localGitDir)
+            let main = try source.resolveReference(Store.mainRef)
+            let book = try source.resolveReference(ConflictBook.ref)
+            try copyDurably(into: repo, gitDir: gitDir, from: source, tips: [main, book].compactMap { $0 }, shouldCancel: shouldCancel)
+            if let main { try repo.setReference(trackingRef(peer), to: main, message: "syncagent: copy from \(peer)") }
+            if let book { try repo.setReference(ConflictBook.peerRef(peer), to: book, message: "syncagent: copy from \(peer)") }
+            return
+        }
+        try durably(gitDir: gitDir) { () throws(GitError) in
+            try repo.fetch(url: url, refspecs: ["+refs/heads/main:\(trackingRef(peer))",
+                                                "+\(ConflictBook.ref):\(ConflictBook.peerRef(peer))"],
+                           auth: auth?.remote, shouldCancel: shouldCancel)
+        }
+    }
+
+    /// Copies the objects behind `tips` that this store lacks from a store on this machine, and
+    /// makes them durable before any ref may point at them: a small copy wrote only loose files,
+    /// and those are flushed; anything else, the file system.
+    static func copyDurably(into repo: Repository, gitDir: FilePath, from source: Repository, tips: [Oid],
+                            shouldCancel: @escaping () -> Bool) throws(GitError) {
+        let report = try repo.copyMissingObjects(from: source, tips: tips, progress: { _ in !shouldCancel() })
+        let onlyLoose = report.packs == 0 && report.wholePacks == 0 && report.looseIds.count == report.objects
+        if report.objects > 0, !(onlyLoose && Durability.flushFiles(report.looseIds.map(repo.looseObjectPath),
+                                                                    andDirectories: [gitDir.appending("objects")])) {
+            Durability.flushFileSystem(containing: gitDir)
+        }
+    }
+
+    /// Runs a fetch, then makes the packs it wrote durable (an fsync each, or one `syncfs` when
+    /// that fails), so everything a fetch brings is on disk before any ref of ours points at it and
+    /// a fast-forward to it flushes nothing more (`integrateMain`). libgit2's fetch writes packs
+    /// only (its indexer), never loose objects.
+    static func durably(gitDir: FilePath, _ fetch: () throws(GitError) -> Void) throws(GitError) {
+        let packs = gitDir.appending("objects").appending("pack")
+        let before = Set(((try? Directory.entries(of: packs)) ?? []).map(\.name))
+        try fetch()
+        let new = ((try? Directory.entries(of: packs)) ?? []).map(\.name).filter { !before.contains($0) }
+        guard !new.isEmpty else { return }
+        if !Durability.flushFiles(new.map { packs.appending($0) }, andDirectories: [gitDir.appending("objects")]) {
+            Durability.flushFileSystem(containing: gitDir)
+        }
+    }
+}
