@@ -87,11 +87,14 @@ let package = Package(
             ],
             path: "Samples/SettingsAgent"
         ),
-        .testTarget(name: "GitTests", dependencies: ["Git", .product(name: "SystemPackage", package: "swift-system"),
+        // What every test suite shares: real temporary directories and device layouts, `git fsck`.
+        .target(name: "TestSupport", dependencies: [.product(name: "SystemPackage", package: "swift-system")],
+                path: "Tests/TestSupport"),
+        .testTarget(name: "GitTests", dependencies: ["Git", "TestSupport", .product(name: "SystemPackage", package: "swift-system"),
                                                    .product(name: "PropertyBased", package: "swift-property-based")]),
-        .testTarget(name: "AgentTests", dependencies: ["Agent"]),
-        .testTarget(name: "WatcherTests", dependencies: ["Watcher", "FileSystem", .product(name: "SystemPackage", package: "swift-system")]),
-        .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "Git", .product(name: "SystemPackage", package: "swift-system"),
+        .testTarget(name: "AgentTests", dependencies: ["Agent", "TestSupport"]),
+        .testTarget(name: "WatcherTests", dependencies: ["Watcher", "FileSystem", "TestSupport", .product(name: "SystemPackage", package: "swift-system")]),
+        .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "Git", "TestSupport", .product(name: "SystemPackage", package: "swift-system"),
                                                          .product(name: "PropertyBased", package: "swift-property-based")]),
     ]
 )

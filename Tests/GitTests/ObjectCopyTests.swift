@@ -2,13 +2,14 @@ import Foundation
 import Git
 import SystemPackage
 import Testing
+import TestSupport
 
 /// Copying a peer's objects from a store on the same machine (the fetch of a path peer).
 @Suite struct ObjectCopyTests {
     let sig = Signature(name: "phone", email: "phone@syncagent", time: 1_700_000_000)
 
     /// A commit of `files` (path -> bytes) on top of `parent` in `repo`.
-    func commit(_ t: TempStore, _ repo: Repository, _ files: [String: [UInt8]], parent: Oid?) throws -> Oid {
+    func commit(_ t: TempDevice, _ repo: Repository, _ files: [String: [UInt8]], parent: Oid?) throws -> Oid {
         let index = try repo.index()
         for (path, bytes) in files {
             let url = URL(fileURLWithPath: t.data.appending(path).string)
@@ -30,7 +31,7 @@ import Testing
     }
 
     @Test func copiesOnlyWhatIsMissingAndStreamsBigBlobs() throws {
-        let phone = try TempStore(), watch = try TempStore()
+        let phone = try TempDevice(), watch = try TempDevice()
         let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
         let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
         let big = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 7) }
@@ -64,7 +65,7 @@ import Testing
     /// consumed while the output buffer is full, and zlib still holds output.
     @Test(arguments: [1 << 20, 64 << 10, 4096])
     func compressibleBlobsStreamWhole(chunk: Int) throws {
-        let t = try TempStore()
+        let t = try TempDevice()
         let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
         let zeros = [UInt8](repeating: 0, count: 3 << 20)
         let id = try commit(t, repo, ["zeros.bin": zeros], parent: nil)
@@ -76,7 +77,7 @@ import Testing
     }
 
     @Test func manyObjectsGoIntoAPackAndAllArrive() throws {
-        let phone = try TempStore(), watch = try TempStore()
+        let phone = try TempDevice(), watch = try TempDevice()
         let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
         let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
         var files: [String: [UInt8]] = [:]
@@ -106,7 +107,7 @@ import Testing
                        ObjectCopyLimits(looseLimit: 0, batchBytes: 4096),
                        ObjectCopyLimits(looseLimit: 16, batchBytes: 64 << 10),
                        ObjectCopyLimits(streamAbove: 2048, looseLimit: 3, batchBytes: 1)] {
-            let phone = try TempStore(), watch = try TempStore()
+            let phone = try TempDevice(), watch = try TempDevice()
             let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
             let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
             var generator = SystemRandomNumberGenerator()
@@ -145,7 +146,7 @@ import Testing
 
     /// A commit of `count` files whose blobs the phone wrote into one pack (as a big batch is),
     /// the trees and the commit loose. Returns the commit and the files.
-    func packedBatch(_ t: TempStore, _ repo: Repository, count: Int) throws -> (Oid, [String: [UInt8]]) {
+    func packedBatch(_ t: TempDevice, _ repo: Repository, count: Int) throws -> (Oid, [String: [UInt8]]) {
         var files: [String: [UInt8]] = [:]
         let batch = try PackBatch(gitDir: t.gitDir)
         let index = try repo.index()
@@ -185,7 +186,7 @@ import Testing
     /// through the indexer: every blob arrives, git finds the store whole, and the pack's name is
     /// the peer's (the same bytes).
     @Test func aPackOfNewBlobsIsTakenWhole() throws {
-        let phone = try TempStore(), watch = try TempStore()
+        let phone = try TempDevice(), watch = try TempDevice()
         let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
         let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
         let (tip, files) = try packedBatch(phone, source, count: 400)
@@ -204,7 +205,7 @@ import Testing
     /// A pack whose trees name blobs that are neither in it nor here is refused by the indexer and
     /// leaves nothing behind; the copy takes the objects one by one instead, and all arrive.
     @Test func aPackThatIsNotWholeHereIsCopiedObjectByObject() throws {
-        let phone = try TempStore(), watch = try TempStore()
+        let phone = try TempDevice(), watch = try TempDevice()
         let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
         let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
         var files: [String: [UInt8]] = [:]
@@ -236,7 +237,7 @@ import Testing
     /// A damaged pack is refused whole (its checksum, or an object's id, does not hold), and the
     /// copy of the object it lacks fails: nothing of the damage is stored, the commit is not here.
     @Test func aDamagedPackIsRefused() throws {
-        let phone = try TempStore(), watch = try TempStore()
+        let phone = try TempDevice(), watch = try TempDevice()
         let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
         let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
         let (tip, _) = try packedBatch(phone, source, count: 400)
@@ -257,7 +258,7 @@ import Testing
 
     @Test func refusesADamagedPeerObjectAndStoresNothingUnderItsName() throws {
         for streamAbove in [1 << 20, 1 << 30] {
-            let phone = try TempStore(), watch = try TempStore()
+            let phone = try TempDevice(), watch = try TempDevice()
             let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
             let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
             let big = [UInt8](repeating: 7, count: 2 << 20)
@@ -278,7 +279,7 @@ import Testing
     }
 
     @Test func cancellingStopsTheCopyBeforeTheCommit() throws {
-        let phone = try TempStore(), watch = try TempStore()
+        let phone = try TempDevice(), watch = try TempDevice()
         let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
         let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
         let tip = try commit(phone, source, ["a": [1], "b": [2], "c": [3]], parent: nil)

@@ -3,35 +3,13 @@ import Foundation
 import PropertyBased
 import SystemPackage
 import Testing
-
-/// A temp directory with a data dir and a separate git dir, removed afterwards.
-final class TempStore {
-    let root: FilePath
-    let data: FilePath
-    let gitDir: FilePath
-
-    init() throws {
-        let base = FileManager.default.temporaryDirectory.appendingPathComponent("gittests-\(UUID().uuidString)").path
-        root = FilePath(base)
-        data = root.appending("data")
-        gitDir = root.appending("state/store.git")
-        try FileManager.default.createDirectory(atPath: data.string, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: root.string) }
-
-    func write(_ path: String, _ text: String) throws {
-        let url = URL(fileURLWithPath: data.appending(path).string)
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try Data(text.utf8).write(to: url)
-    }
-}
+import TestSupport
 
 @Suite struct RepositoryTests {
     let sig = Signature(name: "phone", email: "phone@syncagent", time: 1_700_000_000)
 
     @Test func newStoreHasUnbornMainAndNoGitInData() throws {
-        let t = try TempStore()
+        let t = try TempDevice()
         let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
         #expect(try repo.headCommit() == nil)
         #expect(!FileManager.default.fileExists(atPath: t.data.appending(".git").string))
@@ -40,7 +18,7 @@ final class TempStore {
     }
 
     @Test func addWriteTreeCommitAndReopen() throws {
-        let t = try TempStore()
+        let t = try TempDevice()
         try t.write("a.txt", "hello\n")
         try t.write("dir/b.txt", "world\n")
         let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
@@ -64,7 +42,7 @@ final class TempStore {
     }
 
     @Test func indexRemovesDirectoriesAndListsPrefixes() throws {
-        let t = try TempStore()
+        let t = try TempDevice()
         try t.write("d/x", "1")
         try t.write("d/y/z", "2")
         try t.write("d-other", "3")
@@ -80,7 +58,7 @@ final class TempStore {
     }
 
     @Test func commitWithStaleParentIsRefused() throws {
-        let t = try TempStore()
+        let t = try TempDevice()
         try t.write("a", "1")
         let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
         let index = try repo.index()
@@ -95,7 +73,7 @@ final class TempStore {
     }
 
     @Test func symlinkIsStoredAsLink() throws {
-        let t = try TempStore()
+        let t = try TempDevice()
         try FileManager.default.createSymbolicLink(atPath: t.data.appending("etc").string, withDestinationPath: "/etc")
         let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
         let index = try repo.index()
@@ -106,7 +84,7 @@ final class TempStore {
     }
 
     @Test func byteExactNames() throws {
-        let t = try TempStore()
+        let t = try TempDevice()
         let names: [[UInt8]] = [Array("line\nbreak".utf8), [0xff, 0xfe, 0x41], Array(repeating: UInt8(ascii: "n"), count: 250)]
         for name in names {
             let path = t.data.pushing(FilePath(bytes: name))
@@ -123,7 +101,7 @@ final class TempStore {
     }
 
     @Test func errorsNameTheCallAndPath() throws {
-        let t = try TempStore()
+        let t = try TempDevice()
         do {
             _ = try Repository.open(gitDir: t.root.appending("nowhere.git"), workdir: t.data)
             Issue.record("opening a missing store must fail")
@@ -165,8 +143,8 @@ final class TempStore {
     }
 
     /// A new store whose one tree (a file `f`) every test commit uses: the histories are the point.
-    static func storeWithOneTree() throws -> (TempStore, Repository, Oid) {
-        let t = try TempStore()
+    static func storeWithOneTree() throws -> (TempDevice, Repository, Oid) {
+        let t = try TempDevice()
         try t.write("f", "x\n")
         let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
         let index = try repo.index()

@@ -3,6 +3,7 @@ import Git
 import SystemPackage
 import Testing
 @testable import SyncCore
+import TestSupport
 
 /// An incoming version must never replace (or remove) bytes written after the apply checked the
 /// path: the swap itself says what it replaced (seed 101 of the hub convergence suite lost a

@@ -3,6 +3,7 @@ import SystemPackage
 import Testing
 
 @testable import SyncCore
+import TestSupport
 
 private let file = FilePath("/home/u/syncagent.toml")
 private let environment = ["HOME": "/home/u"]
@@ -14,10 +15,8 @@ private func parseError(_ text: String, environment: [String: String] = environm
 
 /// A fresh, empty directory that is removed when `body` returns.
 private func withTemporaryDirectory<T>(_ body: (FilePath) throws -> T) throws -> T {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("configtests-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: url) }
-    return try body(FilePath(url.path))
+    let dir = try TempDirectory("configtests")
+    return try withExtendedLifetime(dir) { try body(dir.root) }
 }
 
 private func write(_ text: String, to path: FilePath) throws {

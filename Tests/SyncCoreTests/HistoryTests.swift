@@ -3,6 +3,7 @@ import Git
 import SystemPackage
 import Testing
 @testable import SyncCore
+import TestSupport
 
 @Suite struct HistoryTests {
     /// Versions arrive through a peer: added on the phone, edited on the watch, renamed and edited

@@ -5,6 +5,7 @@ import PropertyBased
 import SystemPackage
 import Testing
 @testable import SyncCore
+import TestSupport
 
 /// The commit path builds `main`'s tree along the changed paths from the index it keeps in
 /// memory: that tree must be exactly the one the whole index gives, whatever the edits.

@@ -3,6 +3,7 @@ import SystemPackage
 import Testing
 
 @testable import SyncCore
+import TestSupport
 
 /// The pure parts of the notify channel: which ssh command reaches a hub, what `notify` accepts,
 /// and what counts as a ref move.
@@ -79,19 +80,17 @@ import Testing
 }
 
 @Suite struct RefSnapshotTests {
-    private func bareRepository() throws -> FilePath {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("refsnap-\(UUID().uuidString)")
-        for dir in ["refs/heads/devices", "objects"] {
-            try FileManager.default.createDirectory(at: url.appendingPathComponent(dir), withIntermediateDirectories: true)
-        }
-        return FilePath(url.path)
+    private func bareRepository() throws -> TempDirectory {
+        let repo = try TempDirectory("refsnap")
+        for dir in ["refs/heads/devices", "objects"] { try repo.mkdir(dir) }
+        return repo
     }
 
     private func id(_ c: Character) -> [UInt8] { Array(String(repeating: c, count: 40).utf8) }
 
     @Test func looseRefsOverPackedOnesAndLocksSkipped() throws {
-        let repo = try bareRepository()
-        defer { try? FileManager.default.removeItem(atPath: repo.string) }
+        let temp = try bareRepository()
+        let repo = temp.root
         let packed = "# pack-refs with: peeled\n\(String(repeating: "a", count: 40)) refs/heads/devices/phone\n"
             + "\(String(repeating: "b", count: 40)) refs/heads/devices/watch\n^\(String(repeating: "c", count: 40))\n"
         try packed.write(toFile: repo.appending("packed-refs").string, atomically: true, encoding: .utf8)

@@ -3,6 +3,7 @@ import Git
 import SystemPackage
 import Testing
 @testable import SyncCore
+import TestSupport
 
 @Suite struct PackPlanTests {
     @Test(arguments: [

@@ -3,6 +3,7 @@ import Git
 import SystemPackage
 import Testing
 @testable import SyncCore
+import TestSupport
 
 @Suite struct GlobTests {
     @Test func doubleStarMatchesAnyDepth() {
@@ -127,9 +128,8 @@ import Testing
 
 @Suite struct EventLogTests {
     @Test func sequenceSurvivesReopeningAndOldEventsBecomeAGap() throws {
-        let dir = FilePath(FileManager.default.temporaryDirectory.appendingPathComponent("events-\(UUID().uuidString)").path)
-        try FileManager.default.createDirectory(atPath: dir.string, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir.string) }
+        let temp = try TempDirectory("events")
+        let dir = temp.root
         let log = EventLog(state: dir)
         for _ in 0..<5 { log.append(AgentEvent(type: "started")) }
         #expect(EventLog(state: dir).lastSeq == 5)

@@ -5,31 +5,23 @@ import Glibc
 import SystemPackage
 import Testing
 @testable import SyncCore
+import TestSupport
 
+/// One device's store on a real temporary directory (`TempDevice`), for the store's own tests.
 final class StoreFixture {
-    let root: FilePath
-    let data: FilePath
-    let gitDir: FilePath
+    let device: TempDevice
+    var root: FilePath { device.root }
+    var data: FilePath { device.data }
+    var gitDir: FilePath { device.gitDir }
     let store: Store
 
     init() throws {
-        root = FilePath(FileManager.default.temporaryDirectory.appendingPathComponent("storetests-\(UUID().uuidString)").path)
-        data = root.appending("data")
-        gitDir = root.appending("state/store.git")
-        try FileManager.default.createDirectory(atPath: data.string, withIntermediateDirectories: true)
-        store = try Store.openOrCreate(device: "phone", data: data, gitDir: gitDir)
+        device = try TempDevice("phone")
+        store = try Store.openOrCreate(device: "phone", data: device.data, gitDir: device.gitDir)
     }
-    deinit { try? FileManager.default.removeItem(atPath: root.string) }
 
-    func write(_ rel: String, _ text: String, mtime: Int? = nil) throws {
-        let path = data.appending(rel).string
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        if let mtime {
-            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: TimeInterval(mtime))], ofItemAtPath: path)
-        }
-    }
-    func remove(_ rel: String) throws { try FileManager.default.removeItem(atPath: data.appending(rel).string) }
+    func write(_ rel: String, _ text: String, mtime: Int? = nil) throws { try device.write(rel, text, mtime: mtime) }
+    func remove(_ rel: String) throws { try device.remove(rel) }
 
     /// path -> content of the files in HEAD.
     func headContents() throws -> [String: String] {
@@ -242,10 +234,8 @@ final class StoreFixture {
 
 @Suite struct AgentLockTests {
     @Test func lockHeldByAnotherProcessNamesItsPid() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("locktest-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let path = FilePath(dir).appending("agent.lock")
+        let dir = try TempDirectory("locktest")
+        let path = dir.root.appending("agent.lock")
         #expect(AgentLock.holder(of: path) == nil)
         // Another process takes the same POSIX lock the agent uses, then waits.
         let child = Process()
@@ -276,10 +266,8 @@ final class StoreFixture {
     /// the lock (told who it waits for), never for another agent.
     @Test(arguments: ["sync", "run"])
     func anAgentWaitsForACommandButNotForAnotherAgent(holderRole: String) throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("locktest-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let path = FilePath(dir).appending("agent.lock")
+        let dir = try TempDirectory("locktest")
+        let path = dir.root.appending("agent.lock")
         let child = Process()
         child.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         child.arguments = ["-c", "import fcntl,os,sys,time; f=open(sys.argv[1],'a+'); fcntl.lockf(f, fcntl.LOCK_EX); "

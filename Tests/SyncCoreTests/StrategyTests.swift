@@ -3,6 +3,7 @@ import Git
 import SystemPackage
 import Testing
 @testable import SyncCore
+import TestSupport
 
 @Suite struct MergeStrategyTests {
     func text(_ bytes: [UInt8]?) -> String? { bytes.map { String(decoding: $0, as: UTF8.self) } }

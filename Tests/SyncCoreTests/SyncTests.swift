@@ -3,43 +3,27 @@ import Git
 import SystemPackage
 import Testing
 @testable import SyncCore
+import TestSupport
 
 /// Two devices' stores side by side, synced by real fetches over file:// URLs.
-/// `git fsck --no-dangling` (with `--full`: packs too) on a store; its exit status.
-func gitFsck(_ gitDir: FilePath, full: Bool = false) throws -> Int32 {
-    let fsck = Process()
-    fsck.executableURL = URL(fileURLWithPath: "/usr/bin/git")
-    fsck.arguments = ["--git-dir", gitDir.string, "fsck", "--no-dangling"] + (full ? ["--full"] : [])
-    try fsck.run()
-    fsck.waitUntilExit()
-    return fsck.terminationStatus
-}
-
 final class TwoDevices {
-    let root: FilePath
+    let directory: TempDirectory
+    var root: FilePath { directory.root }
     let phone: Device
     let watch: Device
 
+    /// A device's directories (`TempDevice`) and its store.
     final class Device {
-        let name: String
-        let data: FilePath
-        let gitDir: FilePath
+        let dirs: TempDevice
+        var name: String { dirs.name }
+        var data: FilePath { dirs.data }
+        var gitDir: FilePath { dirs.gitDir }
         let store: Store
         init(_ name: String, root: FilePath) throws {
-            self.name = name
-            data = root.appending("\(name)/data")
-            gitDir = root.appending("\(name)/state/store.git")
-            try FileManager.default.createDirectory(atPath: data.string, withIntermediateDirectories: true)
-            store = try Store.openOrCreate(device: name, data: data, gitDir: gitDir)
+            dirs = try TempDevice(name, in: root)
+            store = try Store.openOrCreate(device: name, data: dirs.data, gitDir: dirs.gitDir)
         }
-        func write(_ rel: String, _ text: String, mtime: Int? = nil) throws {
-            let path = data.appending(rel).string
-            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-            if let mtime {
-                try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: TimeInterval(mtime))], ofItemAtPath: path)
-            }
-        }
+        func write(_ rel: String, _ text: String, mtime: Int? = nil) throws { try dirs.write(rel, text, mtime: mtime) }
         func read(_ rel: String) -> String? {
             try? String(contentsOfFile: data.appending(rel).string, encoding: .utf8)
         }
@@ -51,11 +35,10 @@ final class TwoDevices {
     }
 
     init() throws {
-        root = FilePath(FileManager.default.temporaryDirectory.appendingPathComponent("synctests-\(UUID().uuidString)").path)
-        phone = try Device("phone", root: root)
-        watch = try Device("watch", root: root)
+        directory = try TempDirectory("synctests")
+        phone = try Device("phone", root: directory.root)
+        watch = try Device("watch", root: directory.root)
     }
-    deinit { try? FileManager.default.removeItem(atPath: root.string) }
 }
 
 @Suite struct SyncTests {

@@ -4,27 +4,7 @@ import Synchronization
 import SystemPackage
 import Testing
 @testable import Watcher
-
-/// A real temp directory for a real watcher.
-final class TempTree {
-    let root: FilePath
-    init() throws {
-        root = FilePath(FileManager.default.temporaryDirectory.appendingPathComponent("watchtests-\(UUID().uuidString)").path)
-        try FileManager.default.createDirectory(atPath: root.string, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(atPath: root.string) }
-
-    func path(_ rel: String) -> String { root.appending(rel).string }
-    func write(_ rel: String, _ text: String = "x") throws {
-        try FileManager.default.createDirectory(atPath: (path(rel) as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path(rel)))
-    }
-    func mkdir(_ rel: String) throws {
-        try FileManager.default.createDirectory(atPath: path(rel), withIntermediateDirectories: true)
-    }
-    func move(_ a: String, _ b: String) throws { try FileManager.default.moveItem(atPath: path(a), toPath: path(b)) }
-    func remove(_ rel: String) throws { try FileManager.default.removeItem(atPath: path(rel)) }
-}
+import TestSupport
 
 /// Gathers everything a watcher hands on, so a test can wait for what it expects.
 final class Gathered: Sendable {
@@ -60,7 +40,7 @@ final class Gathered: Sendable {
     }
 }
 
-func makeWatcher(_ tree: TempTree, fallback: Duration = .seconds(10), gathered: @escaping @Sendable () -> Gathered?) throws -> Watcher {
+func makeWatcher(_ tree: TempDirectory, fallback: Duration = .seconds(10), gathered: @escaping @Sendable () -> Gathered?) throws -> Watcher {
     try Watcher(root: tree.root, quiet: .milliseconds(20), maxDelay: .milliseconds(200), fallbackScanInterval: fallback,
                 ignore: { $0.string.hasSuffix(".swp") },
                 onProblem: { p in gathered()?.record(p) })
@@ -69,7 +49,7 @@ func makeWatcher(_ tree: TempTree, fallback: Duration = .seconds(10), gathered: 
 /// Tests here change system-wide inotify limits for a moment, so they never run in parallel.
 @Suite(.serialized) struct WatcherTests {
     @Test func nestedDirectoryMadeAfterStartIsWatchedAndScanned() async throws {
-        let tree = try TempTree()
+        let tree = try TempDirectory("watchtests")
         let w = try makeWatcher(tree) { nil }
         let g = Gathered(w)
         w.start()
@@ -85,7 +65,7 @@ func makeWatcher(_ tree: TempTree, fallback: Duration = .seconds(10), gathered: 
     }
 
     @Test func renamesAndDeletesReportBothSides() async throws {
-        let tree = try TempTree()
+        let tree = try TempDirectory("watchtests")
         try tree.write("old.txt")
         try tree.write("dir/inner.txt")
         try tree.write("gone.txt")
@@ -106,7 +86,7 @@ func makeWatcher(_ tree: TempTree, fallback: Duration = .seconds(10), gathered: 
     }
 
     @Test func directoryReplacedByFile() async throws {
-        let tree = try TempTree()
+        let tree = try TempDirectory("watchtests")
         try tree.write("thing/a")
         try tree.write("thing/b")
         let w = try makeWatcher(tree) { nil }
@@ -124,7 +104,7 @@ func makeWatcher(_ tree: TempTree, fallback: Duration = .seconds(10), gathered: 
     }
 
     @Test func ignoredNamesNeverReported() async throws {
-        let tree = try TempTree()
+        let tree = try TempDirectory("watchtests")
         let w = try makeWatcher(tree) { nil }
         let g = Gathered(w)
         w.start()
@@ -137,7 +117,7 @@ func makeWatcher(_ tree: TempTree, fallback: Duration = .seconds(10), gathered: 
     }
 
     @Test func stopFlushesPendingBatchAndEndsStream() async throws {
-        let tree = try TempTree()
+        let tree = try TempDirectory("watchtests")
         let w = try Watcher(root: tree.root, quiet: .seconds(30), maxDelay: .seconds(60))
         let g = Gathered(w)
         w.start()
@@ -149,7 +129,7 @@ func makeWatcher(_ tree: TempTree, fallback: Duration = .seconds(10), gathered: 
     }
 
     @Test func requestedRescanGoesOutWithTheNextBatch() async throws {
-        let tree = try TempTree()
+        let tree = try TempDirectory("watchtests")
         let w = try makeWatcher(tree) { nil }
         let g = Gathered(w)
         w.start()
@@ -162,7 +142,7 @@ func makeWatcher(_ tree: TempTree, fallback: Duration = .seconds(10), gathered: 
     @Test func queueOverflowAsksForRescan() async throws {
         let sysctl = "/proc/sys/fs/inotify/max_queued_events"
         let saved = try String(contentsOfFile: sysctl, encoding: .utf8)
-        let tree = try TempTree()
+        let tree = try TempDirectory("watchtests")
         // The queue size is fixed when the inotify instance is made: make this one tiny.
         try "8\n".write(toFile: sysctl, atomically: false, encoding: .utf8)
         let made = Result { try makeWatcher(tree) { nil } }
@@ -180,7 +160,7 @@ func makeWatcher(_ tree: TempTree, fallback: Duration = .seconds(10), gathered: 
     @Test func watchLimitFallsBackToPeriodicScansAndRecovers() async throws {
         let sysctl = "/proc/sys/fs/inotify/max_user_watches"
         let saved = try String(contentsOfFile: sysctl, encoding: .utf8)
-        let tree = try TempTree()
+        let tree = try TempDirectory("watchtests")
         let box = Mutex<Gathered?>(nil)
         let w = try makeWatcher(tree, fallback: .milliseconds(200)) { box.withLock { $0 } }
         let g = Gathered(w)
@@ -209,7 +189,7 @@ func makeWatcher(_ tree: TempTree, fallback: Duration = .seconds(10), gathered: 
     /// With handoff, a batch already handed on but not taken is still there for `drain`: the engine's
     /// "commit local changes before merging" never misses a batch in transit.
     @Test func drainTakesBatchesHandedOnButNotTaken() async throws {
-        let tree = try TempTree()
+        let tree = try TempDirectory("watchtests")
         let w = try Watcher(root: tree.root, quiet: .milliseconds(10), maxDelay: .milliseconds(50), handoff: true)
         w.start()
         defer { w.stop() }
