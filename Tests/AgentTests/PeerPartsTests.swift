@@ -1,0 +1,74 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Agent
+
+/// The small parts a peer's rounds stand on, with real threads and tasks: the doorbell that wakes
+/// a round, and the runner that gives up on a fetch that stops moving (and only then).
+@Suite struct PeerPartsTests {
+    @Test func aRingWhileNobodyWaitsIsKeptForTheNextWait() async {
+        let bell = Doorbell()
+        bell.ring()
+        bell.ring()  // remembered once
+        #expect(await bell.wait(upTo: .seconds(3600)) == true)
+        #expect(await bell.wait(upTo: .milliseconds(1)) == false)
+    }
+
+    @Test func aRingWakesTheWaitingTask() async {
+        let bell = Doorbell()
+        let waiting = Task { await bell.wait(upTo: .seconds(3600)) }
+        // Rung until the waiter has taken it: the ring may come before the wait starts, and is
+        // then remembered; either way the wait ends rung, long before its hour.
+        bell.ring()
+        #expect(await waiting.value == true)
+    }
+
+    @Test func aFetchThatStopsMovingIsAbandonedAndToldToStop() async throws {
+        let release = DispatchSemaphore(value: 0)
+        let toldToStop = Atomic<Bool>(false)
+        let attempt = FetchRunner.Attempt()
+        await #expect(throws: FetchRunner.Abandoned.self) {
+            try await FetchRunner.perform(label: "test", url: "ssh://nowhere", timeout: .milliseconds(50), attempt: attempt) { shouldCancel in
+                release.wait()  // no data ever arrives
+                toldToStop.store(shouldCancel(), ordering: .relaxed)
+            }
+        }
+        release.signal()
+        while !attempt.finished.load(ordering: .acquiring) { await Task.yield() }
+        let stopped = toldToStop.load(ordering: .relaxed)
+        #expect(stopped)
+    }
+
+    /// A silence timeout, not a timeout of the whole transfer: a fetch that keeps receiving runs
+    /// well past it and its result is taken.
+    @Test func aFetchThatKeepsMovingRunsPastTheTimeout() async throws {
+        let attempt = FetchRunner.Attempt()
+        let value = try await FetchRunner.perform(label: "test", url: "ssh://slow", timeout: .seconds(1), attempt: attempt) { shouldCancel in
+            for _ in 0..<150 {
+                usleep(10_000)
+                if shouldCancel() { return -1 }
+            }
+            return 150
+        }
+        #expect(value == 150)
+    }
+
+    @Test(arguments: [
+        ("ssh://git@example.org/srv/hub.git", "example.org", 22),
+        ("ssh://example.org:2222/hub.git", "example.org", 2222),
+        ("git://10.0.0.2/hub.git", "10.0.0.2", 9418),
+        ("https://user:secret@example.org/hub.git", "example.org", 443),
+        ("git@example.org:hub.git", "example.org", 22),
+    ])
+    func probeAddresses(_ url: String, _ host: String, _ port: Int) {
+        let found = FetchRunner.hostAndPort(url)
+        #expect(found?.0 == host)
+        #expect(found?.1 == port)
+    }
+
+    @Test func aLocalPathIsNeverProbed() {
+        #expect(FetchRunner.hostAndPort("/srv/hub.git") == nil)
+        #expect(FetchRunner.hostAndPort("file:///srv/hub.git") == nil)
+    }
+}
