@@ -163,10 +163,10 @@ public final class AgentService: Service, Sendable {
         case .sync(let wanted):
             var results: [SyncResult] = []
             for peer in peers where wanted == nil || wanted == peer.link.name {
-                results.append(SyncResult(peer: peer.link.name, error: await peer.syncNow()))
+                results.append(SyncResult(peer: peer.link.name, problem: await peer.syncNow()))
             }
             if let wanted, results.isEmpty {
-                results.append(SyncResult(peer: wanted, error: "no peer named '\(wanted)' in \(config.file)"))
+                results.append(SyncResult(peer: wanted, problem: SyncError(.badConfig, "no peer named '\(wanted)' in \(config.file)", subject: wanted)))
             }
             return Array((try? encoder.encode(results)) ?? Data())
         case .sendDeletes:
@@ -253,6 +253,14 @@ func firstWithin<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendabl
 public struct SyncResult: Codable, Sendable {
     public var peer: String
     public var error: String?
+    /// `SyncError.Code`'s name for `error`, for programs.
+    public var errorCode: String?
+
+    init(peer: String, problem: SyncError?) {
+        self.peer = peer
+        error = problem?.message
+        errorCode = problem?.code.rawValue
+    }
 }
 
 /// A reason the agent cannot start, with what to do about it.

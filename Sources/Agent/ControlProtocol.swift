@@ -46,6 +46,8 @@ public enum ControlRequest: Codable, Sendable {
 public struct MessageResult: Codable, Sendable {
     public var message: String
     public var error: String?
+    /// `SyncError.Code`'s name for `error`, for programs.
+    public var errorCode: String? = nil
 }
 
 /// A resolution as the CLI states it: `keep` (a device, "newest" or "both"), `withFile`, or `delete`.

@@ -41,7 +41,7 @@ enum FetchRunner {
         }
     }
 
-    /// Fetches; throws libgit2's error (see `PeerProblem.fetching`), or `Abandoned`. `attempt` lets the caller see whether a
+    /// Fetches; throws libgit2's error (see `SyncError.fetching`), or `Abandoned`. `attempt` lets the caller see whether a
     /// previous fetch's thread is still stuck.
     static func fetch(gitDir: FilePath, data: FilePath, peer: String, url: String, localGitDir: FilePath?,
                       auth: PeerAuth?, timeout: Duration, attempt: Attempt) async throws {

@@ -9,7 +9,7 @@ public enum OneShot {
     /// the agent's timeout, so a black-holed peer fails the command instead of hanging it.
     public static func sync(config: Config, peer: String?) async throws -> [SyncResult] {
         if let peer, !config.peers.contains(where: { $0.name == peer }) {
-            return [SyncResult(peer: peer, error: "no peer named '\(peer)' in \(config.file)")]
+            return [SyncResult(peer: peer, problem: SyncError(.badConfig, "no peer named '\(peer)' in \(config.file)", subject: peer))]
         }
         return try await viaAgentOrLock(config, .sync(peer: peer), as: [SyncResult].self) { engine in
             let ledger = PeerLedger.load(state: config.state)
@@ -18,7 +18,7 @@ public enum OneShot {
                 let link = PeerLink(peerConfig, configFile: config.file, state: config.state)
                 let syncer = PeerSyncer(link: link, config: config, engine: engine, logger: quietLogger,
                                         known: ledger.peers[link.name])
-                results.append(SyncResult(peer: link.name, error: await syncer.round()))
+                results.append(SyncResult(peer: link.name, problem: await syncer.round()))
             }
             return results
         }

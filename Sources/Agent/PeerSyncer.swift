@@ -13,7 +13,7 @@ final class PeerSyncer: Sendable {
         var reachable: Bool?
         var lastSync: Date?
         var lastError: String?
-        var lastErrorCode: PeerProblem.Code?
+        var lastErrorCode: SyncError.Code?
         var rounds = 0
         var inProgress = false
         /// `syncNow` callers, each until the round it waits for has finished (or its timeout).
@@ -37,7 +37,7 @@ final class PeerSyncer: Sendable {
         let id: Int
         /// The round whose end it waits for.
         let round: Int
-        let continuation: CheckedContinuation<String?, Never>
+        let continuation: CheckedContinuation<SyncError?, Never>
     }
 
     let link: PeerLink
@@ -213,7 +213,7 @@ final class PeerSyncer: Sendable {
 
     /// Waits until a sync round that started after this call has finished; returns its error, if any.
     /// No polling: the round's end (`finish`) resumes the caller.
-    func syncNow(timeout: Duration = .seconds(90)) async -> String? {
+    func syncNow(timeout: Duration = .seconds(90)) async -> SyncError? {
         let id = state.withLock { s -> Int in
             s.lastWaiter += 1
             return s.lastWaiter
@@ -222,22 +222,22 @@ final class PeerSyncer: Sendable {
         let timer = Task { [weak self] in
             try? await Task.sleep(for: timeout)
             guard !Task.isCancelled else { return }
-            self?.resume(waiter: id, with: "no sync round with \(name) finished within \(timeout)")
+            self?.resume(waiter: id, with: SyncError(.timeout, "no sync round with \(name) finished within \(timeout)", subject: name))
         }
         defer { timer.cancel() }
-        return await withCheckedContinuation { (c: CheckedContinuation<String?, Never>) in
+        return await withCheckedContinuation { (c: CheckedContinuation<SyncError?, Never>) in
             let late = state.withLock { s -> Bool in
                 if s.expired.remove(id) != nil { return true }
                 // A round already under way may have fetched before our changes: wait for the one after it.
                 s.waiters.append(Waiter(id: id, round: s.rounds + (s.inProgress ? 2 : 1), continuation: c))
                 return false
             }
-            if late { c.resume(returning: "no sync round with \(name) finished within \(timeout)") }
+            if late { c.resume(returning: SyncError(.timeout, "no sync round with \(name) finished within \(timeout)", subject: name)) }
             doorbell.ring()
         }
     }
 
-    private func resume(waiter id: Int, with result: String?) {
+    private func resume(waiter id: Int, with result: SyncError?) {
         let waiter = state.withLock { s -> Waiter? in
             guard let i = s.waiters.firstIndex(where: { $0.id == id }) else {
                 s.expired.insert(id)
@@ -249,7 +249,7 @@ final class PeerSyncer: Sendable {
     }
 
     /// One fetch + merge; nil when it succeeded, else what went wrong.
-    func round() async -> String? {
+    func round() async -> SyncError? {
         state.withLock { $0.inProgress = true }
         defer { state.withLock { $0.inProgress = false } }
         let blocked = stuck.withLock { list -> Int in
@@ -257,11 +257,11 @@ final class PeerSyncer: Sendable {
             return list.count
         }
         if blocked >= 3 {
-            return await finish(PeerProblem(.timeout, "\(blocked) fetches from \(link.displayURL) are still stuck; waiting for one to give up. Check that the peer's host is up and reachable."),
+            return await finish(SyncError(.timeout, "\(blocked) fetches from \(link.displayURL) are still stuck; waiting for one to give up. Check that the peer's host is up and reachable."),
                                 unreachable: true)
         }
         if let problem = KnownHosts.credentialsProblem(link.config) {
-            return await finish(PeerProblem(.auth, problem), unreachable: false)
+            return await finish(SyncError(.auth, problem), unreachable: false)
         }
         let attempt = FetchRunner.Attempt()
         var merges = [link.name]
@@ -307,7 +307,7 @@ final class PeerSyncer: Sendable {
             $0.reachable = true
             $0.offline = false
         }
-        var problem: PeerProblem?
+        var problem: SyncError?
         // Many devices with new work (a burst through the hub): one merge of all that joins cleanly.
         if link.hub, let folded = await engine.integrateFolded(hub: link.name, devices: hubDevices) {
             if let why = await merge(folded.peer, result: folded.result, shownAs: "\(link.name) (its devices' new work in one step)") { problem = why }
@@ -328,7 +328,7 @@ final class PeerSyncer: Sendable {
     }
 
     /// Merges what was fetched from `peer` (a direct peer, or a device seen through the hub).
-    private func merge(_ peer: String, result: SyncEngine.IntegrateResult? = nil, shownAs: String? = nil) async -> PeerProblem? {
+    private func merge(_ peer: String, result: SyncEngine.IntegrateResult? = nil, shownAs: String? = nil) async -> SyncError? {
         let integrated: SyncEngine.IntegrateResult
         if let result { integrated = result } else { integrated = await engine.integrate(peer: peer) }
         let peer = shownAs ?? peer
@@ -349,12 +349,12 @@ final class PeerSyncer: Sendable {
             }
             return nil
         case .paused(let why):
-            return PeerProblem(.held, why)
+            return SyncError(.held, why)
         case .failed(let why):
             let text = why.lowercased()
-            let code: PeerProblem.Code = text.contains("history") && text.contains("refused") ? .badHistory
+            let code: SyncError.Code = text.contains("history") && text.contains("refused") ? .badHistory
                 : text.contains("no space") || text.contains("disk full") ? .diskFull : .other
-            return PeerProblem(code, why)
+            return SyncError(code, why)
         }
     }
 
@@ -366,7 +366,7 @@ final class PeerSyncer: Sendable {
     /// which would only wake every other device to find nothing new, waits for a quiet round (at
     /// most `ackPatience`). With many devices, a burst then wakes everyone once per device that
     /// changed something, not once more per join each device makes along the way.
-    private func pushToHub() async -> (problem: PeerProblem, unreachable: Bool)? {
+    private func pushToHub() async -> (problem: SyncError, unreachable: Bool)? {
         let now = ContinuousClock.now
         let since = state.withLock { $0.ackWaitingSince }
         if hubMoved.isSet, since.map({ now - $0 < Self.ackPatience }) ?? true,
@@ -383,7 +383,7 @@ final class PeerSyncer: Sendable {
 
     /// Pushes this device's branch and records to the hub (fast-forward only). Nil when it went
     /// through or there was nothing to push.
-    private func push() async -> (problem: PeerProblem, unreachable: Bool)? {
+    private func push() async -> (problem: SyncError, unreachable: Bool)? {
         let (gitDir, data, hub, url, device, auth) = (config.storePath, config.data, link.name, link.fetchURL, config.device, link.auth)
         let attempt = FetchRunner.Attempt()
         let hubDir = link.localGitDir
@@ -412,17 +412,17 @@ final class PeerSyncer: Sendable {
             }
             return nil
         } catch let refusal as HubRefusal {
-            return (PeerProblem(refusal.clash ? .nameClash : .refused, refusal.description), false)
+            return (SyncError(refusal.clash ? .nameClash : .refused, refusal.description), false)
         } catch {
             if error is FetchRunner.Abandoned, !attempt.finished.load(ordering: .acquiring) {
                 stuck.withLock { $0.append(attempt) }
             }
-            return (PeerProblem.pushing(error, link: link, otherwise: describe(fetchError: error).code), true)
+            return (SyncError.pushing(error, link: link, otherwise: describe(fetchError: error).code), true)
         }
     }
 
     /// Ends a round: notes the error (logged once per distinct message), persists what is known.
-    private func finish(_ problem: PeerProblem?, unreachable: Bool) async -> String? {
+    private func finish(_ problem: SyncError?, unreachable: Bool) async -> SyncError? {
         // One line: libssh2 and servers put newlines in their messages.
         let error = problem.map(\.message).map { text in
             text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: "; ")
@@ -440,20 +440,21 @@ final class PeerSyncer: Sendable {
             s.waiters.removeAll { $0.round <= rounds }
             return (changed, was, done)
         }
-        for waiter in done { waiter.continuation.resume(returning: error) }
+        let told = problem.map { SyncError($0.code, error ?? $0.message, subject: $0.subject ?? link.name, cause: $0.cause) }
+        for waiter in done { waiter.continuation.resume(returning: told) }
         let now = snapshot.reachable
         if let now, now != wasReachable {
             engine.events.emit(.peer(link.name, reachable: now, error: now ? nil : error))
         }
         if first, let error { logger.warning("\(error.hasPrefix("peer \(link.name) ") ? error : "peer \(link.name): \(error)")") }
         await engine.notePeer(link.name, ledgerEntry)
-        return error
+        return told
     }
 
-    private func describe(fetchError error: any Error) -> PeerProblem {
-        if error is FetchRunner.Abandoned { return PeerProblem(.timeout, "\(error)") }
-        if error is FetchRunner.ProbeError { return PeerProblem(.unreachable, "\(error)") }
-        return PeerProblem.fetching(error, link: link, configFile: config.file) ?? PeerProblem(.other, "\(error)")
+    private func describe(fetchError error: any Error) -> SyncError {
+        if error is FetchRunner.Abandoned { return SyncError(.timeout, "\(error)") }
+        if error is FetchRunner.ProbeError { return SyncError(.unreachable, "\(error)") }
+        return SyncError.fetching(error, link: link, configFile: config.file) ?? SyncError(.other, "\(error)")
     }
 
     /// For a peer on this machine: an inotify watch on its refs, so its commits are seen at once.

@@ -8,6 +8,16 @@ public struct ResolveResult: Codable, Sendable {
     public var id: String?
     public var path: String?
     public var error: String?
+    /// `SyncError.Code`'s name for `error`, for programs.
+    public var errorCode: String?
+
+    init(target: String, id: String? = nil, path: String? = nil, problem: SyncError? = nil) {
+        self.target = target
+        self.id = id
+        self.path = path
+        error = problem?.message
+        errorCode = problem?.code.rawValue
+    }
 }
 
 extension ResolveChoiceArgument {
@@ -35,7 +45,7 @@ extension Store {
     func resolve(targets: [RecordTarget], all: Bool, choice: ResolveChoiceArgument) -> [ResolveResult] {
         let resolution: ResolutionChoice
         do { resolution = try choice.resolved() } catch {
-            return targets.map { ResolveResult(target: $0.text, error: "\(error)") }
+            return targets.map { ResolveResult(target: $0.text, problem: SyncError(error)) }
         }
         var names = targets
         if all { names = ((try? conflicts()) ?? []).map { RecordTarget(text: $0.id) } }
@@ -43,9 +53,9 @@ extension Store {
             do {
                 let record = try openRecord(target)
                 let done = try resolve(record, resolution)
-                return ResolveResult(target: target.text, id: done.id, path: done.path, error: nil)
+                return ResolveResult(target: target.text, id: done.id, path: done.path)
             } catch {
-                return ResolveResult(target: target.text, id: nil, path: nil, error: "\(error)")
+                return ResolveResult(target: target.text, problem: SyncError(error))
             }
         }
     }

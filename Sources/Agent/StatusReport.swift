@@ -22,7 +22,7 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var lastChecked: String?
         /// With `notify`: "listening", "connecting", or "down: <why>; polling every N s".
         public var notify: String?
-        /// What kind of problem `lastError` is (`PeerProblem.Code`: auth, host-key, not-found,
+        /// What kind of problem `lastError` is (`SyncError.Code`: auth, host-key, not-found,
         /// unreachable, timeout, refused, name-clash, disk-full, bad-history, held, other).
         public var errorCode: String?
 

@@ -515,14 +515,16 @@ actor SyncEngine {
     /// directories) as they are on disk now.
     func send(paths: [FilePath], all: Bool) async -> MessageResult {
         if config.mode == .receiveOnly {
-            return MessageResult(message: "not sent", error: "this device is receive-only (mode in \(config.file)): its local edits never leave it; `syncagent revert` puts the store's version back")
+            return MessageResult(message: "not sent", error: "this device is receive-only (mode in \(config.file)): its local edits never leave it; `syncagent revert` puts the store's version back",
+                                 errorCode: SyncError.Code.badConfig.rawValue)
         }
         await commitPendingLocal()
         let held = store.sendable([])
         let chosen = all ? held : held.filter { h in paths.contains { h == $0 || h.starts(with: $0) } }
         if !all, chosen.isEmpty {
             let names = paths.map(\.display).joined(separator: ", ")
-            return MessageResult(message: "not sent", error: "nothing is held at \(names); `syncagent held` lists what is")
+            return MessageResult(message: "not sent", error: "nothing is held at \(names); `syncagent held` lists what is",
+                                 errorCode: SyncError.Code.noSuchPath.rawValue)
         }
         commit(WatchBatch(paths: Set(chosen)), send: Set(chosen))
         let left = Set(store.sendable([]))
@@ -534,14 +536,16 @@ actor SyncEngine {
     /// path; the local bytes are kept in the store.
     func revert(paths: [FilePath]) async -> MessageResult {
         guard config.mode == .receiveOnly else {
-            return MessageResult(message: "not reverted", error: "revert is for receive-only devices (mode = \"receive-only\" in \(config.file)); this one commits and shares its edits")
+            return MessageResult(message: "not reverted", error: "revert is for receive-only devices (mode = \"receive-only\" in \(config.file)); this one commits and shares its edits",
+                                 errorCode: SyncError.Code.badConfig.rawValue)
         }
         await commitPendingLocal()
         let edited = store.loadHeld().values.filter { $0.reason == .localChange }.map(\.path)
         let chosen = paths.isEmpty ? edited : edited.filter { e in paths.contains { e == $0 || e.starts(with: $0) } }
         guard !chosen.isEmpty else {
             return MessageResult(message: paths.isEmpty ? "no local changes to revert" : "not reverted",
-                                 error: paths.isEmpty ? nil : "no local change at \(paths.map(\.display).joined(separator: ", ")); `syncagent held` lists them")
+                                 error: paths.isEmpty ? nil : "no local change at \(paths.map(\.display).joined(separator: ", ")); `syncagent held` lists them",
+                                 errorCode: paths.isEmpty ? nil : SyncError.Code.noSuchPath.rawValue)
         }
         do {
             let (reverted, kept) = try store.revert(chosen)
@@ -549,7 +553,8 @@ actor SyncEngine {
             logger.notice("reverted \(reverted.count) local change(s)\(where_)")
             return MessageResult(message: "reverted \(reverted.count) local change\(reverted.count == 1 ? "" : "s")\(where_)", error: nil)
         } catch {
-            return MessageResult(message: "not reverted", error: "cannot revert: \(error). Nothing was lost")
+            return MessageResult(message: "not reverted", error: "cannot revert: \(SyncError(error).message). Nothing was lost",
+                                 errorCode: SyncError(error).code.rawValue)
         }
     }
 
@@ -580,8 +585,9 @@ actor SyncEngine {
             return MessageResult(message: message, error: nil)
         } catch {
             // A store error names the path itself: said once.
-            let why = (error as? StoreError).map { "\($0.message). \($0.hint)" } ?? "\(error)"
-            return MessageResult(message: "not restored", error: "cannot restore \(path.display): \(why)")
+            let why = (error as? StoreError).map { "\($0.message). \($0.hint)" } ?? SyncError(error).message
+            return MessageResult(message: "not restored", error: "cannot restore \(path.display): \(why)",
+                                 errorCode: SyncError(error).code.rawValue)
         }
     }
 

@@ -35,7 +35,7 @@ public enum ExecTransport {
     public static func set(_ target: Target, for url: String) throws(GitError) {
         try Libgit2.initialize()
         guard registered else {
-            throw GitError(code: -1, errorClass: 0, message: "cannot register the \(scheme) transport with libgit2", call: "git_transport_register")
+            throw GitError(code: GitError.Code.generic, errorClass: 0, message: "cannot register the \(scheme) transport with libgit2", call: "git_transport_register")
         }
         targets.withLock { $0[url] = target }
     }

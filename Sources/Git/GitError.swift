@@ -21,6 +21,33 @@ public struct GitError: Error, Sendable, CustomStringConvertible, Equatable {
         public static let ambiguous = Int32(GIT_EAMBIGUOUS.rawValue)
         public static let auth = Int32(GIT_EAUTH.rawValue)
         public static let certificate = Int32(GIT_ECERTIFICATE.rawValue)
+        /// An object or name is not what it must be (`GIT_EINVALID`).
+        public static let invalid = Int32(GIT_EINVALID.rawValue)
+        /// The caller gave up (`GIT_EUSER`: what libgit2 returns when a callback says stop).
+        public static let cancelled = Int32(GIT_EUSER.rawValue)
+        /// libgit2's generic failure (`GIT_ERROR`).
+        public static let generic = Int32(GIT_ERROR.rawValue)
+    }
+
+    /// An object of a store that is not what its id, its parent or its size says: the store is
+    /// damaged, or the history hostile.
+    static func damagedObject(_ message: String, call: String) -> GitError {
+        GitError(code: Code.invalid, errorClass: Int32(GIT_ERROR_ODB.rawValue), message: message, call: call)
+    }
+
+    /// Work the caller stopped (a copy or transfer cancelled through its progress callback).
+    static func cancelled(_ message: String, call: String) -> GitError {
+        GitError(code: Code.cancelled, errorClass: Int32(GIT_ERROR_CALLBACK.rawValue), message: message, call: call)
+    }
+
+    /// The network, ssh or http failed underneath (no route, refused, reset, a bad answer).
+    public var isNetwork: Bool {
+        [GIT_ERROR_NET, GIT_ERROR_SSH, GIT_ERROR_HTTP].map { Int32($0.rawValue) }.contains(errorClass)
+    }
+
+    /// See `damagedObject`.
+    public var isDamagedObject: Bool {
+        code == Code.invalid && errorClass == Int32(GIT_ERROR_ODB.rawValue)
     }
 
     public init(code: Int32, errorClass: Int32, message: String, call: String) {

@@ -17,7 +17,7 @@ enum LooseObject {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         func damaged(_ why: String) -> GitError {
-            GitError(code: -1, errorClass: 0, message: "loose object \(path) is damaged: \(why)", call: "inflate")
+            GitError.damagedObject("loose object \(path) is damaged: \(why)", call: "inflate")
         }
         var z = z_stream()
         guard syncagent_inflate_init(&z) == Z_OK else { throw damaged("zlib would not start") }

@@ -64,7 +64,7 @@ extension Repository {
         try check(packDir.withPlatformString { git_packbuilder_write(builder, $0, 0, nil, nil) },
                   "git_packbuilder_write(\(packDir))")
         guard let name = git_packbuilder_name(builder) else {
-            throw GitError(code: -1, errorClass: 0, message: "the pack builder gave no name", call: "git_packbuilder_name")
+            throw GitError(code: GitError.Code.generic, errorClass: 0, message: "the pack builder gave no name", call: "git_packbuilder_name")
         }
         return String(cString: name)
     }

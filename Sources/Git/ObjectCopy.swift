@@ -84,8 +84,9 @@ private struct ObjectCopier: ~Copyable {
          progress: @escaping (ObjectCopyReport) -> Bool) throws(GitError) {
         var s: OpaquePointer?, t: OpaquePointer?
         try check(git_repository_odb(&s, source.handle), "git_repository_odb(\(source.gitDir))")
-        guard git_repository_odb(&t, target.handle) == 0 else {
-            let error = lastError(code: -1, call: "git_repository_odb(\(target.gitDir))")
+        let rc = git_repository_odb(&t, target.handle)
+        guard rc == 0 else {
+            let error = lastError(code: rc, call: "git_repository_odb(\(target.gitDir))")
             git_odb_free(s)
             throw error
         }
@@ -258,8 +259,7 @@ private struct ObjectCopier: ~Copyable {
         try check(git_odb_read(&object, sourceOdb, &raw), "git_odb_read(\(id)) in \(source.gitDir)")
         defer { git_odb_object_free(object) }
         guard git_odb_object_type(object) == type else {
-            throw GitError(code: -1, errorClass: 0, message: "object \(id) is not the \(Self.name(type)) its parent names",
-                           call: "copy from \(source.gitDir)")
+            throw GitError.damagedObject("object \(id) is not the \(Self.name(type)) its parent names", call: "copy from \(source.gitDir)")
         }
         let size = git_odb_object_size(object)
         try write(git_odb_object_data(object), size, type, id)
@@ -284,12 +284,14 @@ private struct ObjectCopier: ~Copyable {
         } catch let error as GitError {
             throw error
         } catch {
-            throw GitError(code: -1, errorClass: 0, message: "\(error)", call: "copy of \(id) from \(source.gitDir)")
+            // Reading the peer's loose object failed (the file system, or zlib on a damaged file).
+            throw GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue), message: "\(error)",
+                           call: "copy of \(id) from \(source.gitDir)")
         }
         guard let found else { return false }
         guard found.type == "blob", found.size == size else {
-            throw GitError(code: -1, errorClass: 0, message: "object \(id) in \(source.gitDir) is a \(found.type) of \(found.size) bytes, not the blob its tree names",
-                           call: "copy from \(source.gitDir)")
+            throw GitError.damagedObject("object \(id) in \(source.gitDir) is a \(found.type) of \(found.size) bytes, not the blob its tree names",
+                                         call: "copy from \(source.gitDir)")
         }
         var out = git_oid()
         try check(git_odb_stream_finalize_write(&out, writer), "git_odb_stream_finalize_write(\(id)) after \(done) bytes")
@@ -302,9 +304,8 @@ private struct ObjectCopier: ~Copyable {
 
     func verify(_ got: Oid, _ want: Oid) throws(GitError) {
         guard got == want else {
-            throw GitError(code: -1, errorClass: 0,
-                           message: "object \(want) in \(source.gitDir) holds the content of \(got): the peer's store is damaged",
-                           call: "copy from \(source.gitDir)")
+            throw GitError.damagedObject("object \(want) in \(source.gitDir) holds the content of \(got): the peer's store is damaged",
+                                         call: "copy from \(source.gitDir)")
         }
     }
 
@@ -315,7 +316,7 @@ private struct ObjectCopier: ~Copyable {
     }
 
     static func cancelled(_ source: Repository) -> GitError {
-        GitError(code: -1, errorClass: 0, message: "copy from \(source.gitDir) cancelled", call: "copy")
+        GitError.cancelled("copy from \(source.gitDir) cancelled", call: "copy")
     }
 
     static func name(_ type: git_object_t) -> String {

@@ -29,7 +29,7 @@ public final class PackBatch {
         var repo: OpaquePointer?
         guard git_mempack_new(&mempack) == 0, git_odb_add_backend(odb, mempack, 999) == 0,
               git_repository_wrap_odb(&repo, odb) == 0 else {
-            let error = lastError(code: -1, call: "git_mempack_new / git_repository_wrap_odb")
+            let error = lastError(code: GitError.Code.generic, call: "git_mempack_new / git_repository_wrap_odb")
             git_odb_free(odb)
             throw error
         }
@@ -112,7 +112,7 @@ public final class PackBatch {
         try check(packDir.withPlatformString { git_packbuilder_write(builder, $0, 0, nil, nil) },
                   "writing a pack of \(ids.count) objects into \(packDir)")
         guard git_packbuilder_object_count(builder) == ids.count else {
-            throw GitError(code: -1, errorClass: 0,
+            throw GitError(code: GitError.Code.generic, errorClass: 0,
                            message: "the pack written into \(packDir) holds \(git_packbuilder_object_count(builder)) objects, not the \(ids.count) of the batch",
                            call: "git_packbuilder_write")
         }

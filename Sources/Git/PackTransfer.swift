@@ -44,25 +44,28 @@ struct PackTransfer {
         var odb: OpaquePointer?
         try check(git_odb_new(&odb), "git_odb_new")
         func add(_ backend: UnsafeMutablePointer<git_odb_backend>?, priority: Int32, _ what: FilePath) throws(GitError) {
-            guard git_odb_add_backend(odb, backend, priority) == 0 else {
+            let rc = git_odb_add_backend(odb, backend, priority)
+            guard rc == 0 else {
                 backend?.pointee.free(backend)
                 git_odb_free(odb)
-                throw lastError(code: -1, call: "git_odb_add_backend(\(what))")
+                throw lastError(code: rc, call: "git_odb_add_backend(\(what))")
             }
         }
         if let objects {
             var backend: UnsafeMutablePointer<git_odb_backend>?
-            guard objects.withPlatformString({ git_odb_backend_loose(&backend, $0, -1, 0, 0, 0) }) == 0 else {
+            let rc = objects.withPlatformString { git_odb_backend_loose(&backend, $0, -1, 0, 0, 0) }
+            guard rc == 0 else {
                 git_odb_free(odb)
-                throw lastError(code: -1, call: "git_odb_backend_loose(\(objects))")
+                throw lastError(code: rc, call: "git_odb_backend_loose(\(objects))")
             }
             try add(backend, priority: 1, objects)
         }
         for index in packIndexes {
             var backend: UnsafeMutablePointer<git_odb_backend>?
-            guard index.withPlatformString({ git_odb_backend_one_pack(&backend, $0) }) == 0 else {
+            let rc = index.withPlatformString { git_odb_backend_one_pack(&backend, $0) }
+            guard rc == 0 else {
                 git_odb_free(odb)
-                throw lastError(code: -1, call: "git_odb_backend_one_pack(\(index))")
+                throw lastError(code: rc, call: "git_odb_backend_one_pack(\(index))")
             }
             try add(backend, priority: 2, index)
         }
@@ -96,7 +99,7 @@ struct PackTransfer {
         let objectsPack = objects.appending("pack")
         let fd = pack.withPlatformString { open($0, O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else {
-            throw GitError(code: -1, errorClass: 0, message: "cannot read \(pack): \(Errno(rawValue: errno))", call: "open")
+            throw GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue), message: "cannot read \(pack): \(Errno(rawValue: errno))", call: "open")
         }
         defer { close(fd) }
         final class Box { let progress: () -> Bool; init(_ p: @escaping () -> Bool) { progress = p } }
@@ -120,13 +123,13 @@ struct PackTransfer {
             let n = read(fd, buffer, 1 << 20)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw GitError(code: -1, errorClass: 0, message: "cannot read \(pack): \(Errno(rawValue: errno))", call: "read")
+                throw GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue), message: "cannot read \(pack): \(Errno(rawValue: errno))", call: "read")
             }
             if n == 0 { break }
             try check(git_indexer_append(indexer, buffer, n, &stats), "git_indexer_append(\(pack))")
             bytes += n
             guard box.progress() else {
-                throw GitError(code: -1, errorClass: 0, message: "transfer of \(pack) cancelled", call: "copy")
+                throw GitError.cancelled("transfer of \(pack) cancelled", call: "copy")
             }
         }
         try check(git_indexer_commit(indexer, &stats), "git_indexer_commit(\(pack))")

@@ -34,7 +34,9 @@ import Testing
 
         // The CLI's side blocks: a thread of its own, never Swift's cooperative pool.
         let answer = try await onOwnThread("test-client") { [path = server.path] in
-            Result { try ControlClient.send(.revert(paths: [Self.oddName, Array("plain".utf8)]), to: path) }
+            // The handler runs as a task: under a full parallel test run, other suites' blocking
+            // tests may hold Swift's pool for a while, so wait for the answer, not for a time.
+            Result { try ControlClient.send(.revert(paths: [Self.oddName, Array("plain".utf8)]), to: path, timeoutSeconds: 600) }
         }.get()
         let result = try JSONDecoder().decode(MessageResult.self, from: Data(answer))
         #expect(result.message == "64.2f.ff.a.66,70.6c.61.69.6e")

@@ -100,7 +100,7 @@ extension Store {
         if Self.verifyTrees {
             let whole = try index.writeTree()
             guard whole == tree else {
-                throw GitError(code: -1, errorClass: 0, message: "the tree built along the changed paths (\(tree)) differs from the index's (\(whole)); paths \(paths.map(\.display).sorted().prefix(20))", call: "treeFollowingIndex")
+                throw GitError(code: GitError.Code.generic, errorClass: 0, message: "the tree built along the changed paths (\(tree)) differs from the index's (\(whole)); paths \(paths.map(\.display).sorted().prefix(20))", call: "treeFollowingIndex")
             }
         }
         return tree

@@ -18,7 +18,7 @@ public struct PeerLedger: Codable, Sendable, Equatable {
         /// With `notify`: whether the channel that says when the peer's refs move is open
         /// ("listening"), or why not ("down: ..."); nil when the peer is only polled.
         public var notify: String?
-        /// `PeerProblem.Code` of `lastError`.
+        /// `SyncError.Code` of `lastError`.
         public var errorCode: String?
         public init(lastSync: String? = nil, reachable: Bool? = nil, lastError: String? = nil, lastPush: String? = nil) {
             self.lastPush = lastPush
