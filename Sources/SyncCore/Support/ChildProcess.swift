@@ -64,23 +64,28 @@ public enum ChildProcess {
         }
         var status: Int32 = 0
         let deadline = monotonicSeconds() + Double(timeoutSeconds)
-        while true {
-            drain()
-            let done = waitpid(pid, &status, WNOHANG)
-            if done == pid { break }
-            if done < 0 && errno != EINTR { break }
-            if monotonicSeconds() >= deadline {
+        // Woken by the program's end (a pidfd) or its stderr, never by a clock tick.
+        let exited = ProcessEnd(pid)
+        defer { exited.close() }
+        var stderrOpen = true
+        while !exited.isOver(waiting: 0) {
+            let left = deadline - monotonicSeconds()
+            if left <= 0 {
                 kill(-pid, SIGTERM)
-                let grace = monotonicSeconds() + 2
-                while waitpid(pid, &status, WNOHANG) == 0 {
-                    if monotonicSeconds() >= grace { kill(-pid, SIGKILL); _ = waitpid(pid, &status, 0); break }
-                    usleep(10_000)
-                }
+                if !exited.isOver(waiting: 2) { kill(-pid, SIGKILL) }
+                _ = exited.reap()
                 kill(-pid, SIGKILL)  // whatever it started is stopped too
                 return .timedOut
             }
-            usleep(10_000)
+            var fds = [pollfd(fd: stderrOpen ? errors[0] : -1, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: exited.fd, events: Int16(POLLIN), revents: 0)]
+            // Without a pidfd (an old kernel), the end is looked for every 10 ms.
+            let wait = exited.fd >= 0 ? Int32(min(left * 1000 + 1, Double(Int32.max))) : 10
+            _ = poll(&fds, 2, wait)
+            if fds[0].revents & Int16(POLLIN) != 0 { drain() }
+            if fds[0].revents & Int16(POLLHUP | POLLERR) != 0 && fds[0].revents & Int16(POLLIN) == 0 { stderrOpen = false }
         }
+        status = exited.reap()
         drain()
         let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return .exited(status: exit, stderr: String(decoding: tail, as: UTF8.self))
@@ -91,4 +96,56 @@ public enum ChildProcess {
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
+}
+
+/// A child's end, as a file descriptor that becomes readable when it exits (`pidfd_open`, looked
+/// up in the C library at run time: Swift's Glibc module does not declare it). Where the kernel or
+/// the library lacks it (`fd` is -1), the end is looked for every 10 ms instead.
+final class ProcessEnd {
+    let pid: pid_t
+    let fd: Int32
+    /// The wait status, once reaped.
+    private(set) var status: Int32?
+
+    private typealias PidfdOpen = @convention(c) (pid_t, UInt32) -> Int32
+    private static let open: PidfdOpen? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "pidfd_open")
+        .map { unsafeBitCast($0, to: PidfdOpen.self) }
+
+    init(_ pid: pid_t) {
+        self.pid = pid
+        fd = Self.open.map { $0(pid, 0) } ?? -1
+    }
+
+    /// Whether the child has exited (then reaped, its status kept), waiting up to `seconds`.
+    func isOver(waiting seconds: Double) -> Bool {
+        if status != nil { return true }
+        var rounds = max(0, Int(seconds * 100))
+        while true {
+            if fd >= 0 {
+                var one = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&one, 1, Int32(seconds * 1000)) == 1 else { return false }
+            }
+            var raw: Int32 = 0
+            let done = waitpid(pid, &raw, WNOHANG)
+            if done == pid || (done < 0 && errno != EINTR) {
+                status = done == pid ? raw : 0
+                return true
+            }
+            if fd >= 0 && done == 0 { continue }  // readable yet not reapable: look again
+            if rounds == 0 { return false }
+            rounds -= 1
+            usleep(10_000)
+        }
+    }
+
+    /// Waits for the end without a limit.
+    func reap() -> Int32 {
+        if let status { return status }
+        var raw: Int32 = 0
+        while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
+        status = raw
+        return raw
+    }
+
+    func close() { if fd >= 0 { _ = Glibc.close(fd) } }
 }
