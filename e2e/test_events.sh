@@ -74,6 +74,9 @@ printf 'watch version\n' | put watch c.txt $((now - 1))
 start_device watch
 wait_until has_event watch 'e["type"] == "conflict-opened" and e["path"] == "c.txt"'
 wait_until has_event phone 'e["type"] == "conflict-opened" and e["path"] == "c.txt"'
+log "events --follow went on through the watch's restart (woken by the new agent's socket)"
+wait_until grep -q '"type":"conflict-opened".*"c.txt"' "$T/follow.out"
+kill -0 $FOLLOW 2>/dev/null || fail "events --follow exited across the restart: $(cat "$T/follow.err")"
 on phone "$SYNCAGENT" resolve --config "$T/phone/syncagent.toml" c.txt --keep phone >/dev/null
 wait_until has_event phone 'e["type"] == "conflict-resolved" and e["path"] == "c.txt" and e["by"] == "phone"'
 wait_until has_event watch 'e["type"] == "conflict-resolved" and e["path"] == "c.txt" and e["by"] == "phone"'

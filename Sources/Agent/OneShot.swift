@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import SyncCore
 import SystemPackage
 
@@ -127,7 +128,23 @@ public enum OneShot {
                 if !follow { return }
             }
             // Following while no agent runs: wait for one to start.
-            while AgentLock.holder(of: config.lockPath) == nil { usleep(200_000) }
+            waitForAgent(config)
+        }
+    }
+
+    /// Returns once an agent holds the state directory's lock: woken when it creates its control
+    /// socket there (inotify, watched before the lock is looked at, so no start is missed); the lock
+    /// is looked at every 5 s too, should the directory itself be replaced.
+    static func waitForAgent(_ config: Config) {
+        let fd = inotify_init1(Int32(IN_CLOEXEC))
+        defer { if fd >= 0 { close(fd) } }
+        if fd >= 0 {
+            _ = config.state.withPlatformString { inotify_add_watch(fd, $0, UInt32(IN_CREATE | IN_MOVED_TO)) }
+        }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while AgentLock.holder(of: config.lockPath) == nil {
+            var one = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&one, 1, 5000) == 1 { _ = read(fd, &buffer, buffer.count) }
         }
     }
 }
