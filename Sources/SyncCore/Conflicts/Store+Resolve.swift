@@ -212,10 +212,8 @@ extension Store {
             case .both:
                 if !record.versions.contains(where: \.isDirectory) {
                     let winner = record.winningVersion
-                    for v in record.versions where v.device != winner?.device && !v.isDeletion {
-                        guard let hex = v.blob, let oid = Oid(hex: hex), repo.hasObject(oid) else { continue }
-                        let copy = ConflictPolicy.copyPath(path, device: v.device, time: ISOTime.seconds(v.time))
-                        try put(try blob(oid), mode: v.mode ?? EntryMode.file, at: copy)
+                    for copy in ConflictPolicy.bothCopies(of: record, at: path, winner: winner) where repo.hasObject(copy.entry.oid) {
+                        try put(try blob(copy.entry.oid), mode: copy.entry.mode, at: copy.path)
                     }
                     if let winner { try place(winner, keepCopies: true) }
                 }

@@ -149,11 +149,7 @@ struct ConflictPolicy {
         if rule.strategy == .both {
             var done = record
             done.markResolved(strategy: "both", by: device, at: now)
-            let copies = record.versions.compactMap { v -> PathPlan.Copy? in
-                guard v.device != winner?.device, let entry = Self.entry(of: v) else { return nil }
-                return .init(path: Self.copyPath(c.path, device: v.device, time: ISOTime.seconds(v.time)), entry: entry)
-            }
-            return PathPlan(take: winnerTake, copies: copies, record: done, note: nil)
+            return PathPlan(take: winnerTake, copies: Self.bothCopies(of: record, at: c.path, winner: winner), record: done, note: nil)
         }
         if rule.strategy == .command, let command = rule.command {
             let devices = record.versions.map(\.device)
@@ -260,6 +256,15 @@ struct ConflictPolicy {
         func type(_ mode: UInt32) -> UInt32 { mode == EntryMode.executable ? EntryMode.file : mode }
         if type(o.mode) != type(t.mode) { return .typeChanged }
         return c.base == nil ? .bothAdded : .bothModified
+    }
+
+    /// `both`, from a strategy or from `syncagent resolve --keep both`: the winner keeps the path and
+    /// every other version with bytes is written beside it.
+    static func bothCopies(of record: ConflictRecord, at path: FilePath, winner: ConflictRecord.Version?) -> [PathPlan.Copy] {
+        record.versions.compactMap { v -> PathPlan.Copy? in
+            guard v.device != winner?.device, let entry = entry(of: v) else { return nil }
+            return .init(path: copyPath(path, device: v.device, time: ISOTime.seconds(v.time)), entry: entry)
+        }
     }
 
     static func entry(of v: ConflictRecord.Version) -> ConflictSide? {
