@@ -8,6 +8,9 @@ let package = Package(
         .executable(name: "syncagent", targets: ["syncagent"]),
         .executable(name: "settings-agent", targets: ["settings-agent"]),
         .library(name: "Agent", targets: ["Agent"]),
+        .library(name: "SyncAgentKit", targets: ["SyncAgentKit"]),
+        .executable(name: "phone-app", targets: ["phone-app"]),
+        .executable(name: "watch-app", targets: ["watch-app"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -75,6 +78,33 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
+        ),
+        // What an app links: typed values at keys, live updates, typed conflict callbacks, per-key
+        // policy and status; embedded (the agent in the app's process) or a client of `syncagent run`.
+        .target(
+            name: "SyncAgentKit",
+            dependencies: [
+                "Agent", "SyncCore", "FileSystem",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+        // Samples: a phone app (embedded) and a watch app (client) built only on SyncAgentKit.
+        .target(name: "SampleModels", dependencies: ["SyncAgentKit"], path: "Samples/SampleModels"),
+        .executableTarget(
+            name: "phone-app",
+            dependencies: ["SyncAgentKit", "SampleModels",
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            path: "Samples/PhoneApp"
+        ),
+        .executableTarget(
+            name: "watch-app",
+            dependencies: ["SyncAgentKit", "SampleModels",
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            path: "Samples/WatchApp"
         ),
         // Samples: a program embedding the agent with its own ConflictResolver.
         .executableTarget(

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Logging
 import SyncCore
 import SystemPackage
@@ -8,7 +9,8 @@ import SystemPackage
 public enum ControlClient {
     /// Sends one request and hands each line of the answer to `line` until the agent closes the
     /// stream (or `line` returns false). Throws when no agent answers.
-    public static func stream(_ request: ControlRequest, to path: FilePath, line: ([UInt8]) -> Bool) throws(ControlError) {
+    public static func stream(_ request: ControlRequest, to path: FilePath, cancel: ControlCancel? = nil,
+                              line: ([UInt8]) -> Bool) throws(ControlError) {
         guard let addr = UnixSocket.address(path) else {
             throw ControlError(message: "the control socket path \(path) is too long")
         }
@@ -22,6 +24,8 @@ public enum ControlClient {
         guard UnixSocket.writeAll(fd, Array(body) + [UInt8(ascii: "\n")]) else {
             throw ControlError(message: "cannot send to the agent at \(path): \(Errno(rawValue: errno))")
         }
+        guard cancel?.connected(fd) ?? true else { return }
+        defer { cancel?.disconnected() }
         var pending: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -56,4 +60,49 @@ public enum ControlClient {
         }
         return line
     }
+}
+
+/// Ends a blocking `ControlClient.stream` (or `OneShot.events`) from another thread, at once: the
+/// connection is shut down, and a wait for the next agent wakes.
+public final class ControlCancel: Sendable {
+    private struct State {
+        var cancelled = false
+        var fd: Int32 = -1
+    }
+    private let state = Mutex(State())
+    /// Readable once cancelled (a pipe's reading end), for waits that poll.
+    let wake: Int32
+    private let ring: Int32
+
+    public init() {
+        var fds: [Int32] = [-1, -1]
+        if pipe(&fds) == 0 { for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) } }
+        (wake, ring) = (fds[0], fds[1])
+    }
+    deinit {
+        if wake >= 0 { close(wake) }
+        if ring >= 0 { close(ring) }
+    }
+
+    public var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    public func cancel() {
+        let fd = state.withLock { s -> Int32 in
+            s.cancelled = true
+            return s.fd
+        }
+        if fd >= 0 { shutdown(fd, Int32(SHUT_RDWR)) }
+        if ring >= 0 { var one: UInt8 = 1; _ = write(ring, &one, 1) }
+    }
+
+    /// False when cancelled already (then nothing is read).
+    func connected(_ fd: Int32) -> Bool {
+        state.withLock { s in
+            guard !s.cancelled else { return false }
+            s.fd = fd
+            return true
+        }
+    }
+
+    func disconnected() { state.withLock { $0.fd = -1 } }
 }

@@ -26,9 +26,12 @@ public enum ControlRequest: Codable, Sendable {
     /// Answer: one `AgentEvent` per line: the kept ones after `since`, then (with `follow`) every new
     /// one until the client hangs up or the agent stops.
     case events(since: Int?, follow: Bool)
+    /// Answer: `CommitResult`. Commits these paths (relative to the data directory, as bytes) now,
+    /// after what the watcher holds: an app's `set` returns when its value is committed.
+    case commit(paths: [[UInt8]])
 
     /// The subcommand that makes this request (one word: the agent lock names its holder with it).
-    var commandName: String {
+    public var commandName: String {
         switch self {
         case .status: "status"
         case .sync: "sync"
@@ -38,8 +41,19 @@ public enum ControlRequest: Codable, Sendable {
         case .revert: "revert"
         case .restore: "restore"
         case .events: "events"
+        case .commit: "commit"
         }
     }
+}
+
+/// What `commit` did: the commit `main` points at afterwards, and the paths the rules hold back
+/// instead of committing (`syncagent held`).
+public struct CommitResult: Codable, Sendable {
+    public var commit: String?
+    public var held: [String] = []
+    public var error: String?
+    /// `SyncError.Code`'s name for `error`, for programs.
+    public var errorCode: String? = nil
 }
 
 /// A one-line answer.

@@ -189,6 +189,19 @@ actor SyncEngine {
         }
     }
 
+    /// An app's `set` (`ControlRequest.commit`): what the watcher holds, then these paths, committed
+    /// now. Says which commit `main` points at afterwards, and which of the paths the rules hold.
+    func commitNow(paths: [FilePath]) async -> CommitResult {
+        await commitPendingLocal()
+        commit(WatchBatch(paths: Set(paths)))
+        if let problem = problems[.commit] {
+            return CommitResult(commit: nil, error: problem, errorCode: SyncError.Code.io.rawValue)
+        }
+        let wanted = Set(paths)
+        let held = store.loadHeld().keys.filter { wanted.contains($0) }.map(\.display).sorted()
+        return CommitResult(commit: ((try? store.headID()) ?? nil)?.hex, held: held, error: nil)
+    }
+
     /// `syncagent send --deletes`: commits the held deletions.
     func confirmDeletes() async -> String {
         guard rootIsPresent() else { return "not sent: \(DeletionHold.rootMissing(config.data).message)" }

@@ -132,6 +132,13 @@ public final class AgentService: Service, Sendable {
         return .line(await answerLine(request))
     }
 
+    /// Answers a control request in this process, as the control socket would: the JSON answer
+    /// `ControlRequest` names (an `events` request answers nothing here: use `events()`). What a
+    /// program embedding the agent uses instead of the socket.
+    public func request(_ request: ControlRequest) async -> [UInt8] {
+        await answerLine(request)
+    }
+
     private func answerLine(_ request: ControlRequest) async -> [UInt8] {
         let encoder = JSONEncoder()
         switch request {
@@ -169,6 +176,10 @@ public final class AgentService: Service, Sendable {
                 results.append(SyncResult(peer: wanted, problem: SyncError(.badConfig, "no peer named '\(wanted)' in \(config.file)", subject: wanted)))
             }
             return Array((try? encoder.encode(results)) ?? Data())
+        case .commit(let paths):
+            let result = await engine.commitNow(paths: paths.map { FilePath(bytes: $0) })
+            for peer in peers { peer.doorbell.ring() }
+            return Array((try? encoder.encode(result)) ?? Data())
         case .sendDeletes:
             let message = await engine.confirmDeletes()
             for peer in peers { peer.doorbell.ring() }

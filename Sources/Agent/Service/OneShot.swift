@@ -86,6 +86,32 @@ public enum OneShot {
         }
     }
 
+    /// Every event from now on (or after `since`), as values, for a program that is a client of the
+    /// agent: across agent restarts, until the iteration ends, which closes the connection at once.
+    public static func follow(config: Config, since: Int? = nil) -> AsyncStream<AgentEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: AgentEvent.self)
+        let cancel = ControlCancel()
+        continuation.onTermination = { _ in cancel.cancel() }
+        let thread = Thread {
+            try? events(config: config, since: since, follow: true, cancel: cancel) { bytes in
+                if let event = try? JSONDecoder().decode(AgentEvent.self, from: Data(bytes)) { continuation.yield(event) }
+                return !cancel.isCancelled
+            }
+            continuation.finish()
+        }
+        thread.name = "syncagent-follow"
+        thread.start()
+        return stream
+    }
+
+    /// An app's `set` when it is a client of the agent: through the running agent, else committed
+    /// here under the lock.
+    public static func commit(config: Config, paths: [[UInt8]]) async throws -> CommitResult {
+        try await viaAgentOrLock(config, .commit(paths: paths), as: CommitResult.self, commitFirst: false) { engine in
+            await engine.commitNow(paths: paths.map { FilePath(bytes: $0) })
+        }
+    }
+
     /// `syncagent history PATH` and `restore --to`: read from the store; no lock needed.
     public static func readStore(config: Config) throws -> Store {
         try Store.open(device: config.device, data: config.data, gitDir: config.storePath)
@@ -94,14 +120,16 @@ public enum OneShot {
     /// `syncagent events`: the kept events after `since` (from the running agent, or from the log
     /// when none runs); with `follow`, every new one for as long as `line` returns true, through
     /// agent restarts (it waits for the agent to come back and goes on after the last seen).
-    public static func events(config: Config, since: Int?, follow: Bool, line: ([UInt8]) -> Bool) throws {
+    /// - Parameter cancel: ends it from another thread, at once.
+    public static func events(config: Config, since: Int?, follow: Bool, cancel: ControlCancel? = nil,
+                              line: ([UInt8]) -> Bool) throws {
         var last = since
         var first = true
-        while true {
+        while cancel?.isCancelled != true {
             if AgentLock.holder(of: config.lockPath) != nil {
                 var open = true
                 do {
-                    try ControlClient.stream(.events(since: last, follow: follow), to: config.socketPath) { bytes in
+                    try ControlClient.stream(.events(since: last, follow: follow), to: config.socketPath, cancel: cancel) { bytes in
                         if let event = try? JSONDecoder().decode(AgentEvent.self, from: Data(bytes)), let seq = event.seq {
                             last = seq
                         }
@@ -128,23 +156,23 @@ public enum OneShot {
                 if !follow { return }
             }
             // Following while no agent runs: wait for one to start.
-            waitForAgent(config)
+            waitForAgent(config, cancel: cancel)
         }
     }
 
     /// Returns once an agent holds the state directory's lock: woken when it creates its control
     /// socket there (inotify, watched before the lock is looked at, so no start is missed); the lock
     /// is looked at every 5 s too, should the directory itself be replaced.
-    static func waitForAgent(_ config: Config) {
+    static func waitForAgent(_ config: Config, cancel: ControlCancel? = nil) {
         let fd = inotify_init1(Int32(IN_CLOEXEC))
         defer { if fd >= 0 { close(fd) } }
         if fd >= 0 {
             _ = config.state.withPlatformString { inotify_add_watch(fd, $0, UInt32(IN_CREATE | IN_MOVED_TO)) }
         }
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while AgentLock.holder(of: config.lockPath) == nil {
-            var one = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            if poll(&one, 1, 5000) == 1 { _ = read(fd, &buffer, buffer.count) }
+        while AgentLock.holder(of: config.lockPath) == nil, cancel?.isCancelled != true {
+            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: cancel?.wake ?? -1, events: Int16(POLLIN), revents: 0)]
+            if poll(&fds, 2, 5000) > 0, fds[0].revents != 0 { _ = read(fd, &buffer, buffer.count) }
         }
     }
 }

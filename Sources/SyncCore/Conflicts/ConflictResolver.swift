@@ -10,6 +10,9 @@ public enum ResolverDecision: Sendable, Equatable {
     case keep(device: String)
     /// The path is deleted.
     case delete
+    /// The version the record holds keeps the path; every other one is written beside it
+    /// (`NAME.conflict-DEVICE-STAMP.EXT`), as `resolve --keep both` does.
+    case both
 }
 
 /// Settles conflicts automatically for programs that embed the agent. Registered resolvers are

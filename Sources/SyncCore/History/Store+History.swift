@@ -144,6 +144,14 @@ extension Store {
         return found
     }
 
+    /// The bytes `main` holds at `path` (nil: no file or link there): what a program compares the
+    /// data directory with to tell a change not yet committed.
+    public func committedBytes(_ path: FilePath) throws -> [UInt8]? {
+        guard let head = try head(),
+              let entry = try repo.entry(at: path, inTree: try repo.commit(head).tree), entry.mode != EntryMode.tree else { return nil }
+        return try repo.blobData(entry.oid)
+    }
+
     /// The files and links under `path` (or `path` itself) in a commit, keyed by path.
     func entries(under path: FilePath, in commit: Oid) throws -> [FilePath: ConflictSide] {
         let tree = try repo.commit(commit).tree

@@ -175,6 +175,7 @@ struct ConflictPolicy {
         var done = record
         done.markResolved(strategy: strategy, by: device, at: now)
         let take: PathPlan.Take
+        var copies: [PathPlan.Copy] = []
         switch decision {
         case .keep(let who):
             let chosen = record.versions.first { $0.device == who } ?? winner
@@ -182,11 +183,14 @@ struct ConflictPolicy {
             done.current = chosen?.device
         case .delete:
             take = .entry(nil)
+        case .both:
+            take = .entry(winner.flatMap(Self.entry(of:)))
+            copies = Self.bothCopies(of: record, at: record.filePath, winner: winner)
         case .bytes(let bytes):
             let mode = winner?.mode.flatMap { $0 == EntryMode.executable ? $0 : nil } ?? EntryMode.file
             take = .bytes(bytes, mode: mode)
         }
-        return PathPlan(take: take, copies: [], record: done, note: nil)
+        return PathPlan(take: take, copies: copies, record: done, note: nil)
     }
 
     /// The first `[[resolver]]` rule whose glob matches the path's bytes.

@@ -1,6 +1,5 @@
 import Foundation
 internal import Git
-import SyncCore
 import SystemPackage
 
 /// The keys, passwords and host key check a peer's fetches and pushes use (ssh and http(s)).

@@ -1,0 +1,65 @@
+import Agent
+import Foundation
+import SyncCore
+import SystemPackage
+
+/// How the kit reaches the agent: in this process, or through its control socket.
+enum Connection: Sendable {
+    case embedded(AgentService)
+    case client(Config)
+
+    /// Asks a control request and decodes its answer.
+    func request<T: Decodable & Sendable>(_ request: ControlRequest, as type: T.Type) async throws -> T {
+        let bytes: [UInt8]
+        switch self {
+        case .embedded(let service):
+            bytes = await service.request(request)
+        case .client(let config):
+            // The socket blocks: a thread of its own, never Swift's cooperative pool.
+            bytes = try await blocking("syncagent-kit-request") {
+                do { return try ControlClient.send(request, to: config.socketPath, timeoutSeconds: 120) } catch let error as ControlError {
+                    throw SyncError(.noAgent, "no syncagent runs for \(config.file) (\(error.message)); start it with `syncagent run --config \(config.file)`",
+                                    subject: config.socketPath.display)
+                }
+            }
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(bytes))
+        } catch {
+            throw SyncError(.other, "the agent's answer to \(request.commandName) could not be read (\(error)); is it the same version as this app?")
+        }
+    }
+
+    /// Commits these keys now; with no agent running, a client commits under the agent's lock.
+    func commit(_ keys: [String]) async throws -> CommitResult {
+        let paths = keys.map { Array($0.utf8) }
+        let result: CommitResult
+        switch self {
+        case .embedded:
+            result = try await request(.commit(paths: paths), as: CommitResult.self)
+        case .client(let config):
+            do { result = try await OneShot.commit(config: config, paths: paths) } catch { throw SyncError(error) }
+        }
+        if let error = result.error {
+            throw SyncError(SyncError.Code(rawValue: result.errorCode ?? "") ?? .other, error)
+        }
+        return result
+    }
+
+    /// Every event from now on, until the iteration ends.
+    func events() -> AsyncStream<AgentEvent> {
+        switch self {
+        case .embedded(let service): service.events()
+        case .client(let config): OneShot.follow(config: config)
+        }
+    }
+}
+
+/// Runs blocking work (files, sockets, libgit2) on a thread of its own and returns its result.
+func blocking<T: Sendable>(_ name: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
+        let thread = Thread { c.resume(with: Result { try body() }) }
+        thread.name = name
+        thread.start()
+    }
+}

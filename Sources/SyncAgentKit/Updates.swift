@@ -1,0 +1,145 @@
+import Agent
+import FileSystem
+import Foundation
+import SyncCore
+import SystemPackage
+
+/// Where a change of a value came from.
+public enum Origin: Sendable, Equatable {
+    /// The value as it was when the observation began.
+    case current
+    /// This device committed it (a `set`, or a file written into the data directory).
+    case thisDevice
+    /// It arrived from this peer (a device, or a hub).
+    case peer(String)
+    /// A conflict over it was opened: the disk holds the version every device holds while it is open.
+    case conflict(id: String)
+    /// A conflict over it was resolved, by this device.
+    case resolution(by: String?)
+}
+
+/// One state of a value: what the key holds now, and where that came from.
+public struct ValueUpdate<T: Sendable>: Sendable {
+    /// The value; nil when the key holds nothing, or bytes that are not a `T` (see `raw`).
+    public let value: T?
+    /// The bytes at the key (nil: nothing there). Never dropped, even when they are no `T`.
+    public let raw: [UInt8]?
+    /// Why `raw` is not a `T`, when it is not.
+    public let decodeError: String?
+    public let origin: Origin
+
+    /// The key holds nothing (it was deleted, or never set).
+    public var isDeleted: Bool { raw == nil }
+}
+
+/// One change under a prefix: which key, and its new state.
+public struct KeyUpdate<T: Sendable>: Sendable {
+    public let key: String
+    public let update: ValueUpdate<T>
+}
+
+/// The paths an event says changed, and where the change came from; nil for other events.
+/// `complete` is false when the event lists only the first of its paths.
+func change(in event: AgentEvent) -> (paths: [String], complete: Bool, origin: Origin)? {
+    let paths = event.paths ?? []
+    let complete = (event.count ?? paths.count) <= paths.count
+    switch EventType(rawValue: event.type) {
+    case .committed?: return (paths, complete, .thisDevice)
+    case .received?: return (paths, complete, .peer(event.peer ?? "?"))
+    case .conflictOpened?: return ([event.path].compactMap { $0 }, true, .conflict(id: event.id ?? "?"))
+    case .conflictResolved?: return ([event.path].compactMap { $0 }, true, .resolution(by: event.by))
+    default: return nil
+    }
+}
+
+func state<T>(_ bytes: [UInt8]?, _ coder: ValueCoder<T>, origin: Origin) -> ValueUpdate<T> {
+    guard let bytes else { return ValueUpdate(value: nil, raw: nil, decodeError: nil, origin: origin) }
+    do {
+        return ValueUpdate(value: try coder.decode(bytes), raw: bytes, decodeError: nil, origin: origin)
+    } catch {
+        return ValueUpdate(value: nil, raw: bytes, decodeError: "\(error)", origin: origin)
+    }
+}
+
+/// One key followed: its value now, then a new state each time an event names it and its bytes
+/// differ from the last ones told.
+struct KeyObservation<T: Codable & Sendable>: Sendable {
+    let key: String
+    let agent: SyncAgent
+    let coder: ValueCoder<T>
+
+    func stream() -> AsyncStream<ValueUpdate<T>> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ValueUpdate<T>.self)
+        let (key, agent, coder) = (self.key, self.agent, self.coder)
+        let file = agent.config.data.pushing(FilePath(key))
+        let task = Task {
+            let events = agent.connection.events()  // listening before the first read: nothing is missed
+            var last = (try? await blocking("syncagent-kit-read") { try SyncedValue<T>.read(file) }) ?? nil
+            continuation.yield(state(last, coder, origin: .current))
+            for await event in events {
+                guard let (paths, complete, origin) = change(in: event), !complete || paths.contains(key) else { continue }
+                let now = (try? await blocking("syncagent-kit-read") { try SyncedValue<T>.read(file) }) ?? nil
+                if now == last, !isConflictEvent(origin) { continue }
+                last = now
+                continuation.yield(state(now, coder, origin: origin))
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+}
+
+func isConflictEvent(_ origin: Origin) -> Bool {
+    if case .conflict = origin { return true }
+    if case .resolution = origin { return true }
+    return false
+}
+
+/// Every key under a prefix followed: the values now, then each key an event names (all of them
+/// again when an event lists only some of its paths).
+struct PrefixObservation<T: Codable & Sendable>: Sendable {
+    let prefix: String
+    let agent: SyncAgent
+    let coder: ValueCoder<T>
+
+    func stream() -> AsyncStream<KeyUpdate<T>> {
+        let (stream, continuation) = AsyncStream.makeStream(of: KeyUpdate<T>.self)
+        let (prefix, agent, coder) = (self.prefix, self.agent, self.coder)
+        let data = agent.config.data
+        let directory = prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix
+        let task = Task {
+            let events = agent.connection.events()
+            var known = (try? await blocking("syncagent-kit-scan") { Self.scan(data, directory) }) ?? [:]
+            for (key, bytes) in known.sorted(by: { $0.key < $1.key }) {
+                continuation.yield(KeyUpdate(key: key, update: state(bytes, coder, origin: .current)))
+            }
+            for await event in events {
+                guard let (paths, complete, origin) = change(in: event) else { continue }
+                let under = paths.filter { $0.hasPrefix(directory + "/") }
+                guard !complete || !under.isEmpty else { continue }
+                let now = (try? await blocking("syncagent-kit-scan") { Self.scan(data, directory) }) ?? known
+                for key in Set(now.keys).union(known.keys).sorted() where now[key] != known[key] || under.contains(key) && isConflictEvent(origin) {
+                    continuation.yield(KeyUpdate(key: key, update: state(now[key], coder, origin: origin)))
+                }
+                known = now
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    /// The files under `directory` (relative to `data`) and their bytes. Keys are text: a name that
+    /// is not UTF-8 is no key of this kit and is left out.
+    static func scan(_ data: FilePath, _ directory: String) -> [String: [UInt8]] {
+        var out: [String: [UInt8]] = [:]
+        let root = data.pushing(FilePath(directory))
+        Directory.walk(root) { relative, kind in
+            guard kind == .regular, !PathRules.isIgnored(path: relative),
+                  let name = String(validating: relative.bytes, as: UTF8.self) else { return }
+            if let bytes = try? Files.read(root.pushing(relative)) { out[directory + "/" + name] = bytes }
+        }
+        return out
+    }
+}
