@@ -3,7 +3,7 @@ SWIFT ?= swift
 BIN := $(CURDIR)/.build/release/syncagent
 export SYNCAGENT := $(BIN)
 
-.PHONY: all deps build test unit e2e bench demo soak soak-transfer clean install uninstall man
+.PHONY: all deps build test unit e2e bench demo demo-apps soak soak-transfer clean install uninstall man
 
 all: build
 
@@ -39,6 +39,11 @@ bench: build
 
 demo: build
 	bash Samples/demo.sh
+
+# The sample apps built only on SyncAgentKit: the phone app embeds the agent, the watch app is a
+# client of `syncagent run`; a value, a workout and a typed conflict go between them.
+demo-apps: build
+	bash Samples/demo-apps.sh
 
 # The whole reconciliation table (e2e/reconcile_table.py): every ancestor x phone x watch state at
 # one path, absent, files, links, directories, FIFOs and unreadable ones (500 rows), in both merge

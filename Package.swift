@@ -122,6 +122,8 @@ let package = Package(
                 path: "Tests/TestSupport"),
         .testTarget(name: "GitTests", dependencies: ["Git", "TestSupport", .product(name: "SystemPackage", package: "swift-system"),
                                                    .product(name: "PropertyBased", package: "swift-property-based")]),
+        .testTarget(name: "SyncAgentKitTests", dependencies: ["SyncAgentKit", "Agent", "SyncCore", "TestSupport",
+                                                             .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "AgentTests", dependencies: ["Agent", "SyncCore", "TestSupport", .product(name: "Logging", package: "swift-log"),
                                                       .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "WatcherTests", dependencies: ["Watcher", "FileSystem", "TestSupport", .product(name: "SystemPackage", package: "swift-system")]),

@@ -1,0 +1,53 @@
+import Foundation
+import SyncCore
+import SystemPackage
+import TestSupport
+import Testing
+
+@testable import SyncAgentKit
+
+/// An embedded agent on real temporary directories: a value set is committed when `set` returns,
+/// read back, followed (current first, then each change with where it came from), and its status
+/// says synced; a policy from code holds a key back until `send`.
+@Suite struct EmbeddedTests {
+    @Test func setGetFollowAndStatus() async throws {
+        let dir = try TempDirectory("kit-embedded")
+        let agent = try await SyncAgent.embedding(configFile: try deviceConfig(dir), policies: [KeyPolicy(.prefix("drafts/"), .manual)])
+        let settings = agent.value("settings.json", as: Settings.self)
+        #expect(try settings.get() == nil)
+
+        // Before the agent runs: committed all the same.
+        let first = try await settings.set(Settings(theme: "dark", goal: 30))
+        #expect(first?.count == 40)
+        #expect(try settings.get() == Settings(theme: "dark", goal: 30))
+        #expect(try await settings.status().state == .synced)
+
+        let running = Task { try await agent.run() }
+        defer { running.cancel() }
+        var updates = settings.updates().makeAsyncIterator()
+        let current = await updates.next()
+        #expect(current?.value == Settings(theme: "dark", goal: 30) && current?.origin == .current)
+
+        try await settings.set(Settings(theme: "light", goal: 30))
+        let next = await updates.next()
+        #expect(next?.value == Settings(theme: "light", goal: 30))
+        #expect(next?.origin == .thisDevice)
+
+        // A file the app did not write through the kit is no value of the type: kept raw.
+        try "not json".write(toFile: dir.path("phone/data/settings.json"), atomically: true, encoding: .utf8)
+        let raw = await updates.next()
+        #expect(raw?.value == nil && raw?.raw == Array("not json".utf8) && raw?.origin == .thisDevice)
+        #expect(throws: SyncAgentError.self) { try settings.get() }
+
+        // The manual policy from code: held, not committed, until sent.
+        let draft = agent.value("drafts/note.json", as: Settings.self)
+        #expect(try await draft.set(Settings(theme: "draft", goal: 1)) == nil)
+        #expect(try await draft.status().state == .held(reason: "manual"))
+        try await agent.send(["drafts/note.json"])
+        #expect(try await draft.status().state == .synced)
+
+        try await settings.delete()
+        let gone = await updates.next()
+        #expect(gone?.isDeleted == true)
+    }
+}
