@@ -106,6 +106,8 @@ let package = Package(
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
             path: "Samples/WatchApp"
         ),
+        // README's "Use it from Swift" code, built so that it cannot go stale.
+        .executableTarget(name: "use-from-swift", dependencies: ["SyncAgentKit"], path: "Samples/UseFromSwift"),
         // Samples: a program embedding the agent with its own ConflictResolver.
         .executableTarget(
             name: "settings-agent",

@@ -25,6 +25,15 @@ git --git-dir="$fresh/.local/state/syncagent/phone/store.git" fsck --no-progress
     || fail "git fsck of the quick start's store: $(cat "$T/fsck.out")"
 log "quick start ran as written"
 
+# README's "Use it from Swift" code is Samples/UseFromSwift/main.swift, which the build compiles.
+python3 - "$root/README.md" "$root/Samples/UseFromSwift/main.swift" <<'PY' || fail "README's Swift example differs from Samples/UseFromSwift/main.swift (the compiled copy): update one from the other"
+import re, sys
+readme = open(sys.argv[1]).read()
+m = re.search(r"^## Use it from Swift.*?^```swift\n(.*?)^```", readme, re.S | re.M)
+sys.exit(0 if m and m.group(1) in open(sys.argv[2]).read() else 1)
+PY
+log "README's Swift example is the compiled sample"
+
 # Samples/phone.toml's header: the lines that try the pair, run as written with the built binary on PATH.
 sample="$T/sample.sh"
 sed -n 's/^#   //p' "$root/Samples/phone.toml" >"$sample"

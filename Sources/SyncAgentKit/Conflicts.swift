@@ -42,6 +42,7 @@ public struct ConflictVersion<T: Sendable>: Sendable {
 public struct Conflict<T: Sendable>: Sendable {
     /// The conflict record's id (`syncagent conflicts` lists it).
     public let id: String
+    /// The key both devices changed.
     public let key: String
     /// The version every side started from; nil when the devices added the key separately.
     public let base: ConflictVersion<T>?

@@ -3,6 +3,7 @@ import SyncCore
 /// How a key syncs, set from code (an embedded agent; a client's agent follows its config's
 /// `[[rule]]`s). Mapped onto the same rules: the first match wins, code before the config.
 public struct KeyPolicy: Sendable, Equatable {
+    /// Whether and when the key's changes leave this device.
     public enum Sync: Sendable, Equatable {
         /// Never leaves this device, never written by a merge.
         case never
@@ -12,9 +13,12 @@ public struct KeyPolicy: Sendable, Equatable {
         case automatic(maxBytes: Int64? = nil)
     }
 
+    /// The keys it is for.
     public let match: KeyMatch
+    /// How they sync.
     public let sync: Sync
 
+    /// A policy for the keys `match` names.
     public init(_ match: KeyMatch, _ sync: Sync) {
         self.match = match
         self.sync = sync

@@ -5,6 +5,7 @@ import SystemPackage
 
 /// Where one key stands.
 public struct KeyStatus: Sendable, Equatable {
+    /// What the key's latest change is waiting for, if anything.
     public enum State: Sendable, Equatable {
         /// The store holds what the data directory holds.
         case synced
@@ -17,6 +18,7 @@ public struct KeyStatus: Sendable, Equatable {
         case conflicted(ids: [String])
     }
 
+    /// Where the key stands.
     public let state: State
     /// When each peer last synced (ISO 8601; nil: not yet), by peer name. This device's sync state
     /// survives restarts: it is kept in the agent's state directory.

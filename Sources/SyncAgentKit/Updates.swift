@@ -26,6 +26,7 @@ public struct ValueUpdate<T: Sendable>: Sendable {
     public let raw: [UInt8]?
     /// Why `raw` is not a `T`, when it is not.
     public let decodeError: String?
+    /// Where this state came from.
     public let origin: Origin
 
     /// The key holds nothing (it was deleted, or never set).
@@ -34,7 +35,9 @@ public struct ValueUpdate<T: Sendable>: Sendable {
 
 /// One change under a prefix: which key, and its new state.
 public struct KeyUpdate<T: Sendable>: Sendable {
+    /// The key that changed.
     public let key: String
+    /// Its new state.
     public let update: ValueUpdate<T>
 }
 
