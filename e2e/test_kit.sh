@@ -95,6 +95,7 @@ wait_until settings_are phone blue km 45
 log "a resolver that throws leaves the conflict open"
 kill -TERM $WATCH_APP; wait $WATCH_APP || true
 watch_app watch-app-throws --resolver throws
+wait_until out_has watch-app-throws "watch sees settings:"
 stop_phone_app
 stop_device watch
 "$APPS/phone-app" --config "$(cfg phone)" --goal 60 --once >/dev/null 2>&1 || fail "phone-app --once"

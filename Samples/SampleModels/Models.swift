@@ -33,6 +33,19 @@ public struct Settings: Codable, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+extension Settings {
+    /// These settings with `--theme`, `--units` and `--goal` from the command line applied; nil
+    /// when none of them is given.
+    public func applyingOptions() -> Settings? {
+        guard option("--theme") != nil || option("--units") != nil || option("--goal") != nil else { return nil }
+        var next = self
+        if let theme = option("--theme") { next.theme = theme }
+        if let units = option("--units") { next.units = units }
+        if let goal = option("--goal").flatMap(Int.init) { next.goalMinutes = goal }
+        return next
+    }
+}
+
 /// One logged workout, one key each under `workouts/`: devices never write the same one.
 public struct Workout: Codable, Sendable, Equatable {
     public var kind: String

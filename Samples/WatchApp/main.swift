@@ -27,11 +27,7 @@ struct WatchApp {
         do {
             let agent = try SyncAgent.client(configFile: configFile, logger: Logger(label: "watch-app"))
             let settings = agent.value("settings.json", as: Settings.self)
-            if option("--theme") != nil || option("--units") != nil || option("--goal") != nil {
-                var next = (try? settings.get()) ?? nil ?? Settings()
-                if let theme = option("--theme") { next.theme = theme }
-                if let units = option("--units") { next.units = units }
-                if let goal = option("--goal").flatMap(Int.init) { next.goalMinutes = goal }
+            if let next = (((try? settings.get()) ?? nil) ?? Settings()).applyingOptions() {
                 let commit = try await settings.set(next)
                 say("watch set settings: \(next) (commit \(commit.map { String($0.prefix(12)) } ?? "held"))")
             }

@@ -50,4 +50,23 @@ import Testing
         let gone = await updates.next()
         #expect(gone?.isDeleted == true)
     }
+
+    /// "Sync now" waits for a round with every peer and says how each went; a peer that is not
+    /// there answers with its code, and a timeout is an error of its own.
+    @Test func syncNowSaysHowEachPeerWent() async throws {
+        let dir = try TempDirectory("kit-sync-now")
+        let ghost = dir.path("nowhere/store.git")
+        let agent = try await SyncAgent.embedding(configFile: try deviceConfig(dir, extra: """
+
+            [[peer]]
+            name = "ghost"
+            url = "\(ghost)"
+            """))
+        let running = Task { try await agent.run() }
+        defer { running.cancel() }
+        let results = try await agent.syncNow(timeout: .seconds(600))
+        #expect(results.map(\.peer) == ["ghost"])
+        #expect(results.first?.errorCode == "not-found", "\(results)")
+        #expect(results.first?.error?.contains(ghost) == true)
+    }
 }

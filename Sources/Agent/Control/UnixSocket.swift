@@ -45,10 +45,14 @@ enum UnixSocket {
         return Array(data[..<end])
     }
 
+    /// Writes every byte to a socket; false when the other end is gone. Never raises SIGPIPE
+    /// (`MSG_NOSIGNAL`): a program linking SyncAgentKit keeps its own signal handling, and an agent
+    /// that stops while a client writes costs the client an error, not its life.
     static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            let n = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
             if n <= 0 { return false }
             offset += n
         }

@@ -44,7 +44,8 @@ extension SyncError {
             return SyncError(.badHistory, "peer \(link.name) (\(url)): an object its history names could not be read (\(git.message)); nothing was merged and the fetch is retried. If this repeats, run `git --git-dir=<its store> fsck` on \(link.name).")
         }
         let text = git.message.lowercased()
-        if let dir = link.localGitDir, text.contains("could not find repository") || text.contains("not found") {
+        if let dir = link.localGitDir, git.code == GitError.Code.notFound || text.contains("could not find repository")
+            || text.contains("not found") || text.contains("no such file or directory") {
             var isDirectory: ObjCBool = false
             let exists = FileManager.default.fileExists(atPath: dir.string, isDirectory: &isDirectory)
             let partial = ["HEAD", "objects", "refs"].contains { FileManager.default.fileExists(atPath: dir.appending($0).string) }
