@@ -120,4 +120,10 @@ phone_app
 wait_until settings_are watch blue km 65
 wait_until out_has watch-app-slow "watch sees settings: theme=blue units=km goal=65"
 kill -0 $WATCH_APP_PID || fail "the slow observer's app died: $(cat "$T/watch-app-slow.err")"
+
+log "a key's status: synced here, and the phone has this very version"
+wait_until bash -c "'$APPS/watch-app' --config '$(cfg watch)' --status --once | grep -qF 'watch status of settings.json: synced; phone: has this version, last sync 2'"
+stop_phone_app
+printf 'edited on the watch by hand\n' >"$(data_of watch)/settings.json"
+wait_until bash -c "'$APPS/watch-app' --config '$(cfg watch)' --status --once | grep -qF 'phone: has another version'"
 log "done"

@@ -2,9 +2,10 @@
 // and every workout it sees, and decides settings conflicts: field by field (the default), or
 // with a resolver that throws, or not at all (--resolver merge|throws|later).
 //
-//   watch-app --config watch.toml [--theme T] [--units U] [--goal N] [--resolver R] [--slow] [--once]
+//   watch-app --config watch.toml [--theme T] [--units U] [--goal N] [--resolver R] [--slow] [--status] [--once]
 //
-// --slow makes the settings observer take two seconds per update. With --once it sets what it is
+// --slow makes the settings observer take two seconds per update; --status prints where
+// settings.json stands (synced, pending, held, conflicted) and, per peer, whether it has this version. With --once it sets what it is
 // given and exits; else it runs until SIGTERM.
 import Foundation
 import Logging
@@ -30,6 +31,13 @@ struct WatchApp {
             if let next = (((try? settings.get()) ?? nil) ?? Settings()).applyingOptions() {
                 let commit = try await settings.set(next)
                 say("watch set settings: \(next) (commit \(commit.map { String($0.prefix(12)) } ?? "held"))")
+            }
+            if flag("--status") {
+                let status = try await settings.status()
+                let peers = status.peers.sorted { $0.key < $1.key }.map { name, peer in
+                    "\(name): \(peer.hasThisVersion.map { $0 ? "has this version" : "has another version" } ?? "unknown"), last sync \(peer.lastSync ?? "never")"
+                }
+                say("watch status of settings.json: \(status.state); \(peers.joined(separator: "; "))")
             }
             if flag("--once") { return }
             let mode = option("--resolver") ?? "merge"

@@ -18,26 +18,42 @@ public struct KeyStatus: Sendable, Equatable {
         case conflicted(ids: [String])
     }
 
+    /// One peer's side of the key.
+    public struct Peer: Sendable, Equatable {
+        /// When this device last synced with the peer (ISO 8601; nil: not yet). Kept in the
+        /// agent's state directory: it survives restarts.
+        public let lastSync: String?
+        /// Whether the peer's history, as last fetched, holds the key as this device's does; nil
+        /// when that is not known (never fetched; the hub itself).
+        public let hasThisVersion: Bool?
+    }
+
     /// Where the key stands.
     public let state: State
-    /// When each peer last synced (ISO 8601; nil: not yet), by peer name. This device's sync state
-    /// survives restarts: it is kept in the agent's state directory.
-    public let lastSynced: [String: String?]
+    /// Each peer (a device seen through a hub too), by name.
+    public let peers: [String: Peer]
 
     static func of(_ key: String, agent: SyncAgent) async throws -> KeyStatus {
         let report = try? await agent.connection.request(.status, as: StatusReport.self)
         let held = (try? await agent.connection.request(.held, as: [HeldEntry].self)) ?? []
         let config = agent.config
-        let (open, committed, disk) = try await blocking("syncagent-kit-status") { () -> ([String], [UInt8]?, [UInt8]?) in
+        let listed = report?.peers ?? []
+        let (open, committed, disk, holds) = try await blocking("syncagent-kit-status") {
+            () -> ([String], [UInt8]?, [UInt8]?, [String: Bool?]) in
             let store = try Store.open(device: config.device, data: config.data, gitDir: config.storePath)
             let path = FilePath(key)
             let open = try store.conflicts().filter { $0.path == key }.map(\.id)
-            return (open, try store.committedBytes(path), try SyncedValue<Int>.read(config.data.pushing(path)))
+            var holds: [String: Bool?] = [:]
+            for peer in listed where config.peers.first(where: { $0.name == peer.name })?.hub != true {
+                let tracked = peer.via.map { Store.hubPeer($0, device: peer.name) } ?? peer.name
+                holds[peer.name] = .some((try? store.peerHolds(path, sameAsMain: tracked)) ?? nil)
+            }
+            return (open, try store.committedBytes(path), try SyncedValue<Int>.read(config.data.pushing(path)), holds)
         }
-        var peers: [String: String?] = [:]
-        for peer in report?.peers ?? [] { peers[peer.name] = .some(peer.lastSync) }
-        if !open.isEmpty { return KeyStatus(state: .conflicted(ids: open), lastSynced: peers) }
-        if let entry = held.first(where: { $0.path == key }) { return KeyStatus(state: .held(reason: entry.reason), lastSynced: peers) }
-        return KeyStatus(state: committed == disk ? .synced : .pending, lastSynced: peers)
+        var peers: [String: Peer] = [:]
+        for peer in listed { peers[peer.name] = Peer(lastSync: peer.lastSync, hasThisVersion: holds[peer.name] ?? nil) }
+        if !open.isEmpty { return KeyStatus(state: .conflicted(ids: open), peers: peers) }
+        if let entry = held.first(where: { $0.path == key }) { return KeyStatus(state: .held(reason: entry.reason), peers: peers) }
+        return KeyStatus(state: committed == disk ? .synced : .pending, peers: peers)
     }
 }

@@ -152,6 +152,16 @@ extension Store {
         return try repo.blobData(entry.oid)
     }
 
+    /// Whether `peer`'s `main`, as last fetched, holds `path` as this device's `main` does (both
+    /// without it counts too); nil when nothing was ever fetched from it. For a device seen
+    /// through a hub, `peer` is `hubPeer(hub, device:)`.
+    public func peerHolds(_ path: FilePath, sameAsMain peer: String) throws -> Bool? {
+        guard let theirs = try repo.resolveReference(Self.trackingRef(peer)) else { return nil }
+        let ours = try head().map { id throws in try repo.entry(at: path, inTree: try repo.commit(id).tree) } ?? nil
+        let their = try repo.entry(at: path, inTree: try repo.commit(theirs).tree)
+        return ours == their
+    }
+
     /// The files and links under `path` (or `path` itself) in a commit, keyed by path.
     func entries(under path: FilePath, in commit: Oid) throws -> [FilePath: ConflictSide] {
         let tree = try repo.commit(commit).tree
