@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 import SystemPackage
 
 /// Byte-exact file operations: every name goes from `FilePath` to the syscall as its own bytes
@@ -167,9 +168,14 @@ public enum AgentTemporary {
     /// Every temporary name starts with this; with the `.tmp` suffix the watcher ignores it.
     public static let prefix = ".syncagent-"
 
-    /// A fresh temporary path in `directory`: `.syncagent-<pid>-<n>.tmp` (at most ~40 bytes).
+    /// Numbers temporaries across the whole process: two writers in one directory (an app's `set`
+    /// and a merge, two applies on two threads) never pick the same name.
+    private static let issued = Atomic<UInt64>(0)
+
+    /// A fresh temporary path in `directory`: `.syncagent-<pid>-<n>.tmp` (at most ~40 bytes), `n`
+    /// unique in this process. `counter` is set to `n`.
     public static func path(in directory: FilePath, counter: inout UInt64) -> FilePath {
-        counter &+= 1
+        counter = issued.add(1, ordering: .relaxed).newValue
         return directory.appending(prefix + String(getpid(), radix: 16) + "-" + String(counter, radix: 16) + ".tmp")
     }
 

@@ -18,8 +18,7 @@ enum Connection: Sendable {
             // The socket blocks: a thread of its own, never Swift's cooperative pool.
             bytes = try await blocking("syncagent-kit-request") {
                 do { return try ControlClient.send(request, to: config.socketPath, timeoutSeconds: 120) } catch let error as ControlError {
-                    throw SyncError(.noAgent, "no syncagent runs for \(config.file) (\(error.message)); start it with `syncagent run --config \(config.file)`",
-                                    subject: config.socketPath.display)
+                    throw Self.problem(error, config: config)
                 }
             }
         }
@@ -38,12 +37,26 @@ enum Connection: Sendable {
         case .embedded:
             result = try await request(.commit(paths: paths), as: CommitResult.self)
         case .client(let config):
-            do { result = try await OneShot.commit(config: config, paths: paths) } catch { throw SyncError(error) }
+            do { result = try await OneShot.commit(config: config, paths: paths) } catch let error as ControlError {
+                throw Self.problem(error, config: config)
+            } catch {
+                throw SyncError(error)
+            }
         }
         if let error = result.error {
             throw SyncError(SyncError.Code(rawValue: result.errorCode ?? "") ?? .other, error)
         }
         return result
+    }
+
+    /// The socket's error as the app's: an agent that did not answer in time, or none at all.
+    static func problem(_ error: ControlError, config: Config) -> SyncError {
+        if error.timedOut {
+            return SyncError(.timeout, "\(error.message); the agent is busy (`syncagent status --config \(config.file)` says with what)",
+                             subject: config.socketPath.display)
+        }
+        return SyncError(.noAgent, "no syncagent runs for \(config.file) (\(error.message)); start it with `syncagent run --config \(config.file)`",
+                         subject: config.socketPath.display)
     }
 
     /// Every event from now on, until the iteration ends.

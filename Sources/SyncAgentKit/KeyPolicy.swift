@@ -27,7 +27,7 @@ public struct KeyPolicy: Sendable, Equatable {
     var rule: SyncRule {
         let glob: String
         switch match {
-        case .key(let key): glob = Self.escaped(key)
+        case .key(let key): glob = "./" + Self.escaped(key)  // that key only, not the same name deeper
         case .prefix(let prefix): glob = Self.escaped(prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix) + "/**"
         }
         switch sync {

@@ -16,6 +16,8 @@ public struct KeyStatus: Sendable, Equatable {
         case held(reason: String)
         /// Open conflict records over it (`Conflict.id`s).
         case conflicted(ids: [String])
+        /// The rules keep it on this device only (`never`): it is not synced at all.
+        case local
     }
 
     /// One peer's side of the key.
@@ -35,8 +37,12 @@ public struct KeyStatus: Sendable, Equatable {
 
     static func of(_ key: String, agent: SyncAgent) async throws -> KeyStatus {
         let report = try? await agent.connection.request(.status, as: StatusReport.self)
-        let held = (try? await agent.connection.request(.held, as: [HeldEntry].self)) ?? []
         let config = agent.config
+        let held: [HeldEntry]
+        switch agent.connection {
+        case .embedded: held = (try? await agent.connection.request(.held, as: [HeldEntry].self)) ?? []
+        case .client: held = (try? await blocking("syncagent-kit-held") { try OneShot.held(config: config) }) ?? []  // the store's, with no agent
+        }
         let listed = report?.peers ?? []
         let (open, committed, disk, holds) = try await blocking("syncagent-kit-status") {
             () -> ([String], [UInt8]?, [UInt8]?, [String: Bool?]) in
@@ -52,6 +58,7 @@ public struct KeyStatus: Sendable, Equatable {
         }
         var peers: [String: Peer] = [:]
         for peer in listed { peers[peer.name] = Peer(lastSync: peer.lastSync, hasThisVersion: holds[peer.name] ?? nil) }
+        if config.policy.rule(for: FilePath(key))?.sync == .never { return KeyStatus(state: .local, peers: peers) }
         if !open.isEmpty { return KeyStatus(state: .conflicted(ids: open), peers: peers) }
         if let entry = held.first(where: { $0.path == key }) { return KeyStatus(state: .held(reason: entry.reason), peers: peers) }
         return KeyStatus(state: committed == disk ? .synced : .pending, peers: peers)

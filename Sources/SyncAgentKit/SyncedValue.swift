@@ -32,8 +32,9 @@ public struct SyncedValue<T: Codable & Sendable>: Sendable {
 
     /// Writes the value atomically (a temporary beside it, then a rename) and returns once it is
     /// committed; the peers get it on their next round (at once where they listen).
-    /// - Returns: the commit that holds it, nil when the rules hold the key back (`manual`, over
-    ///   `max_bytes`, a receive-only device): then ``SyncAgent/send(_:)`` shares it.
+    /// - Returns: the commit that holds it; nil when the rules hold the key back (`manual`, over
+    ///   `max_bytes`, a receive-only device: ``SyncAgent/send(_:)`` shares it) or keep it on this
+    ///   device only (`never`).
     @discardableResult
     public func set(_ value: T) async throws -> String? {
         let bytes: [UInt8]
@@ -43,7 +44,7 @@ public struct SyncedValue<T: Codable & Sendable>: Sendable {
         let file = self.file
         try await blocking("syncagent-kit-write") { try Self.write(bytes, to: file, key: key) }
         let result = try await agent.connection.commit([key])
-        return result.held.contains(key) ? nil : result.commit
+        return result.held.contains(key) || result.local.contains(key) ? nil : result.commit
     }
 
     /// Removes the value, committed like any deletion (the peers remove it too).
@@ -84,10 +85,13 @@ public struct SyncedValue<T: Codable & Sendable>: Sendable {
             var counter: UInt64 = 0
             let temp = AgentTemporary.path(in: dir, counter: &counter)
             try Files.create(temp, bytes: bytes, executable: false)
+            // On disk before it takes the key's name: a crash never leaves an empty value there.
+            _ = Durability.flushFiles([temp])
             do { try Files.rename(temp, to: file) } catch {
                 try? Files.remove(temp)
                 throw error
             }
+            _ = Durability.flushFiles([], andDirectories: [dir])
         } catch {
             throw SyncError(error == .noSpace ? .diskFull : .io, "cannot write \(key) into \(dir.display): \(error); the value was not changed",
                             subject: key)

@@ -72,7 +72,8 @@ struct KeyObservation<T: Codable & Sendable>: Sendable {
     let coder: ValueCoder<T>
 
     func stream() -> AsyncStream<ValueUpdate<T>> {
-        let (stream, continuation) = AsyncStream.makeStream(of: ValueUpdate<T>.self)
+        // Only the newest state waits for a slow observer: it gets the value as it is when it asks.
+        let (stream, continuation) = AsyncStream.makeStream(of: ValueUpdate<T>.self, bufferingPolicy: .bufferingNewest(1))
         let (key, agent, coder) = (self.key, self.agent, self.coder)
         let file = agent.config.data.pushing(FilePath(key))
         let task = Task {

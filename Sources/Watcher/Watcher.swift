@@ -63,12 +63,11 @@ public final class Watcher: Sendable {
     /// Reads what the kernel holds now and returns every pending change to the caller (not to
     /// `batches`), without waiting for the quiet period: the sync engine commits these before it
     /// merges a peer. Returns an empty batch once the watcher has stopped.
-    /// Before `start()` there is nothing to drain yet: an empty batch at once (the start-up scan
-    /// takes what changed until then).
-    public func drain() async -> WatchBatch {
-        guard started.load(ordering: .acquiring) else { return WatchBatch() }
-        return await loop.drain()
-    }
+    /// Before `start()` it waits for the start (the kernel's queue is read from then on).
+    public func drain() async -> WatchBatch { await loop.drain() }
+
+    /// Whether `start()` (or `stop()`) was called: `drain` answers without waiting for a start.
+    public var hasStarted: Bool { started.load(ordering: .acquiring) }
 
     /// Drops every watch and watches the tree under `root` again, then rescans (the data directory
     /// was replaced by another one at the same path).

@@ -47,7 +47,10 @@ func deviceConfig(_ dir: TempDirectory, device: String = "phone", extra: String 
         #expect(photos.sync == .auto && photos.maxBytes == 1000)
         #expect(Glob.matches(photos.path, path: "photos/2026/a.jpg"))
         #expect(!Glob.matches(photos.path, path: "photos.json"))
-        #expect(KeyPolicy(.key("secret.json"), .never).rule.sync == .never)
+        let secret = KeyPolicy(.key("secret.json"), .never).rule
+        #expect(secret.sync == .never)
+        #expect(Glob.matches(secret.path, path: "secret.json"))
+        #expect(!Glob.matches(secret.path, path: "a/b/secret.json"))  // a key is one path, not a name anywhere
     }
 
     @Test func keyMatches() {

@@ -56,7 +56,7 @@ public enum ControlClient {
         let body = (try? JSONEncoder().encode(request)) ?? Data()
         guard UnixSocket.writeAll(fd, Array(body) + [UInt8(ascii: "\n")]),
               let line = UnixSocket.readLine(fd) else {
-            throw ControlError(message: "the agent at \(path) did not answer within \(timeoutSeconds) s")
+            throw ControlError(message: "the agent at \(path) did not answer within \(timeoutSeconds) s", timedOut: true)
         }
         return line
     }
@@ -87,11 +87,12 @@ public final class ControlCancel: Sendable {
     public var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     public func cancel() {
-        let fd = state.withLock { s -> Int32 in
+        state.withLock { s in
             s.cancelled = true
-            return s.fd
+            // Under the lock: the reading thread closes its descriptor only after `disconnected()`,
+            // so this number is still that connection's.
+            if s.fd >= 0 { _ = shutdown(s.fd, Int32(SHUT_RDWR)) }
         }
-        if fd >= 0 { shutdown(fd, Int32(SHUT_RDWR)) }
         if ring >= 0 { var one: UInt8 = 1; _ = write(ring, &one, 1) }
     }
 

@@ -46,11 +46,12 @@ public enum ControlRequest: Codable, Sendable {
     }
 }
 
-/// What `commit` did: the commit `main` points at afterwards, and the paths the rules hold back
-/// instead of committing (`syncagent held`).
+/// What `commit` did: the commit `main` points at afterwards, the paths the rules hold back
+/// instead of committing (`syncagent held`), and those they keep off the store (`never`).
 public struct CommitResult: Codable, Sendable {
     public var commit: String?
     public var held: [String] = []
+    public var local: [String] = []
     public var error: String?
     /// `SyncError.Code`'s name for `error`, for programs.
     public var errorCode: String? = nil
@@ -81,5 +82,7 @@ public struct ResolveChoiceArgument: Codable, Sendable {
 
 public struct ControlError: Error, Sendable, CustomStringConvertible {
     public let message: String
+    /// An agent was there but did not answer in time (else: none could be reached).
+    public var timedOut = false
     public var description: String { message }
 }

@@ -27,7 +27,7 @@ extension ResolveChoiceArgument {
         if let withContent { return .with(bytes: withContent) }
         if let withFile {
             guard let data = FileManager.default.contents(atPath: withFile) else {
-                throw ResolveError(message: "cannot read \(withFile) (given with --with); nothing was changed")
+                throw ResolveError(message: "cannot read \(withFile) (given with --with); nothing was changed", code: .io)
             }
             return .with(bytes: Array(data))
         }
@@ -35,7 +35,7 @@ extension ResolveChoiceArgument {
         case "newest": return .newest
         case "both": return .both
         case let device?: return .keep(device: device)
-        case nil: throw ResolveError(message: "say how to resolve: --keep DEVICE|newest|both, --with FILE or --delete")
+        case nil: throw ResolveError(message: "say how to resolve: --keep DEVICE|newest|both, --with FILE or --delete", code: .other)
         }
     }
 }

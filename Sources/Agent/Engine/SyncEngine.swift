@@ -16,6 +16,10 @@ actor SyncEngine {
     private nonisolated let executor: ThreadExecutor
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
+    /// Ends the engine's thread once its jobs in hand are run: for a one-shot command's engine,
+    /// when the command is done (nothing may be asked of it afterwards).
+    nonisolated func finishThread() { executor.finish() }
+
     let config: Config
     private let store: Store
     private let logger: Logger
@@ -192,14 +196,17 @@ actor SyncEngine {
     /// An app's `set` (`ControlRequest.commit`): what the watcher holds, then these paths, committed
     /// now. Says which commit `main` points at afterwards, and which of the paths the rules hold.
     func commitNow(paths: [FilePath]) async -> CommitResult {
-        await commitPendingLocal()
+        // An embedding app's `set` before `run()`: the watcher is not started, and the start-up
+        // commit will take whatever else changed; only these paths go now.
+        if watcher?.hasStarted != false { await commitPendingLocal() }
         commit(WatchBatch(paths: Set(paths)))
         if let problem = problems[.commit] {
             return CommitResult(commit: nil, error: problem, errorCode: SyncError.Code.io.rawValue)
         }
         let wanted = Set(paths)
         let held = store.loadHeld().keys.filter { wanted.contains($0) }.map(\.display).sorted()
-        return CommitResult(commit: ((try? store.headID()) ?? nil)?.hex, held: held, error: nil)
+        let local = paths.filter { config.policy.rule(for: $0)?.sync == .never }.map(\.display).sorted()
+        return CommitResult(commit: ((try? store.headID()) ?? nil)?.hex, held: held, local: local, error: nil)
     }
 
     /// `syncagent send --deletes`: commits the held deletions.

@@ -94,11 +94,17 @@ public final class AgentService: Service, Sendable {
         let stopping = Flag()
         let systemd = notifier.map { notifier in Task { [self] in await self.tellSystemd(notifier, stopping: stopping) } }
         defer { systemd?.cancel() }
-        await withGracefulShutdownHandler {
+        // A stop is a graceful shutdown (SIGTERM through the service group) or, for a program that
+        // embeds the agent, the cancellation of the task running it: the same either way.
+        await withTaskCancellationOrGracefulShutdownHandler {
             // What changed while the agent was stopped (the watches are already in place, so nothing
             // that changes from now on is missed), in chunks so that a stop request is heard between them.
             await engine.keepIndexInMemory()
             await engine.commitStartupChanges(stopping: { stopping.isSet })
+            guard !stopping.isSet else {  // stopped during the start-up commit: no peer round begins
+                await engine.saveIndex(now: true)
+                return
+            }
             watcher.start()
             // On a stop the group ends its services in reverse order: the local side first (its
             // last batch committed), then the timed work, then the peers.
@@ -109,11 +115,11 @@ public final class AgentService: Service, Sendable {
             ]
             do {
                 try await ServiceGroup(configuration: .init(services: services, logger: logger)).run()
-            } catch {
+            } catch where !Task.isCancelled {
                 logger.error("the agent's services stopped early: \(error); every change seen so far is committed")
-            }
+            } catch {}
             await engine.saveIndex(now: true)
-        } onGracefulShutdown: { [watcher] in
+        } onCancelOrGracefulShutdown: { [watcher] in
             notifier?.send("STOPPING=1\nSTATUS=stopping: committing the batch in hand")
             stopping.set()
             watcher.stop()

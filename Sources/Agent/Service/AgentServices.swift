@@ -12,7 +12,7 @@ struct LocalChangesService: Service {
     let engine: SyncEngine
 
     func run() async {
-        await withGracefulShutdownHandler {
+        await withTaskCancellationOrGracefulShutdownHandler {
             // The batches wait in the watcher until taken: here, or by the engine's drain before a
             // merge. Nothing is ever in transit between the two.
             for await _ in watcher.batches {
@@ -21,7 +21,7 @@ struct LocalChangesService: Service {
             }
             let last = watcher.takeReady()
             if !last.isEmpty { await engine.commit(last) }
-        } onGracefulShutdown: { [watcher] in
+        } onCancelOrGracefulShutdown: { [watcher] in
             watcher.stop()
         }
     }

@@ -49,7 +49,10 @@ public enum OneShot {
         } catch let error as LockError where error.holder != nil {
             return try ask()  // an agent started meanwhile: it listens from the moment it holds the lock
         }
-        defer { session.events.finish() }  // every event written before the lock is let go
+        defer {
+            session.events.finish()  // every event written before the lock is let go
+            session.engine.finishThread()  // an app's `set`s would otherwise leave a thread each
+        }
         if commitFirst { await session.engine.commitStartupChanges(stopping: { false }) }
         return await work(session.engine)
     }
@@ -90,6 +93,9 @@ public enum OneShot {
     /// agent: across agent restarts, until the iteration ends, which closes the connection at once.
     public static func follow(config: Config, since: Int? = nil) -> AsyncStream<AgentEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: AgentEvent.self)
+        // From the log's last event as of now, not from whenever the connection is made: an event
+        // between this call and the agent hearing the request is not missed.
+        let since = since ?? EventLog(state: config.state).lastSeq
         let cancel = ControlCancel()
         continuation.onTermination = { _ in cancel.cancel() }
         let thread = Thread {
@@ -107,7 +113,7 @@ public enum OneShot {
     /// An app's `set` when it is a client of the agent: through the running agent, else committed
     /// here under the lock.
     public static func commit(config: Config, paths: [[UInt8]]) async throws -> CommitResult {
-        try await viaAgentOrLock(config, .commit(paths: paths), as: CommitResult.self, commitFirst: false) { engine in
+        try await viaAgentOrLock(config, .commit(paths: paths), as: CommitResult.self) { engine in
             await engine.commitNow(paths: paths.map { FilePath(bytes: $0) })
         }
     }
@@ -126,6 +132,7 @@ public enum OneShot {
         var last = since
         var first = true
         while cancel?.isCancelled != true {
+            var unanswered = false
             if AgentLock.holder(of: config.lockPath) != nil {
                 var open = true
                 do {
@@ -140,8 +147,10 @@ public enum OneShot {
                     if !follow || !open { return }
                 } catch where !first {
                     // The agent went away between the check and the connection: wait for it.
+                    unanswered = true
                 } catch {
                     if !follow { throw error }
+                    unanswered = true
                 }
             } else {
                 if follow && last == nil {
@@ -156,23 +165,29 @@ public enum OneShot {
                 if !follow { return }
             }
             // Following while no agent runs: wait for one to start.
-            waitForAgent(config, cancel: cancel)
+            waitForAgent(config, cancel: cancel, unanswered: unanswered)
         }
     }
 
     /// Returns once an agent holds the state directory's lock: woken when it creates its control
     /// socket there (inotify, watched before the lock is looked at, so no start is missed); the lock
     /// is looked at every 5 s too, should the directory itself be replaced.
-    static func waitForAgent(_ config: Config, cancel: ControlCancel? = nil) {
+    /// With `unanswered` (the lock is held but nothing answered on the socket: a one-shot command
+    /// holds it, or an agent is starting or stopping), it returns at the next change in the state
+    /// directory, at the latest a second later, so the caller tries again without spinning.
+    static func waitForAgent(_ config: Config, cancel: ControlCancel? = nil, unanswered: Bool = false) {
         let fd = inotify_init1(Int32(IN_CLOEXEC))
         defer { if fd >= 0 { close(fd) } }
         if fd >= 0 {
             _ = config.state.withPlatformString { inotify_add_watch(fd, $0, UInt32(IN_CREATE | IN_MOVED_TO)) }
         }
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while AgentLock.holder(of: config.lockPath) == nil, cancel?.isCancelled != true {
+        var waited = false
+        while cancel?.isCancelled != true {
+            if AgentLock.holder(of: config.lockPath) != nil, !unanswered || waited { return }
             var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: cancel?.wake ?? -1, events: Int16(POLLIN), revents: 0)]
-            if poll(&fds, 2, 5000) > 0, fds[0].revents != 0 { _ = read(fd, &buffer, buffer.count) }
+            if poll(&fds, 2, unanswered ? 1000 : 5000) > 0, fds[0].revents != 0 { _ = read(fd, &buffer, buffer.count) }
+            waited = true
         }
     }
 }

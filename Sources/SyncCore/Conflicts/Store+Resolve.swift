@@ -27,7 +27,13 @@ public enum ResolutionChoice: Sendable, Equatable {
 /// A record that could not be found or settled, with what to do.
 public struct ResolveError: Error, Sendable, CustomStringConvertible {
     public let message: String
-    public init(message: String) { self.message = message }
+    /// For programs (`SyncError(_:)`): `no-such-conflict` unless a write failed (`io`, `disk-full`)
+    /// or an argument is wrong.
+    public var code: SyncError.Code
+    public init(message: String, code: SyncError.Code = .noSuchConflict) {
+        self.message = message
+        self.code = code
+    }
     public var description: String { message }
 }
 
@@ -172,7 +178,8 @@ extension Store {
                 }
             } catch {
                 let errno = (error as? Errno) ?? .ioError
-                throw ResolveError(message: "\(ApplyFailure(path: target, errno: errno)); \(record.id) stays open")
+                throw ResolveError(message: "\(ApplyFailure(path: target, errno: errno)); \(record.id) stays open",
+                                   code: errno == .noSpace ? .diskFull : .io)
             }
             touched.insert(target)
         }
@@ -253,7 +260,7 @@ extension Store {
     /// Removes a file, link or directory tree from the data directory (byte-exact names).
     func removeFromData(_ path: FilePath) throws {
         do { try Files.removeTree(data.pushing(path)) } catch {
-            throw ResolveError(message: "cannot delete \(data.pushing(path).display): \(error)")
+            throw ResolveError(message: "cannot delete \(data.pushing(path).display): \(error)", code: (error as? Errno) == .noSpace ? .diskFull : .io)
         }
         pruneEmptyParents(of: path)
     }

@@ -12,9 +12,9 @@ extension SyncError {
         case let git as GitError:
             self.init(Self.code(of: git), git.message, cause: git.description)
         case let store as StoreError:
-            self.init(.noSuchPath, store.description, subject: store.path.display)
+            self.init(store.code, store.description, subject: store.path.display)
         case let resolve as ResolveError:
-            self.init(.noSuchConflict, resolve.message)
+            self.init(resolve.code, resolve.message)
         case let lock as LockError:
             self.init(lock.holder == nil ? .io : .locked, lock.description, subject: lock.path.display)
         case let config as ConfigError:
@@ -40,6 +40,8 @@ extension SyncError {
         if git.code == GitError.Code.notFound { return .notFound }
         if git.isNetwork { return .unreachable }
         if git.code == GitError.Code.cancelled { return .timeout }
+        let words = git.message.lowercased()
+        if words.contains("no space left") || words.contains("disk quota") { return .diskFull }
         return .other
     }
 }

@@ -140,7 +140,7 @@ struct ConflictPolicy {
         let bytes = decodeVersions(record, content: content)
         for resolver in resolvers {
             if let decision = resolver.resolve(record, base: bytes.base, versions: bytes.versions) {
-                return resolved(record, decision, winner: winner, strategy: resolver.name, now: now)
+                return resolved(record, decision, winner: winner, strategy: resolver.name, now: now, here: available)
             }
         }
         guard let rule = rule(forBytes: ConflictRecord.bytes(fromHex: record.pathBytes)) else {
@@ -149,7 +149,8 @@ struct ConflictPolicy {
         if rule.strategy == .both {
             var done = record
             done.markResolved(strategy: "both", by: device, at: now)
-            return PathPlan(take: winnerTake, copies: Self.bothCopies(of: record, at: c.path, winner: winner), record: done, note: nil)
+            return PathPlan(take: winnerTake, copies: Self.bothCopies(of: record, at: c.path, winner: winner, here: available),
+                            record: done, note: nil)
         }
         if rule.strategy == .command, let command = rule.command {
             let devices = record.versions.map(\.device)
@@ -167,11 +168,12 @@ struct ConflictPolicy {
             return PathPlan(take: winnerTake, copies: [], record: record,
                             note: note.map { "\(record.id) \(record.path): \($0)" })
         }
-        return resolved(record, decision, winner: winner, strategy: rule.strategy.description, now: now)
+        return resolved(record, decision, winner: winner, strategy: rule.strategy.description, now: now, here: available)
     }
 
     private func resolved(_ record: ConflictRecord, _ decision: ResolverDecision, winner: ConflictRecord.Version?,
-                          strategy: String, now: Int64) -> PathPlan {
+                          strategy: String, now: Int64,
+                          here: [ConflictRecord.Version]? = nil) -> PathPlan {
         var done = record
         done.markResolved(strategy: strategy, by: device, at: now)
         let take: PathPlan.Take
@@ -185,7 +187,7 @@ struct ConflictPolicy {
             take = .entry(nil)
         case .both:
             take = .entry(winner.flatMap(Self.entry(of:)))
-            copies = Self.bothCopies(of: record, at: record.filePath, winner: winner)
+            copies = Self.bothCopies(of: record, at: record.filePath, winner: winner, here: here)
         case .bytes(let bytes):
             let mode = winner?.mode.flatMap { $0 == EntryMode.executable ? $0 : nil } ?? EntryMode.file
             take = .bytes(bytes, mode: mode)
@@ -264,9 +266,12 @@ struct ConflictPolicy {
 
     /// `both`, from a strategy or from `syncagent resolve --keep both`: the winner keeps the path and
     /// every other version with bytes is written beside it.
-    static func bothCopies(of record: ConflictRecord, at path: FilePath, winner: ConflictRecord.Version?) -> [PathPlan.Copy] {
+    /// - Parameter here: the versions whose bytes this device has (nil: all of them); a copy is
+    ///   written only of those, so a tree never names a blob the store lacks.
+    static func bothCopies(of record: ConflictRecord, at path: FilePath, winner: ConflictRecord.Version?,
+                           here: [ConflictRecord.Version]? = nil) -> [PathPlan.Copy] {
         record.versions.compactMap { v -> PathPlan.Copy? in
-            guard v.device != winner?.device, let entry = entry(of: v) else { return nil }
+            guard v.device != winner?.device, here?.contains(v) ?? true, let entry = entry(of: v) else { return nil }
             return .init(path: copyPath(path, device: v.device, time: ISOTime.seconds(v.time)), entry: entry)
         }
     }

@@ -9,6 +9,8 @@ import Foundation
 ///   matches everything under `photos`, `**/cache/*` a `cache` directory anywhere.
 /// - A trailing '/' means the directory and everything under it: `photos/` is `photos/**`.
 /// - Within a component: `*`, `?` and `[...]` as fnmatch(3) has them.
+/// - `./` in front anchors a pattern at the top: `./settings.json` is that file only, not one of
+///   the same name deeper (what SyncAgentKit's policy for one key needs; not for config files).
 public enum Glob {
     public static func matches(_ pattern: String, path: String) -> Bool {
         matches(pattern, pathBytes: Array(path.utf8))
@@ -16,6 +18,11 @@ public enum Glob {
 
     public static func matches(_ pattern: String, pathBytes: [UInt8]) -> Bool {
         let names = pathBytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true).map(Array.init)
+        if pattern.hasPrefix("./") {
+            var parts = pattern.dropFirst(2).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+            if parts.last == "" { parts[parts.count - 1] = "**" }
+            return match(parts[...], names[...])
+        }
         guard pattern.contains("/") else {
             guard let last = names.last else { return false }
             return component(pattern, last)

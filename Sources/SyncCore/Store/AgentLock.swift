@@ -2,9 +2,13 @@ import Foundation
 import Glibc
 import SystemPackage
 
-/// One agent per state directory: a POSIX record lock on `<state>/agent.lock`, which holds the pid
-/// and what holds it ("1234 run" for an agent, "1234 sync" for a one-shot command).
-/// The kernel drops the lock when the process dies, however it dies, so a stale file never blocks.
+/// One agent per state directory: an open-file-description lock on `<state>/agent.lock` (Linux's
+/// `F_OFD_SETLK`), which holds the pid and what holds it ("1234 run" for an agent, "1234 sync" for
+/// a one-shot command). The kernel drops the lock when the process dies, however it dies, so a
+/// stale file never blocks. Unlike a classic POSIX record lock, it belongs to this open file, not to
+/// the process: a program that embeds the agent or links SyncAgentKit may open and close the file
+/// (to ask who holds it) without dropping its own lock, and a second lock in the same process is
+/// refused as from another one. It conflicts with classic POSIX locks too.
 public final class AgentLock: Sendable {
     public let path: FilePath
     private let fd: Int32
@@ -33,7 +37,7 @@ public final class AgentLock: Sendable {
         var lock = Glibc.flock()
         lock.l_type = Int16(F_WRLCK)
         lock.l_whence = Int16(SEEK_SET)
-        if fcntl(fd, F_SETLK, &lock) != 0 {
+        if fcntl(fd, Self.setLock, &lock) != 0 {
             let err = Errno(rawValue: errno)
             guard err == .resourceTemporarilyUnavailable || err == .permissionDenied else {
                 close(fd)
@@ -47,7 +51,7 @@ public final class AgentLock: Sendable {
             }
             waiting(holder, command)
             var rc: Int32
-            repeat { rc = fcntl(fd, F_SETLKW, &lock) } while rc != 0 && errno == EINTR
+            repeat { rc = fcntl(fd, Self.setLockWait, &lock) } while rc != 0 && errno == EINTR
             guard rc == 0 else {
                 let err = Errno(rawValue: errno)
                 close(fd)
@@ -75,9 +79,20 @@ public final class AgentLock: Sendable {
         var lock = Glibc.flock()
         lock.l_type = Int16(F_WRLCK)
         lock.l_whence = Int16(SEEK_SET)
-        guard fcntl(fd, F_GETLK, &lock) == 0, lock.l_type != Int16(F_UNLCK) else { return nil }
-        return lock.l_pid
+        guard fcntl(fd, Self.getLock, &lock) == 0, lock.l_type != Int16(F_UNLCK) else { return nil }
+        // An open-file-description lock has no pid (-1): the holder wrote its own into the file
+        // (0 in the moment between its lock and that write).
+        if lock.l_pid > 0 { return lock.l_pid }
+        guard let text = try? String(contentsOfFile: path.string, encoding: .utf8),
+              let pid = text.split(separator: " ").first.flatMap({ Int32($0) }) else { return 0 }
+        return pid
     }
+
+    // Linux's open-file-description lock commands (<fcntl.h> with _GNU_SOURCE; Swift's Glibc module
+    // does not declare them).
+    static let getLock: Int32 = 36     // F_OFD_GETLK
+    static let setLock: Int32 = 37     // F_OFD_SETLK
+    static let setLockWait: Int32 = 38 // F_OFD_SETLKW
 }
 
 public struct LockError: Error, Sendable, CustomStringConvertible {

@@ -59,10 +59,10 @@ public final class Store {
             neutralizeAttributes(gitDir: gitDir)
             return Store(device: device, data: data, gitDir: gitDir, repo: repo)
         } catch let error as GitError {
-            throw StoreError(path: gitDir, message: "cannot open the store: \(error)",
+            throw StoreError(path: gitDir, code: .io, message: "cannot open the store: \(error)",
                              hint: "check that \(gitDir) is a git directory written by syncagent, or move it away to start a new store")
         } catch {
-            throw StoreError(path: gitDir, message: "cannot read the store: \(error)", hint: "check the permissions of \(gitDir)")
+            throw StoreError(path: gitDir, code: .io, message: "cannot read the store: \(error)", hint: "check the permissions of \(gitDir)")
         }
     }
 
@@ -158,5 +158,15 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public let path: FilePath
     public let message: String
     public let hint: String
+    /// What kind of problem, for programs (`SyncError(_:)`): `io` when the store cannot be opened
+    /// or read, else a path or version that is not there (or a target that already is).
+    public var code: SyncError.Code = .noSuchPath
     public var description: String { "\(path.display): \(message). \(hint)" }
+
+    public init(path: FilePath, code: SyncError.Code = .noSuchPath, message: String, hint: String) {
+        self.path = path
+        self.code = code
+        self.message = message
+        self.hint = hint
+    }
 }

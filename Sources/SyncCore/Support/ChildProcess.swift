@@ -123,12 +123,16 @@ final class ProcessEnd {
         while true {
             if fd >= 0 {
                 var one = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                guard poll(&one, 1, Int32(seconds * 1000)) == 1 else { return false }
+                var rc: Int32
+                repeat { rc = poll(&one, 1, Int32(seconds * 1000)) } while rc < 0 && errno == EINTR
+                guard rc == 1 else { return false }
             }
             var raw: Int32 = 0
             let done = waitpid(pid, &raw, WNOHANG)
             if done == pid || (done < 0 && errno != EINTR) {
-                status = done == pid ? raw : 0
+                // ECHILD: reaped elsewhere (an embedding program that ignores SIGCHLD); its status is
+                // unknown, so it counts as a failure (127), never as a success.
+                status = done == pid ? raw : 127 << 8
                 return true
             }
             if fd >= 0 && done == 0 { continue }  // readable yet not reapable: look again
@@ -142,9 +146,10 @@ final class ProcessEnd {
     func reap() -> Int32 {
         if let status { return status }
         var raw: Int32 = 0
-        while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
-        status = raw
-        return raw
+        var done: pid_t
+        repeat { done = waitpid(pid, &raw, 0) } while done < 0 && errno == EINTR
+        status = done == pid ? raw : 127 << 8  // see `isOver`
+        return status!
     }
 
     func close() { if fd >= 0 { _ = Glibc.close(fd) } }
