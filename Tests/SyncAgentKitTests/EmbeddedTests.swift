@@ -69,4 +69,21 @@ import Testing
         #expect(results.first?.errorCode == "not-found", "\(results)")
         #expect(results.first?.error?.contains(ghost) == true)
     }
+
+    /// Sets from many tasks at once, in one directory: every one lands and is committed (temporary
+    /// names are unique across the process).
+    @Test func concurrentSetsAllLand() async throws {
+        let dir = try TempDirectory("kit-concurrent")
+        let agent = try await SyncAgent.embedding(configFile: try deviceConfig(dir))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<16 {
+                group.addTask { try await agent.value("many/\(i).json", as: Settings.self).set(Settings(theme: "t\(i)", goal: i)) }
+            }
+            try await group.waitForAll()
+        }
+        for i in 0..<16 {
+            #expect(try agent.value("many/\(i).json", as: Settings.self).get() == Settings(theme: "t\(i)", goal: i))
+            #expect(try await agent.value("many/\(i).json", as: Settings.self).status().state == .synced)
+        }
+    }
 }

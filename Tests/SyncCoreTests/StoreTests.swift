@@ -233,6 +233,20 @@ final class StoreFixture {
 }
 
 @Suite struct AgentLockTests {
+    /// A program that embeds the agent (or links SyncAgentKit) asks who holds the lock and may try
+    /// to take it again: neither drops the lock it holds, and the second take is refused as if from
+    /// another process (an open-file-description lock, not a per-process POSIX one).
+    @Test func theLockHoldsWithinItsOwnProcess() throws {
+        let dir = try TempDirectory("locktest")
+        let path = dir.root.appending("agent.lock")
+        let lock = try AgentLock.acquire(path, role: "sync")
+        #expect(AgentLock.holder(of: path) == getpid())  // asking opens and closes the file...
+        #expect(AgentLock.holder(of: path) == getpid())  // ...and the lock is still held
+        #expect(throws: LockError.self) { try AgentLock.acquire(path, role: "run") }
+        #expect(AgentLock.holder(of: path) == getpid())
+        _ = lock
+    }
+
     @Test func lockHeldByAnotherProcessNamesItsPid() throws {
         let dir = try TempDirectory("locktest")
         let path = dir.root.appending("agent.lock")
