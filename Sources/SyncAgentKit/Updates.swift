@@ -1,6 +1,7 @@
 import Agent
 import FileSystem
 import Foundation
+import Synchronization
 import SyncCore
 import SystemPackage
 
@@ -108,30 +109,48 @@ struct PrefixObservation<T: Codable & Sendable>: Sendable {
     let coder: ValueCoder<T>
 
     func stream() -> AsyncStream<KeyUpdate<T>> {
-        let (stream, continuation) = AsyncStream.makeStream(of: KeyUpdate<T>.self)
         let (prefix, agent, coder) = (self.prefix, self.agent, self.coder)
         let data = agent.config.data
         let directory = prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix
+        // Per key, only the newest state waits for a slow observer (a key changed ten times while it
+        // was busy is told once, as it is now); the keys come in the order they first changed.
+        let pending = PendingUpdates<T>()
+        let (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let task = Task {
             let events = agent.connection.events()
             var known = (try? await blocking("syncagent-kit-scan") { Self.scan(data, directory) }) ?? [:]
             for (key, bytes) in known.sorted(by: { $0.key < $1.key }) {
-                continuation.yield(KeyUpdate(key: key, update: state(bytes, coder, origin: .current)))
+                pending.put(KeyUpdate(key: key, update: state(bytes, coder, origin: .current)))
             }
+            signal.yield(())
             for await event in events {
                 guard let (paths, complete, origin) = change(in: event) else { continue }
                 let under = paths.filter { $0.hasPrefix(directory + "/") }
                 guard !complete || !under.isEmpty else { continue }
-                let now = (try? await blocking("syncagent-kit-scan") { Self.scan(data, directory) }) ?? known
-                for key in Set(now.keys).union(known.keys).sorted() where now[key] != known[key] || under.contains(key) && isConflictEvent(origin) {
-                    continuation.yield(KeyUpdate(key: key, update: state(now[key], coder, origin: origin)))
+                // The keys the event names (all of them again when it lists only some of its paths).
+                var now = known
+                if complete {
+                    let read = (try? await blocking("syncagent-kit-read") { under.map { key in (key, try? Files.read(data.pushing(FilePath(key)))) } }) ?? []
+                    for (key, bytes) in read { now[key] = bytes }
+                } else {
+                    now = (try? await blocking("syncagent-kit-scan") { Self.scan(data, directory) }) ?? known
+                }
+                let keys = complete ? Set(under) : Set(now.keys).union(known.keys)
+                for key in keys.sorted() where now[key] != known[key] || under.contains(key) && isConflictEvent(origin) {
+                    pending.put(KeyUpdate(key: key, update: state(now[key], coder, origin: origin)))
                 }
                 known = now
+                signal.yield(())
             }
-            continuation.finish()
+            signal.finish()
         }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
+        let waiting = SignalWait(signals.makeAsyncIterator(), ending: task)
+        return AsyncStream(unfolding: {
+            while true {
+                if let next = pending.take() { return next }
+                guard await waiting.next() else { return pending.take() }
+            }
+        }, onCancel: { task.cancel() })
     }
 
     /// The files under `directory` (relative to `data`) and their bytes. Keys are text: a name that
@@ -146,4 +165,38 @@ struct PrefixObservation<T: Codable & Sendable>: Sendable {
         }
         return out
     }
+}
+
+/// The newest state of each changed key, in the order the keys first changed, until taken.
+final class PendingUpdates<T: Sendable>: Sendable {
+    private let state = Mutex<(order: [String], latest: [String: KeyUpdate<T>])>(([], [:]))
+
+    func put(_ update: KeyUpdate<T>) {
+        state.withLock { s in
+            if s.latest.updateValue(update, forKey: update.key) == nil { s.order.append(update.key) }
+        }
+    }
+
+    func take() -> KeyUpdate<T>? {
+        state.withLock { s in
+            guard !s.order.isEmpty else { return nil }
+            return s.latest.removeValue(forKey: s.order.removeFirst())
+        }
+    }
+}
+
+/// The observer's side of the "something changed" signal. Iterated by one observer at a time (an
+/// `AsyncStream` is); when the observation is dropped, its producing task ends with it.
+final class SignalWait: @unchecked Sendable {
+    private var iterator: AsyncStream<Void>.Iterator
+    private let task: Task<Void, Never>
+
+    init(_ iterator: AsyncStream<Void>.Iterator, ending task: Task<Void, Never>) {
+        self.iterator = iterator
+        self.task = task
+    }
+    deinit { task.cancel() }
+
+    /// False once no more signals come.
+    func next() async -> Bool { await iterator.next() != nil }
 }

@@ -86,4 +86,25 @@ import Testing
             #expect(try await agent.value("many/\(i).json", as: Settings.self).status().state == .synced)
         }
     }
+
+    /// A prefix observer that only starts reading after many changes still ends on every key's
+    /// last value, and the observation ends when dropped.
+    @Test func aPrefixObserverEndsOnTheLastValues() async throws {
+        let dir = try TempDirectory("kit-prefix")
+        let agent = try await SyncAgent.embedding(configFile: try deviceConfig(dir))
+        let running = Task { try await agent.run() }
+        defer { running.cancel() }
+        let updates = agent.updates(under: "log/", as: Settings.self)
+        for goal in 0..<20 { try await agent.value("log/a.json", as: Settings.self).set(Settings(theme: "a", goal: goal)) }
+        try await agent.value("log/b.json", as: Settings.self).set(Settings(theme: "b", goal: 1))
+        var last: [String: Int] = [:]
+        var told = 0
+        for await change in updates {
+            told += 1
+            last[change.key] = change.update.value?.goal
+            if last["log/a.json"] == 19 && last["log/b.json"] == 1 { break }
+        }
+        #expect(last == ["log/a.json": 19, "log/b.json": 1])
+        #expect(told <= 22)
+    }
 }

@@ -81,6 +81,23 @@ func deviceConfig(_ dir: TempDirectory, device: String = "phone", extra: String 
         #expect(state(nil, ValueCoder<Settings>.json, origin: .thisDevice).isDeleted)
     }
 
+    /// Under a prefix, a key that changed many times while the observer was busy waits as one
+    /// update, its newest; keys come in the order they first changed.
+    @Test func aSlowPrefixObserverGetsEachKeyOnceAtItsNewest() {
+        let pending = PendingUpdates<Settings>()
+        let json = ValueCoder<Settings>.json
+        for goal in 0..<30 {
+            pending.put(KeyUpdate(key: "log/a.json", update: state(try? json.encode(Settings(theme: "a", goal: goal)), json, origin: .thisDevice)))
+            if goal == 3 || goal == 20 {
+                pending.put(KeyUpdate(key: "log/b.json", update: state(try? json.encode(Settings(theme: "b", goal: goal)), json, origin: .peer("watch"))))
+            }
+        }
+        let first = pending.take(), second = pending.take()
+        #expect(first?.key == "log/a.json" && first?.update.value?.goal == 29)
+        #expect(second?.key == "log/b.json" && second?.update.value?.goal == 20 && second?.update.origin == .peer("watch"))
+        #expect(pending.take() == nil)
+    }
+
     /// A typed resolver sees the base and every version decoded, the undecodable one as raw bytes;
     /// its answer becomes the agent's decision; one that throws declines (the record stays open).
     @Test func typedResolversDecideAndAThrowingOneDeclines() throws {
