@@ -190,10 +190,13 @@ public enum AgentTemporary {
 
     /// Removes every temporary a killed agent left under `root` (a full walk: start-up only).
     @discardableResult
+    /// This process's own temporaries are left alone: they are writes in flight (a program that
+    /// embeds the agent may be setting a value while the agent starts).
     public static func removeLeftovers(under root: FilePath) -> [FilePath] {
         var removed: [FilePath] = []
+        let mine = prefix + String(getpid(), radix: 16) + "-"
         Directory.walk(root, descend: { $0.lastComponent?.string != ".git" }) { rel, kind in
-            guard kind != .directory, let name = rel.lastComponent, isTemporary(name) else { return }
+            guard kind != .directory, let name = rel.lastComponent, isTemporary(name), !name.string.hasPrefix(mine) else { return }
             if (try? Files.remove(root.pushing(rel))) != nil { removed.append(rel) }
         }
         return removed

@@ -37,7 +37,9 @@ enum Connection: Sendable {
         case .embedded:
             result = try await request(.commit(paths: paths), as: CommitResult.self)
         case .client(let config):
-            do { result = try await OneShot.commit(config: config, paths: paths) } catch let error as ControlError {
+            // One at a time in this process: with no agent running, each takes the agent's lock,
+            // and a second one in the same process would find it taken.
+            do { result = try await oneShots.run { try await OneShot.commit(config: config, paths: paths) } } catch let error as ControlError {
                 throw Self.problem(error, config: config)
             } catch {
                 throw SyncError(error)
@@ -67,6 +69,24 @@ enum Connection: Sendable {
         }
     }
 }
+
+/// Runs the kit's one-shot commands of this process one after the other.
+actor OneShotQueue {
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func run<T: Sendable>(_ work: @Sendable () async throws -> T) async throws -> T {
+        while busy { await withCheckedContinuation { waiting.append($0) } }
+        busy = true
+        defer {
+            busy = false
+            if !waiting.isEmpty { waiting.removeFirst().resume() }
+        }
+        return try await work()
+    }
+}
+
+let oneShots = OneShotQueue()
 
 /// Runs blocking work (files, sockets, libgit2) on a thread of its own and returns its result.
 func blocking<T: Sendable>(_ name: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {

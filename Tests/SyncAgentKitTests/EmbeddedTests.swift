@@ -107,4 +107,21 @@ import Testing
         #expect(last == ["log/a.json": 19, "log/b.json": 1])
         #expect(told <= 22)
     }
+
+    /// A client with no agent running commits each set under the agent's lock; sets from many
+    /// tasks at once take turns for it, and all land.
+    @Test func concurrentClientSetsWithNoAgentAllLand() async throws {
+        let dir = try TempDirectory("kit-client")
+        let config = try deviceConfig(dir)
+        let agent = try SyncAgent.client(configFile: config)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<6 {
+                group.addTask { try await agent.value("c/\(i).json", as: Settings.self).set(Settings(theme: "c", goal: i)) }
+            }
+            try await group.waitForAll()
+        }
+        for i in 0..<6 {
+            #expect(try await agent.value("c/\(i).json", as: Settings.self).status().state == .synced)
+        }
+    }
 }

@@ -232,6 +232,20 @@ final class StoreFixture {
     }
 }
 
+/// What a killed agent left is removed at start-up; what this process is writing now is not.
+@Suite struct LeftoverTests {
+    @Test func onlyOtherProcessesTemporariesAreRemoved() throws {
+        let dir = try TempDirectory("leftovers")
+        let mine = AgentTemporary.prefix + String(getpid(), radix: 16) + "-7.tmp"
+        let theirs = AgentTemporary.prefix + String(getpid() + 1, radix: 16) + "-7.tmp"
+        try dir.write("a/" + mine, "in flight")
+        try dir.write("a/" + theirs, "left by a killed agent")
+        let removed = AgentTemporary.removeLeftovers(under: dir.root)
+        #expect(removed.map(\.string) == ["a/" + theirs])
+        #expect(FileManager.default.fileExists(atPath: dir.path("a/" + mine)))
+    }
+}
+
 @Suite struct AgentLockTests {
     /// A program that embeds the agent (or links SyncAgentKit) asks who holds the lock and may try
     /// to take it again: neither drops the lock it holds, and the second take is refused as if from
