@@ -88,11 +88,8 @@ actor OneShotQueue {
 
 let oneShots = OneShotQueue()
 
-/// Runs blocking work (files, sockets, libgit2) on a thread of its own and returns its result.
+/// Runs blocking work (files, sockets, libgit2) on a thread of its own (`onOwnThread`) and returns
+/// its result or throws its error.
 func blocking<T: Sendable>(_ name: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
-        let thread = Thread { c.resume(with: Result { try body() }) }
-        thread.name = name
-        thread.start()
-    }
+    try await onOwnThread(name) { Result { try body() } }.get()
 }

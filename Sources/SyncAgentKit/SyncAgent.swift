@@ -1,7 +1,6 @@
 import Agent
 import Foundation
 import Logging
-import Synchronization
 import ServiceLifecycle
 import SyncCore
 import SystemPackage
@@ -104,9 +103,9 @@ public final class SyncAgent: Service, Sendable {
     ///   `no-agent` when a client finds no agent running.
     public func syncNow(timeout: Duration = .seconds(30)) async throws -> [PeerSyncResult] {
         let connection = self.connection
-        let answer = try await within(timeout) {
-            try await connection.request(.sync(peer: nil), as: [SyncResult].self)
-        }
+        let answer = try await firstWithin(timeout) {
+            await Result(catching: { try await connection.request(.sync(peer: nil), as: [SyncResult].self) })
+        }?.get()
         guard let answer else {
             throw SyncError(.timeout, "no sync round finished within \(timeout); the agent goes on trying (`syncagent status` says why)")
         }
@@ -131,22 +130,6 @@ public struct PeerSyncResult: Sendable, Equatable {
     public let error: String?
     /// `SyncAgentError.Code`'s name for `error`.
     public let errorCode: String?
-}
-
-/// The result of `operation`, or nil when it takes longer than `limit` (it then goes on, unawaited).
-func within<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendable () async throws -> T) async throws -> T? {
-    let claimed = Mutex(false)
-    let claim: @Sendable () -> Bool = { claimed.withLock { done in defer { done = true }; return !done } }
-    return try await withCheckedThrowingContinuation { (c: CheckedContinuation<T?, any Error>) in
-        Task {
-            let result = await Result(catching: { try await operation() })
-            if claim() { c.resume(with: result.map { Optional($0) }) }
-        }
-        Task {
-            try? await Task.sleep(for: limit)
-            if claim() { c.resume(returning: nil) }
-        }
-    }
 }
 
 extension Result where Failure == any Error {

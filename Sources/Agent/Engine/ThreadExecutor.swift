@@ -52,7 +52,7 @@ final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
 
 /// Runs blocking `body` (file I/O, libgit2) on a new thread of its own, never on the cooperative
 /// pool, and returns its result. For rare work; steady work belongs on an executor like the above.
-func onOwnThread<T: Sendable>(_ name: String, _ body: @escaping @Sendable () -> T) async -> T {
+public func onOwnThread<T: Sendable>(_ name: String, _ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { (c: CheckedContinuation<T, Never>) in
         let thread = Thread { c.resume(returning: body()) }
         thread.name = name

@@ -251,7 +251,7 @@ public final class AgentService: Service, Sendable {
 }
 
 /// The result of `operation`, or nil when it takes longer than `limit` (it then goes on, unawaited).
-func firstWithin<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendable () async -> T) async -> T? {
+public func firstWithin<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendable () async -> T) async -> T? {
     let claimed = Mutex(false)
     let claim: @Sendable () -> Bool = { claimed.withLock { done in defer { done = true }; return !done } }
     return await withCheckedContinuation { (c: CheckedContinuation<T?, Never>) in
