@@ -6,6 +6,7 @@
 #include <git2/sys/mempack.h>
 #include <git2/sys/transport.h>
 #include <zlib.h>
+#include <mbedtls/sha1.h>
 
 /* A subtransport and its stream with room for the Swift object behind each (the struct libgit2
    knows comes first, so a pointer to one is a pointer to the other). */
@@ -21,6 +22,9 @@ typedef struct {
 /* inflateInit is a macro: a function Swift can call. */
 static inline int syncagent_inflate_init(z_stream *stream) {
     return inflateInit(stream);
+}
+static inline int syncagent_deflate_init(z_stream *stream, int level) {
+    return deflateInit(stream, level);
 }
 
 /* git_libgit2_opts is variadic and not imported into Swift: one wrapper per option we use. */

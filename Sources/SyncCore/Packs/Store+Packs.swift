@@ -80,11 +80,11 @@ extension Store {
         }
         guard (try? Files.create(lock, bytes: Array("\(getpid())\n".utf8), executable: false)) != nil else { return 0 }
         defer { try? Files.remove(lock) }
-        // A push or roll-up killed mid-way leaves libgit2's temporary pack (`pack_git2_*`) behind;
-        // other devices may be writing theirs right now, so only those an hour old go.
+        // A push, copy or roll-up killed mid-way leaves a temporary pack behind; other devices may
+        // be writing theirs right now, so only those an hour old go.
         let packDir = hubGitDir.appending("objects").appending("pack")
         let hourAgo = Int64(Date().timeIntervalSince1970) - 3600
-        for entry in (try? Directory.entries(of: packDir)) ?? [] where entry.name.string.hasPrefix("pack_git2_") {
+        for entry in (try? Directory.entries(of: packDir)) ?? [] where isTemporaryPack(entry.name) {
             let path = packDir.appending(entry.name)
             if let stat = try? FileStat.of(path), stat.mtimeSeconds < hourAgo { try? Files.remove(path) }
         }

@@ -134,14 +134,24 @@ public final class Store {
             let abs = gitDir.pushing(rel)
             if (try? Files.remove(abs)) != nil { removed.append(abs) }
         }
-        // A fetch killed mid-way leaves libgit2's temporary pack and its lock (`pack_git2_*`); the
-        // finished packs are named `pack-<id>.*` and are never touched.
+        // A fetch killed mid-way leaves libgit2's temporary pack and its lock (`pack_git2_*`), a
+        // pack batch its temporaries (`tmp_pack_*`, `tmp_idx_*`); the finished packs are named
+        // `pack-<id>.*` and are never touched.
         let packs = gitDir.appending("objects").appending("pack")
-        for entry in (try? Directory.entries(of: packs)) ?? [] where entry.name.string.hasPrefix("pack_git2_") {
+        for entry in (try? Directory.entries(of: packs)) ?? [] where Self.isTemporaryPack(entry.name) {
             let abs = packs.appending(entry.name)
             if (try? Files.remove(abs)) != nil { removed.append(abs) }
         }
         return removed
+    }
+}
+
+extension Store {
+    /// A pack file still being written, by libgit2 (`pack_git2_*`) or by a pack batch
+    /// (`tmp_pack_*`, `tmp_idx_*`, git's own names for them).
+    static func isTemporaryPack(_ name: FilePath.Component) -> Bool {
+        let text = name.string
+        return text.hasPrefix("pack_git2_") || text.hasPrefix("tmp_pack_") || text.hasPrefix("tmp_idx_")
     }
 }
 
