@@ -23,7 +23,8 @@ public struct FileStat: Sendable, Equatable {
     /// Whether git can store it: regular files and symbolic links only.
     public var isStorable: Bool { kind == .regular || kind == .symlink }
 
-    init(_ st: stat) {
+    /// From what `lstat` or `fstat` filled in.
+    public init(_ st: stat) {
         kind = Self.kind(of: st.st_mode)
         size = Int64(st.st_size)
         mtimeSeconds = Int64(st.st_mtim.tv_sec)

@@ -180,12 +180,16 @@ extension Repository {
     /// (libgit2's own add-from-disk applies the data directory's .gitattributes: `text`, `eol`,
     /// `ident`... would change what is stored).
     /// With `batch`, a small file goes into that pack batch instead of a loose object.
-    public func writeBlob(fromFile absolutePath: FilePath, batch: PackBatch? = nil) throws(GitError) -> FileBlob {
+    /// With `stats`, the file's `fstat` before and after the read is put there: the same values
+    /// mean nobody wrote it meanwhile.
+    public func writeBlob(fromFile absolutePath: FilePath, batch: PackBatch? = nil,
+                          stats: UnsafeMutablePointer<(before: stat, after: stat)>? = nil) throws(GitError) -> FileBlob {
         let fd = absolutePath.withPlatformString { Glibc.open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
         guard fd >= 0 else { return errno == EACCES || errno == EPERM ? .unreadable : .missing }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return .missing }
+        stats?.pointee.before = st
         let size = Int(st.st_size)
         var odb: OpaquePointer?
         try check(git_repository_odb(&odb, handle), "git_repository_odb")
@@ -202,6 +206,7 @@ extension Repository {
                 got += n
             }
             guard got == size else { return .changedWhileRead }
+            if let stats, fstat(fd, &stats.pointee.after) != 0 { return .changedWhileRead }
             if let batch {
                 let written: Result<Oid, GitError> = bytes.withUnsafeBytes { raw in
                     Result { () throws(GitError) in try batch.write(UnsafeRawBufferPointer(rebasing: raw[..<size])) }
@@ -237,6 +242,7 @@ extension Repository {
         }
         var extra: UInt8 = 0
         if read(fd, &extra, 1) > 0 { return .changedWhileRead }  // longer than its size said
+        if let stats, fstat(fd, &stats.pointee.after) != 0 { return .changedWhileRead }
         var out = git_oid()
         try check(git_odb_stream_finalize_write(&out, stream), "git_odb_stream_finalize_write(\(absolutePath))")
         return .written(noteWritten(Oid(out)))

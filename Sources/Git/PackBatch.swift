@@ -11,7 +11,7 @@ import SystemPackage
 public final class PackBatch {
     let gitDir: FilePath
     let flushBytes: Int
-    /// The store's objects, for `has` (never re-read on a miss; re-read after each pack of ours).
+    /// The store's packed objects, for `has` (never re-read on a miss; re-read after each pack of ours).
     private let odb: OpaquePointer
     private var writer: PackFileWriter?
     /// The objects of the pack being written.
@@ -22,9 +22,18 @@ public final class PackBatch {
     var onProgress: (() -> Bool)?
 
     public init(gitDir: FilePath, flushBytes: Int = 32 << 20) throws(GitError) {
+        // The store's packs only: asking the loose objects is an access(2) per miss, and most
+        // objects of a batch are new. An object held only loose is packed once more (harmless).
         var odb: OpaquePointer?
+        var packs: UnsafeMutablePointer<git_odb_backend>?
         let objects = gitDir.appending("objects")
-        try check(objects.withPlatformString { git_odb_open(&odb, $0) }, "git_odb_open(\(objects))")
+        try check(git_odb_new(&odb), "git_odb_new")
+        guard objects.withPlatformString({ git_odb_backend_pack(&packs, $0) }) == 0,
+              git_odb_add_backend(odb, packs, 1) == 0 else {
+            let error = lastError(code: GitError.Code.generic, call: "git_odb_backend_pack(\(objects))")
+            git_odb_free(odb)
+            throw error
+        }
         self.gitDir = gitDir
         self.flushBytes = flushBytes
         self.odb = odb!
@@ -39,7 +48,7 @@ public final class PackBatch {
         git_odb_free(odb)
     }
 
-    /// Whether the object is in the batch or already in the store.
+    /// Whether the object is in the batch or already in one of the store's packs.
     public func has(_ id: Oid) -> Bool {
         if waiting.contains(id) { return true }
         var raw = id.raw

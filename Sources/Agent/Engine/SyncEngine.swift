@@ -65,7 +65,7 @@ actor SyncEngine {
 
     /// Commits one batch of changed paths (a full scan when `rescan`), holding accidental
     /// deletions back (SPEC "Safety holds").
-    func commit(_ batch: WatchBatch, confirmDeletes: Bool = false, send: Set<FilePath> = []) {
+    func commit(_ batch: WatchBatch, confirmDeletes: Bool = false, send: Set<FilePath> = [], ahead: PrehashJob? = nil) {
         var paths = batch.paths.union(failedBatch)
         failedBatch = []
         schedule.commitFailedAt = nil
@@ -95,7 +95,7 @@ actor SyncEngine {
                 paths.formUnion(heldDeletes)
                 releaseHold()
             }
-            let outcome = try store.commit(paths: paths, send: send)
+            let outcome = try store.commit(paths: paths, send: send, ahead: ahead)
             setProblem(.commit, nil)
             if outcome.commit != nil {
                 schedule.lastActivity = .now
@@ -253,13 +253,21 @@ actor SyncEngine {
         guard rootIsPresent() else { return }
         _ = try? holdDeletions(among: Set(changed))  // the guard sees the whole set, not chunks
         let rest = changed.filter { !heldDeletes.contains($0) }
+        // Each chunk's files are hashed on other threads while the chunk before is committed.
+        func hashAhead(from start: Int) -> PrehashJob? {
+            start < rest.count ? store.prehashAhead(Set(rest[start..<min(start + chunk, rest.count)])) : nil
+        }
         var start = 0
+        var ahead = hashAhead(from: 0)
         while start < rest.count, !stopping() {
             let end = min(start + chunk, rest.count)
             if rest.count > chunk { progress.update("start-up commit", done: start, total: rest.count) }
-            commit(WatchBatch(paths: Set(rest[start..<end])))
+            let next = hashAhead(from: end)
+            commit(WatchBatch(paths: Set(rest[start..<end])), ahead: ahead)
+            ahead = next
             start = end
         }
+        ahead?.finish()  // a stop came: no thread writes into the store once this returns
         progress.finish("start-up commit")
         if start < rest.count {
             logger.notice("stopping: \(rest.count - start) changes made while stopped are left for the next start")

@@ -4,8 +4,9 @@ internal import Git
 import Synchronization
 import SystemPackage
 
-/// A regular file's blob, written ahead of the commit loop, with the stat data it had before it was
-/// read (the loop uses it only while the file still has exactly that stat data).
+/// A regular file's blob, written ahead of the commit loop, with the stat data it had while it was
+/// read. A write after that is an event of its own (or, with no agent running, a stat difference at
+/// the next scan), so the commit loop takes the pair as it is.
 struct Prehashed: Sendable {
     let oid: Oid
     let stat: FileStat
@@ -19,6 +20,18 @@ extension Store {
     /// (at most 4), each with a repository handle of its own (libgit2 objects are never shared
     /// between threads). A file that changes while it is read is left to the commit loop.
     func prehash(_ paths: Set<FilePath>) -> [FilePath: Prehashed] {
+        Self.prehash(paths, gitDir: gitDir, data: data)
+    }
+
+    /// Starts hashing `paths` on other threads and returns at once (nil for a batch small enough
+    /// to hash in the commit loop): the start-up commit hashes its next chunk while the engine
+    /// commits the one before. Give the job to `commit(paths:ahead:)`.
+    public func prehashAhead(_ paths: Set<FilePath>) -> PrehashJob? {
+        guard paths.count >= Self.prehashThreshold else { return nil }
+        return PrehashJob(paths: paths, gitDir: gitDir, data: data)
+    }
+
+    static func prehash(_ paths: Set<FilePath>, gitDir: FilePath, data: FilePath) -> [FilePath: Prehashed] {
         // In path order, a contiguous run per worker: each pack holds its files in the order a
         // peer's apply reads them (sorted, a run per worker), so reading a blob maps the pack
         // window the one before it used instead of a new one per file.
@@ -26,20 +39,24 @@ extension Store {
         let workers = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
         guard workers > 1 else { return [:] }
         let found = Mutex<[FilePath: Prehashed]>([:])
-        let gitDir = self.gitDir, data = self.data
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
             guard let repo = try? Repository.open(gitDir: gitDir, workdir: data) else { return }
             // Small files go into packs written straight from memory: no inode per object, nothing
             // to repack later (a pack batch per worker, one pack each 32 MiB).
             let batch = try? PackBatch(gitDir: gitDir)
             var mine: [FilePath: Prehashed] = [:]
+            var stats = (before: stat(), after: stat())
             for i in (list.count * worker / workers)..<(list.count * (worker + 1) / workers) {
                 let path = list[i]
+                // One open and two fstats per file: what was read is what the file held from the
+                // first fstat to the second (a symbolic link, a FIFO or a file that changed meanwhile
+                // is left to the commit loop).
                 guard !PathRules.isIgnored(path: path),
-                      let stat = (try? FileStat.of(data.pushing(path))) ?? nil, stat.kind == .regular,
-                      case .written(let oid)? = try? repo.writeBlob(fromFile: data.pushing(path), batch: batch),
-                      let again = (try? FileStat.of(data.pushing(path))) ?? nil, again == stat else { continue }
-                mine[path] = Prehashed(oid: oid, stat: stat)
+                      case .written(let oid)? = try? repo.writeBlob(fromFile: data.pushing(path), batch: batch, stats: &stats)
+                else { continue }
+                let before = FileStat(stats.before)
+                guard before.kind == .regular, FileStat(stats.after) == before else { continue }
+                mine[path] = Prehashed(oid: oid, stat: before)
             }
             // Objects still in memory are not in the store: without their pack, none of this
             // worker's results is used (the commit loop reads those files itself).
@@ -48,6 +65,31 @@ extension Store {
         }
         return found.withLock { $0 }
     }
+}
+
+/// The blobs of a batch's files, being hashed on threads of their own (`Store.prehashAhead`).
+public final class PrehashJob: @unchecked Sendable {
+    private let finished = DispatchSemaphore(value: 0)
+    /// Written once by the hashing thread before `finished` is signalled; read only after it.
+    private var found: [FilePath: Prehashed] = [:]
+
+    init(paths: Set<FilePath>, gitDir: FilePath, data: FilePath) {
+        DispatchQueue.global().async { [self] in
+            found = Store.prehash(paths, gitDir: gitDir, data: data)
+            finished.signal()
+        }
+    }
+
+    /// The files hashed, once every thread is done.
+    func result() -> [FilePath: Prehashed] {
+        finished.wait()
+        finished.signal()  // for a second caller
+        return found
+    }
+
+    /// Waits until no thread of the job writes into the store any more (a job whose batch will
+    /// not be committed: its pack stays behind, unreferenced, until the store is repacked).
+    public func finish() { _ = result() }
 }
 
 extension IndexStat {

@@ -26,8 +26,9 @@ extension Store {
     /// - Parameters:
     ///   - reason: put first in the message (e.g. which conflict a resolution settles).
     ///   - send: held paths to commit anyway (`syncagent send`).
+    ///   - ahead: these files hashed already, on other threads (`prehashAhead`).
     public func commit(paths: Set<FilePath>, now: Date = Date(), reason: String? = nil,
-                       send: Set<FilePath> = []) throws -> CommitOutcome {
+                       send: Set<FilePath> = [], ahead: PrehashJob? = nil) throws -> CommitOutcome {
         let index = try liveIndex()
         repo.refreshObjects()  // packs a fetch or the pre-hash wrote since: a known blob is not written again
         var changes: [(path: FilePath, before: Oid?, after: Oid?)] = []
@@ -78,7 +79,7 @@ extension Store {
             }
         }
         // Many files at once (a start-up commit, a bulk copy): hash them on every core first.
-        let prehashed = paths.count >= Self.prehashThreshold ? prehash(paths) : [:]
+        let prehashed = ahead?.result() ?? (paths.count >= Self.prehashThreshold ? prehash(paths) : [:])
         if !prehashed.isEmpty { repo.refreshObjects() }  // the workers' packs
         // A small commit flushes just the objects it wrote (`moveRef`); the pre-hash's packs are
         // not in that log, so a batch that used it flushes the file system.
@@ -89,11 +90,10 @@ extension Store {
         for path in paths.sorted(by: { $0.precedesInBytes($1) }) {
             guard !path.isEmpty, !PathRules.isIgnored(path: path) else { continue }
             guard policy.materializes(path) else { continue }  // this device's own, or not its to hold
-            // A file hashed ahead whose stat data has not moved since is a regular file this user
-            // read a moment ago: no obstacle to look for, no second look after the hash.
-            let unmoved = prehashed[path].flatMap { ahead in
-                ((try? FileStat.of(data.pushing(path))) ?? nil).flatMap { $0 == ahead.stat ? $0 : nil }
-            }
+            // A file hashed ahead is a regular file this user read a moment ago, unchanged while it
+            // was read: no obstacle to look for, no second look. A write since then is a change of
+            // its own, seen by the watcher (or by the next scan's stat data).
+            let unmoved = prehashed[path]?.stat
             if unmoved == nil, let obstacle = obstacle(at: path) {
                 obstruct(obstacle)
                 continue

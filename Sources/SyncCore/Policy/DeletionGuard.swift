@@ -52,19 +52,20 @@ extension Store {
         var gone: Set<FilePath> = []
         var files: Set<FilePath> = []  // a deleted directory and its files arrive as separate paths
         for path in paths where !path.isEmpty {
-            // Only what is surely gone: a path this user cannot look at is an obstacle, not a deletion.
-            let absent: Bool
-            do { absent = try FileStat.of(data.pushing(path)) == nil } catch { absent = false }
-            guard absent else { continue }
+            // The index first (memory): a path it does not track is no deletion, whatever the disk
+            // says, and a start-up full of new files costs no stat here.
             var tracked = index.entries(under: path).map(\.path).filter { unapplied[$0] == nil }
             if index.entry(path) != nil, unapplied[path] == nil { tracked.append(path) }
             // Paths this device does not keep on disk, and deletions the rules hold anyway, are not
             // deletions this batch would commit.
             tracked.removeAll { !policy.materializes($0) || policy.holdReason($0, size: nil) != nil }
-            if !tracked.isEmpty {
-                gone.insert(path)
-                files.formUnion(tracked)
-            }
+            guard !tracked.isEmpty else { continue }
+            // Only what is surely gone: a path this user cannot look at is an obstacle, not a deletion.
+            let absent: Bool
+            do { absent = try FileStat.of(data.pushing(path)) == nil } catch { absent = false }
+            guard absent else { continue }
+            gone.insert(path)
+            files.formUnion(tracked)
         }
         return (gone, files.count)
     }
