@@ -93,6 +93,19 @@ final class PackFileWriter {
         if pending.count >= 1 << 18 { try writePending() }
     }
 
+    /// Adds one object exactly as another pack holds it (its header and compressed bytes, an
+    /// offset delta's base offset already rewritten for this pack); returns where it starts.
+    @discardableResult
+    func appendRaw(_ bytes: UnsafeRawBufferPointer, id: Oid) throws(GitError) -> UInt64 {
+        let start = size
+        let crc = crc32(0, bytes.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(bytes.count))
+        entries.append(Entry(id: id, offset: start, crc: UInt32(truncatingIfNeeded: crc)))
+        pending.append(contentsOf: bytes)
+        size += UInt64(bytes.count)
+        if pending.count >= 1 << 18 { try writePending() }
+        return start
+    }
+
     /// Finishes the pack and its index and puts both in `objects/pack`; returns the pack's name
     /// (`pack-<checksum>`). `tick` is called as the pack is read back for its checksum; returning
     /// false abandons it (this throws).

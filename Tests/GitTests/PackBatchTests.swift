@@ -103,3 +103,89 @@ import TestSupport
         #expect(try packFiles(t.gitDir).isEmpty)
     }
 }
+
+/// Rolling packs up copies their objects as stored: deltas stay deltas, and git reads the result.
+@Suite struct PackRollUpTests {
+    let batchTests = PackBatchTests()
+
+    /// `git` itself, in `gitDir`, with `input` on stdin; its stdout.
+    func run(_ gitDir: FilePath, _ args: [String], input: String = "") throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+        p.arguments = ["--git-dir", gitDir.string] + args
+        let inPipe = Pipe(), outPipe = Pipe()
+        p.standardInput = inPipe
+        p.standardOutput = outPipe
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        inPipe.fileHandleForWriting.write(Data(input.utf8))
+        try inPipe.fileHandleForWriting.close()
+        let out = outPipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "git \(args)")
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Versions of one text, packed by git with offset deltas in one pack and reference deltas in
+    /// another (one version in both), rolled up into one pack: every object once, byte for byte,
+    /// deltas kept, and `git verify-pack` and `git fsck --full` pass.
+    @Test func deltasOfBothKindsSurviveARollUp() throws {
+        let t = try TempDevice()
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        var ids: [String] = []
+        var texts: [String: String] = [:]
+        let base = (0..<400).map { "line \($0) of a long text that changes a little each time\n" }.joined()
+        for v in 0..<24 {
+            let text = base + "version \(v)\n" + String(repeating: "tail \(v) ", count: v)
+            let url = URL(fileURLWithPath: t.data.appending("v\(v).txt").string)
+            try Data(text.utf8).write(to: url)
+            let id = try run(t.gitDir, ["hash-object", "-w", url.path]).trimmingCharacters(in: .whitespacesAndNewlines)
+            ids.append(id)
+            texts[id] = text
+        }
+        let packDir = t.gitDir.appending("objects/pack").string
+        _ = try run(t.gitDir, ["pack-objects", "--delta-base-offset", packDir + "/pack"], input: ids[0..<13].joined(separator: "\n") + "\n")
+        _ = try run(t.gitDir, ["pack-objects", packDir + "/pack"], input: ids[12...].joined(separator: "\n") + "\n")
+        let before = try batchTests.packFiles(t.gitDir).filter { $0.hasSuffix(".idx") }
+        #expect(before.count == 2)
+        let name = try repo.writeCombinedPack(of: before.map { t.gitDir.appending("objects/pack").appending($0) })
+        let idx = t.gitDir.appending("objects/pack").appending("pack-\(name).idx")
+        let verify = try run(t.gitDir, ["verify-pack", "-v", idx.string])
+        #expect(verify.contains("non delta:"))
+        #expect(verify.contains("chain length"), "the versions are still deltas: \(verify.suffix(300))")
+        let objectLines = verify.split(separator: "\n").filter { $0.count > 40 && $0.contains(" blob ") }
+        #expect(objectLines.count == 24, "each version once")
+        // Only the new pack: every version must come from it.
+        for old in before {
+            try FileManager.default.removeItem(atPath: packDir + "/" + old)
+            try FileManager.default.removeItem(atPath: packDir + "/" + old.replacingOccurrences(of: ".idx", with: ".pack"))
+        }
+        for (id, text) in texts {
+            #expect(try run(t.gitDir, ["cat-file", "blob", id]) == text)
+            try FileManager.default.removeItem(atPath: t.gitDir.appending("objects").appending(String(id.prefix(2))).appending(String(id.dropFirst(2))).string)
+        }
+        for (id, text) in texts { #expect(try run(t.gitDir, ["cat-file", "blob", id]) == text, "from the pack: \(id)") }
+        #expect(try gitFsck(t.gitDir, full: true) == 0)
+    }
+
+    /// A pack whose bytes were damaged on disk is refused (its CRC-32s say so), not copied.
+    @Test func aDamagedPackIsNotRolledUp() throws {
+        let t = try TempDevice()
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        for n in 0..<2 {
+            let batch = try PackBatch(gitDir: t.gitDir)
+            for i in 0..<50 { _ = try Array("object \(n) \(i)\n".utf8).withUnsafeBytes { try batch.write($0) } }
+            try batch.flush()
+        }
+        let packs = try batchTests.packFiles(t.gitDir).filter { $0.hasSuffix(".pack") }
+        let victim = t.gitDir.appending("objects/pack").appending(packs[0]).string
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: victim)
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: victim))
+        try handle.seek(toOffset: 40)
+        try handle.write(contentsOf: Data([0xde, 0xad, 0xbe, 0xef]))
+        try handle.close()
+        let indexes = try batchTests.packFiles(t.gitDir).filter { $0.hasSuffix(".idx") }.map { t.gitDir.appending("objects/pack").appending($0) }
+        #expect(throws: GitError.self) { try repo.writeCombinedPack(of: indexes) }
+        #expect(try batchTests.packFiles(t.gitDir).count == 4, "no new pack, no temporary left")
+    }
+}
