@@ -95,6 +95,20 @@ public final class Index {
 
     public var count: Int { git_index_entrycount(handle) }
 
+    /// The stage-0 entry for a path and its position in the index (positions hold while the index
+    /// is not changed).
+    public func find(_ path: FilePath) -> (position: Int, entry: IndexEntry)? {
+        var position = 0
+        guard path.withPlatformString({ git_index_find(&position, handle, $0) }) == 0,
+              let ptr = git_index_get_byindex(handle, position) else { return nil }
+        return (position, IndexEntry(ptr.pointee))
+    }
+
+    /// The path of the entry at `position` (0 ..< count).
+    public func path(at position: Int) -> FilePath? {
+        git_index_get_byindex(handle, position).map { FilePath(platformString: $0.pointee.path) }
+    }
+
     /// The entries strictly under directory `path` (`path/...`), found by binary search: costs the
     /// number of entries returned, not the size of the index.
     public func entries(under path: FilePath) -> [IndexEntry] { indexEntries(handle, under: path) }

@@ -36,6 +36,15 @@ final class PackFileWriter {
 
     var count: Int { entries.count }
 
+    /// Room for this many objects' entries, ahead of time.
+    func reserve(_ objects: Int) { entries.reserveCapacity(objects) }
+
+    /// The object added `position`-th.
+    func entry(at position: Int) -> Entry { entries[position] }
+
+    /// Where the object `id` starts, if it was added (a look through every entry).
+    func offset(of id: Oid) -> UInt64? { entries.first { $0.id == id }?.offset }
+
     init(packDir: FilePath) throws(GitError) {
         let (fd, path) = try Self.temporary(in: packDir, prefix: "tmp_pack_")
         guard syncagent_deflate_init(&stream, Self.compression) == Z_OK else {
@@ -133,7 +142,8 @@ final class PackFileWriter {
             pending = checksum
             try writePending()
             let name = "pack-" + checksum.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
-            let index = Self.indexBytes(entries, checksum: checksum)
+            entries.sort { $0.id < $1.id }  // in place: a roll-up's list is as long as the store
+            let index = Self.indexBytes(sorted: entries, checksum: checksum)
             let (indexFD, indexTemp) = try Self.temporary(in: packDir, prefix: "tmp_idx_")
             defer { close(indexFD) }
             let wrote = index.withUnsafeBytes { Self.writeAll(indexFD, $0) }
@@ -172,10 +182,9 @@ final class PackFileWriter {
         _ = tempPath.withPlatformString { unlink($0) }
     }
 
-    /// The version 2 index of a pack: fan-out table, ids in order, CRC-32s, offsets (31 bits, or
+    /// The version 2 index of a pack (`entries` in id order): fan-out table, ids in order, CRC-32s, offsets (31 bits, or
     /// an entry of the 64-bit table), the pack's checksum, then its own.
-    static func indexBytes(_ unsorted: [Entry], checksum: [UInt8]) -> [UInt8] {
-        let entries = unsorted.sorted { $0.id < $1.id }
+    static func indexBytes(sorted entries: [Entry], checksum: [UInt8]) -> [UInt8] {
         var out: [UInt8] = [0xff, 0x74, 0x4f, 0x63, 0, 0, 0, 2]
         out.reserveCapacity(8 + 1024 + entries.count * 28 + 40)
         func be32(_ v: UInt32) { withUnsafeBytes(of: v.bigEndian) { out.append(contentsOf: $0) } }

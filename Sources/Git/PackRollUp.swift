@@ -14,6 +14,16 @@ struct PackRollUp {
     struct Index {
         var entries: [(id: Oid, offset: UInt64, crc: UInt32)]
 
+        /// How many objects the index lists (its fan-out table's last entry).
+        static func count(_ path: FilePath) throws(GitError) -> Int {
+            let fd = path.withPlatformString { open($0, O_RDONLY | O_CLOEXEC) }
+            guard fd >= 0 else { throw PackRollUp.ioFailed("cannot open", path, errno) }
+            defer { close(fd) }
+            var head = [UInt8](repeating: 0, count: 8 + 1024)
+            try PackRollUp.readExactly(fd, into: &head, count: head.count, at: 0, path: path)
+            return Int(head[(8 + 1020)...].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+        }
+
         init(_ path: FilePath) throws(GitError) {
             let bytes = try PackRollUp.readWhole(path)
             func be32(_ at: Int) -> UInt32 { bytes[at..<at + 4].reduce(0) { $0 << 8 | UInt32($1) } }
@@ -44,7 +54,21 @@ struct PackRollUp {
     /// `packDir`; returns its name's checksum part (`pack-<it>.pack`).
     static func combine(_ indexFiles: [FilePath], into packDir: FilePath) throws(GitError) -> String {
         let writer = try PackFileWriter(packDir: packDir)
-        var written: [Oid: UInt64] = [:]  // id -> offset in the new pack
+        // Objects already written, found by the first 8 bytes of their id (a position in the
+        // writer's list, which has the whole id and its offset): a quarter of the memory of an
+        // id -> offset dictionary, which was most of a 100k-object roll-up's peak.
+        var total = 0
+        for indexFile in indexFiles { total += try Index.count(indexFile) }
+        writer.reserve(total)
+        var written: [UInt64: Int32] = [:]
+        written.reserveCapacity(total)
+        func offsetWritten(_ id: Oid) -> UInt64? {
+            let key = id.prefix64
+            guard let at = written[key] else { return nil }
+            let entry = writer.entry(at: Int(at))
+            if entry.id == id { return entry.offset }
+            return writer.offset(of: id)  // two ids share 8 bytes: look through the list (never seen)
+        }
         for indexFile in indexFiles {
             let index = try Index(indexFile)
             let packPath = FilePath(String(indexFile.string.dropLast(4)) + ".pack")
@@ -54,15 +78,24 @@ struct PackRollUp {
             var st = stat()
             guard fstat(fd, &st) == 0, st.st_size >= 32 else { throw damaged("\(packPath) is too short to be a pack") }
             let end = UInt64(st.st_size) - 20  // the trailer: the pack's checksum
-            var moved: [UInt64: UInt64] = [:]  // offset here -> offset in the new pack
+            // Where each object of this pack went in the new one (by position, in offset order).
+            var moved = [UInt64](repeating: 0, count: index.entries.count)
+            func movedOffset(ofBaseAt offset: UInt64, before i: Int) -> UInt64? {
+                var low = 0, high = i
+                while low < high {
+                    let mid = (low + high) / 2
+                    if index.entries[mid].offset < offset { low = mid + 1 } else { high = mid }
+                }
+                return low < i && index.entries[low].offset == offset ? moved[low] : nil
+            }
             var buffer: [UInt8] = []
             for (i, entry) in index.entries.enumerated() {
                 let next = i + 1 < index.entries.count ? index.entries[i + 1].offset : end
                 guard entry.offset >= 12, next > entry.offset, next <= end else {
                     throw damaged("\(packPath): object \(entry.id) has no room at offset \(entry.offset)")
                 }
-                if let there = written[entry.id] {
-                    moved[entry.offset] = there  // a copy from an earlier pack: deltas here use that one
+                if let there = offsetWritten(entry.id) {
+                    moved[i] = there  // a copy from an earlier pack: deltas here use that one
                     continue
                 }
                 let length = Int(next - entry.offset)
@@ -93,7 +126,7 @@ struct PackRollUp {
                         distance = ((distance + 1) << 7) | UInt64(byte & 0x7f)
                     }
                     at += 1
-                    guard distance > 0, distance <= entry.offset, let base = moved[entry.offset - distance] else {
+                    guard distance > 0, distance <= entry.offset, let base = movedOffset(ofBaseAt: entry.offset - distance, before: i) else {
                         throw damaged("\(packPath): the delta \(entry.id) names a base that is not in the pack")
                     }
                     var rewritten = Array(buffer[0..<headerEnd])
@@ -112,8 +145,8 @@ struct PackRollUp {
                     }
                     newOffset = try result.get()
                 }
-                moved[entry.offset] = newOffset
-                written[entry.id] = newOffset
+                moved[i] = newOffset
+                if written[entry.id.prefix64] == nil { written[entry.id.prefix64] = Int32(writer.count - 1) }
             }
         }
         return String(try writer.finish().dropFirst(5))  // "pack-"
@@ -160,4 +193,9 @@ struct PackRollUp {
     static func ioFailed(_ what: String, _ path: FilePath, _ code: Int32) -> GitError {
         GitError(code: GitError.Code.generic, errorClass: 0, message: "\(what) \(path): \(String(cString: strerror(code)))", call: "PackRollUp")
     }
+}
+
+extension Oid {
+    /// The id's first 8 bytes, as a number.
+    var prefix64: UInt64 { withUnsafeBytes(of: raw.id) { $0.loadUnaligned(as: UInt64.self) } }
 }

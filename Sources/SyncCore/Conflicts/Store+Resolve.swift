@@ -260,7 +260,7 @@ extension Store {
     /// Removes a file, link or directory tree from the data directory (byte-exact names).
     func removeFromData(_ path: FilePath) throws {
         do { try Files.removeTree(data.pushing(path)) } catch {
-            throw ResolveError(message: "cannot delete \(data.pushing(path).display): \(error)", code: (error as? Errno) == .noSpace ? .diskFull : .io)
+            throw ResolveError(message: "cannot delete \(data.pushing(path).display): \(error)", code: error == .noSpace ? .diskFull : .io)
         }
         pruneEmptyParents(of: path)
     }
