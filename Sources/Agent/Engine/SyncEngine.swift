@@ -118,6 +118,8 @@ actor SyncEngine {
                 events.emit(.committed(commit: id.hex, paths: paths.map(\.display), count: summary.count))
             }
             if !outcome.retry.isEmpty { watcher?.report(outcome.retry) }
+            // A big batch (a bulk copy, or a big merge's own writes read back): its sets are gone.
+            if paths.count >= Store.prehashThreshold, ahead == nil { FreeMemory.returnToSystem() }
         } catch {
             let message = "cannot commit changes in \(config.data.display) into \(config.storePath.display): \(error). Nothing is lost: the files stay as they are and the commit is retried"
             if problems[.commit] != message { logger.error("\(message)") }
@@ -386,6 +388,9 @@ actor SyncEngine {
             record(outcome.applied, peer: shownAs ?? peer)
             announce(outcome, peer: shownAs ?? peer)
             compactPacks()
+            // A big merge's lists (every changed path, twice over) are gone: their pages go back
+            // now instead of staying the agent's resident size until some later roll-up.
+            if outcome.applied.touched.count >= Store.prehashThreshold { FreeMemory.returnToSystem() }
             return .done(outcome)
         } catch {
             return .failed("cannot merge \(shownAs ?? peer): \(error)")
