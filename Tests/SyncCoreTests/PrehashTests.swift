@@ -1,0 +1,66 @@
+import FileSystem
+import Foundation
+import Git
+import SystemPackage
+import Testing
+@testable import SyncCore
+import TestSupport
+
+/// A big batch is hashed ahead, on other threads, and the commit takes each file's (hash, stat
+/// data) pair as it is. A write after the hash must still reach `main`: through the next scan's
+/// stat data (or the watcher, in a running agent), never lost.
+@Suite struct PrehashTests {
+    /// 300 files hashed ahead; then one is rewritten with the same size and its mtime put back
+    /// (only its ctime tells), and another replaced by a new file. The commit of the batch holds
+    /// what was hashed; the scan after it finds both files, and the next commit holds the bytes on
+    /// disk. Every pack the hashing wrote is whole (`git fsck`).
+    @Test func aWriteAfterTheHashIsCommittedByTheNextScan() throws {
+        let fixture = try StoreFixture()
+        let store = fixture.store
+        var paths: Set<FilePath> = []
+        for i in 0..<300 {
+            try fixture.write("d\(i % 7)/f\(i).txt", "file \(i) version 0\n")
+            paths.insert(FilePath("d\(i % 7)/f\(i).txt"))
+        }
+        let job = try #require(store.prehashAhead(paths))
+        job.finish()
+        let edited = fixture.data.appending("d3/f10.txt")
+        let before = try #require(try FileStat.of(edited))
+        try fixture.write("d3/f10.txt", "FILE 10 VERSION 1\n")  // same size as "file 10 version 0\n"
+        var times = [timespec(tv_sec: Int(before.mtimeSeconds), tv_nsec: Int(before.mtimeNanoseconds)),
+                     timespec(tv_sec: Int(before.mtimeSeconds), tv_nsec: Int(before.mtimeNanoseconds))]
+        #expect(edited.withPlatformString { utimensat(AT_FDCWD, $0, &times, AT_SYMLINK_NOFOLLOW) } == 0)
+        try fixture.remove("d4/f11.txt")
+        try fixture.write("d4/f11.txt", "a new file at an old name\n")
+
+        let first = try store.commit(paths: paths, ahead: job)
+        #expect(first.commit != nil)
+        let changed = try store.changedSinceLastCommit()
+        #expect(changed.contains(FilePath("d3/f10.txt")), "same size, same mtime: the ctime tells")
+        #expect(changed.contains(FilePath("d4/f11.txt")))
+        _ = try store.commit(paths: changed)
+        let head = try fixture.headContents()
+        #expect(head.count == 300)
+        #expect(head["d3/f10.txt"] == "FILE 10 VERSION 1\n")
+        #expect(head["d4/f11.txt"] == "a new file at an old name\n")
+        #expect(head["d5/f12.txt"] == "file 12 version 0\n")
+        #expect(try store.changedSinceLastCommit().isEmpty)
+        #expect(try gitFsck(fixture.gitDir, full: true) == 0)
+    }
+
+    /// A batch hashed ahead and then not committed (a stop between chunks) leaves nothing a later
+    /// commit or `git fsck` trips on.
+    @Test func aJobThatIsNeverCommittedLeavesTheStoreWhole() throws {
+        let fixture = try StoreFixture()
+        var paths: Set<FilePath> = []
+        for i in 0..<260 {
+            try fixture.write("f\(i)", "content \(i)\n")
+            paths.insert(FilePath("f\(i)"))
+        }
+        try #require(fixture.store.prehashAhead(paths)).finish()
+        let outcome = try fixture.store.commit(paths: paths)
+        #expect(outcome.commit != nil)
+        #expect(try fixture.headContents().count == 260)
+        #expect(try gitFsck(fixture.gitDir, full: true) == 0)
+    }
+}
