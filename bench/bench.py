@@ -725,7 +725,7 @@ def bench_store(syncagent, tmp, rows, notes, agents):
     k = f"{BIG_FILES // 1000}k"
     rows.append((f"store, {k} tree + {STORE_EDITS} edits (MB on disk)", after, gc_bytes, rss_text(agent), ("size", 1.5)))
     notes.append(f"store: {k} files then {STORE_EDITS} one-file commits ({STORE_HOT_FILES} files edited again and "
-                 f"again); right after the initial commit (all loose) {unpacked / 1e6:.1f} MB; before packing the edits {before / 1e6:.1f} MB with {loose_after_edits} loose objects, "
+                 f"again); right after the initial commit (its blobs in batch packs, its trees loose) {unpacked / 1e6:.1f} MB; before packing the edits {before / 1e6:.1f} MB with {loose_after_edits} loose objects, "
                  f"after {after / 1e6:.1f} MB (status.storeBytes {status.get('storeBytes', 0) / 1e6:.1f} MB); "
                  f"`git gc --aggressive --prune=now` on a copy: {gc_bytes / 1e6:.1f} MB in {gc_time:.1f} s; "
                  f"the agent packed the initial commit's loose objects in {packed_initial:.1f} s and the edits' "
