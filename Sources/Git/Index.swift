@@ -95,8 +95,8 @@ public final class Index {
 
     public var count: Int { git_index_entrycount(handle) }
 
-    /// The stage-0 entry for a path and its position in the index (positions hold while the index
-    /// is not changed).
+    /// The first entry for a path (the agent's index holds stage 0 only) and its position in the
+    /// index (positions hold while the index is not changed).
     public func find(_ path: FilePath) -> (position: Int, entry: IndexEntry)? {
         var position = 0
         guard path.withPlatformString({ git_index_find(&position, handle, $0) }) == 0,

@@ -18,6 +18,9 @@ public final class PackBatch {
     private var waiting: Set<Oid> = []
     /// Packs written so far.
     public private(set) var packs = 0
+    /// A write or a pack failed: objects this batch said it holds may not be in the store, so
+    /// every later call throws this (the caller drops what the batch wrote).
+    private var failed: GitError?
     /// Called while a pack is finished; returning false abandons it (the write throws).
     var onProgress: (() -> Bool)?
 
@@ -61,26 +64,38 @@ public final class PackBatch {
         var out = git_oid()
         try check(git_odb_hash(&out, data.baseAddress, data.count, type), "git_odb_hash")
         let id = Oid(out)
+        if let failed { throw failed }
         guard !has(id) else { return id }
-        let writer: PackFileWriter
-        if let open = self.writer {
-            writer = open
-        } else {
-            writer = try PackFileWriter(packDir: gitDir.appending("objects").appending("pack"))
-            self.writer = writer
+        do {
+            let writer: PackFileWriter
+            if let open = self.writer {
+                writer = open
+            } else {
+                writer = try PackFileWriter(packDir: gitDir.appending("objects").appending("pack"))
+                self.writer = writer
+            }
+            try writer.append(data, type: type, id: id)
+        } catch {
+            failed = error
+            throw error
         }
-        try writer.append(data, type: type, id: id)
         waiting.insert(id)
-        if writer.size >= UInt64(flushBytes) { try flush() }
+        if let writer, writer.size >= UInt64(flushBytes) { try flush() }
         return id
     }
 
     /// Finishes the pack being written (with its index) and puts it beside the store's others.
     public func flush() throws(GitError) {
+        if let failed { throw failed }
         guard let writer else { return }
         self.writer = nil
         defer { waiting.removeAll(keepingCapacity: true) }  // in the store now, or abandoned
-        _ = try writer.finish(tick: onProgress)
+        do {
+            _ = try writer.finish(tick: onProgress)
+        } catch {
+            failed = error
+            throw error
+        }
         _ = git_odb_refresh(odb)  // the new pack: what it holds is still found by `has`
         packs += 1
     }

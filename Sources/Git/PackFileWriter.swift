@@ -33,6 +33,9 @@ final class PackFileWriter {
     private var stream = z_stream()
     private var scratch: [UInt8] = []
     private var finished = false
+    /// A write failed: the file no longer matches `entries`, so nothing more goes in and
+    /// `finish` refuses (the pack is abandoned).
+    private var broken: GitError?
 
     var count: Int { entries.count }
 
@@ -66,6 +69,7 @@ final class PackFileWriter {
 
     /// Adds one whole object; `id` is its id (the caller hashed it).
     func append(_ data: UnsafeRawBufferPointer, type: git_object_t, id: Oid) throws(GitError) {
+        if let broken { throw broken }
         guard data.count <= Int(UInt32.max) else {
             throw GitError(code: GitError.Code.generic, errorClass: 0, message: "object \(id) is too big for a pack batch (\(data.count) bytes)", call: "PackFileWriter.append")
         }
@@ -106,6 +110,7 @@ final class PackFileWriter {
     /// offset delta's base offset already rewritten for this pack); returns where it starts.
     @discardableResult
     func appendRaw(_ bytes: UnsafeRawBufferPointer, id: Oid) throws(GitError) -> UInt64 {
+        if let broken { throw broken }
         let start = size
         let crc = crc32(0, bytes.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(bytes.count))
         entries.append(Entry(id: id, offset: start, crc: UInt32(truncatingIfNeeded: crc)))
@@ -120,6 +125,7 @@ final class PackFileWriter {
     /// false abandons it (this throws).
     func finish(tick: (() -> Bool)? = nil) throws(GitError) -> String {
         do throws(GitError) {
+            if let broken { throw broken }
             try writePending()
             var count = UInt32(entries.count).bigEndian
             guard pwrite(fd, &count, 4, 8) == 4 else { throw ioFailed("cannot write the object count of", errno) }
@@ -154,16 +160,21 @@ final class PackFileWriter {
             _ = fchmod(fd, 0o444)
             _ = fchmod(indexFD, 0o444)
             let packPath = packDir.appending(name + ".pack"), indexPath = packDir.appending(name + ".idx")
+            // The same objects may be there already under this name (same bytes, same checksum).
+            let existed = packPath.withPlatformString { access($0, F_OK) } == 0
             guard Self.rename(tempPath, packPath) == 0 else {
                 _ = indexTemp.withPlatformString { unlink($0) }
                 throw ioFailed("cannot rename into place", errno)
             }
+            finished = true  // the temporary name is gone
             guard Self.rename(indexTemp, indexPath) == 0 else {
                 let why = errno
                 _ = indexTemp.withPlatformString { unlink($0) }
+                if !existed { _ = packPath.withPlatformString { unlink($0) } }  // a pack without an index is never read
+                close(fd)
+                fd = -1
                 throw ioFailed("cannot put the index beside", why)
             }
-            finished = true
             close(fd)
             fd = -1
             return name
@@ -217,7 +228,12 @@ final class PackFileWriter {
     private func writePending() throws(GitError) {
         guard !pending.isEmpty else { return }
         let rc = pending.withUnsafeBytes { Self.writeAll(fd, $0) }
-        guard rc == 0 else { throw ioFailed("cannot write", rc) }
+        guard rc == 0 else {
+            // Part of it may be in the file: offsets would no longer hold. The pack is given up.
+            let error = ioFailed("cannot write", rc)
+            broken = error
+            throw error
+        }
         pending.removeAll(keepingCapacity: true)
     }
 
@@ -241,7 +257,7 @@ final class PackFileWriter {
             let why = errno
             throw GitError(code: GitError.Code.generic, errorClass: 0,
                            message: "cannot create a temporary pack file in \(dir): \(String(cString: strerror(why))); check that the store's directory is writable and the disk is not full",
-                           call: "mkostemp")
+                           call: "mkstemp")
         }
         return (fd, template.withUnsafeBufferPointer { FilePath(platformString: $0.baseAddress!) })
     }
@@ -257,7 +273,7 @@ final class PackFileWriter {
     }
 
     private func zlibFailed(_ id: Oid) -> GitError {
-        GitError(code: GitError.Code.generic, errorClass: 0, message: "zlib could not compress object \(id) for a pack in \(packDir)", call: "deflate")
+        GitError(code: GitError.Code.generic, errorClass: 0, message: "zlib could not compress object \(id) for a pack in \(packDir) (out of memory?); nothing was stored, it is retried with the next commit", call: "deflate")
     }
 }
 

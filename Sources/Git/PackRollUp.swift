@@ -103,7 +103,7 @@ struct PackRollUp {
                 try readExactly(fd, into: &buffer, count: length, at: entry.offset, path: packPath)
                 let crc = buffer.withUnsafeBufferPointer { UInt32(truncatingIfNeeded: crc32(0, $0.baseAddress, uInt(length))) }
                 guard crc == entry.crc else {
-                    throw damaged("\(packPath): object \(entry.id) does not match its CRC-32; the pack is damaged (run `git fsck` on the store)")
+                    throw damaged("\(packPath): object \(entry.id) does not match its CRC-32 (the pack is damaged on disk)")
                 }
                 // The header: type in bits 4-6 of the first byte, then the size, 7 bits a byte.
                 var at = 0
@@ -121,9 +121,10 @@ struct PackRollUp {
                     var distance = UInt64(byte & 0x7f)
                     while byte & 0x80 != 0 {
                         at += 1
-                        guard at < length else { throw damaged("\(packPath): object \(entry.id) has a broken delta header") }
+                        // A distance takes at most 9 bytes (63 bits): more is damage, not a pack.
+                        guard at < length, at - headerEnd < 9 else { throw damaged("\(packPath): object \(entry.id) has a broken delta header") }
                         byte = buffer[at]
-                        distance = ((distance + 1) << 7) | UInt64(byte & 0x7f)
+                        distance = ((distance &+ 1) << 7) | UInt64(byte & 0x7f)
                     }
                     at += 1
                     guard distance > 0, distance <= entry.offset, let base = movedOffset(ofBaseAt: entry.offset - distance, before: i) else {
@@ -186,8 +187,12 @@ struct PackRollUp {
         }
     }
 
+    /// A pack that cannot be what its index says. Nothing is changed: the packs stay as they are
+    /// and only the roll-up is refused.
     static func damaged(_ message: String) -> GitError {
-        GitError(code: GitError.Code.generic, errorClass: 0, message: message, call: "PackRollUp")
+        GitError(code: GitError.Code.generic, errorClass: 0,
+                 message: message + "; the packs were left as they are. Check the store with `git --git-dir=<store> fsck --full` and restore a damaged pack from a peer or a backup",
+                 call: "PackRollUp")
     }
 
     static func ioFailed(_ what: String, _ path: FilePath, _ code: Int32) -> GitError {

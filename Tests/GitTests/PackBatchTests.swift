@@ -92,6 +92,28 @@ import TestSupport
         #expect(try gitFsck(t.gitDir, full: true) == 0)
     }
 
+    /// A batch whose pack could not be written says so at every later call, its final flush
+    /// included: a caller that kept the ids of its earlier writes must not use them.
+    @Test func aBatchThatFailedOnceRefusesToFlush() throws {
+        let t = try TempDevice()
+        _ = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let batch = try PackBatch(gitDir: t.gitDir, flushBytes: 1024)
+        var rng = SystemRandomNumberGenerator()
+        let first = (0..<4096).map { _ in UInt8.random(in: 0...255, using: &rng) }  // does not compress
+        _ = try first.withUnsafeBytes { try batch.write($0) }  // over 1 KiB: its pack is written
+        #expect(batch.packs == 1)
+        // The pack directory replaced by a file: the next pack cannot even start.
+        let packDir = t.gitDir.appending("objects/pack").string
+        try FileManager.default.moveItem(atPath: packDir, toPath: packDir + ".away")
+        try Data("not a directory".utf8).write(to: URL(fileURLWithPath: packDir))
+        #expect(throws: GitError.self) { _ = try Array("second\n".utf8).withUnsafeBytes { try batch.write($0) } }
+        try FileManager.default.removeItem(atPath: packDir)
+        try FileManager.default.moveItem(atPath: packDir + ".away", toPath: packDir)
+        #expect(throws: GitError.self) { _ = try Array("third\n".utf8).withUnsafeBytes { try batch.write($0) } }
+        #expect(throws: GitError.self) { try batch.flush() }
+        #expect(try packFiles(t.gitDir).allSatisfy { $0.hasPrefix("pack-") }, "no temporary left")
+    }
+
     /// A batch dropped before its flush leaves nothing behind: no pack, no temporary.
     @Test func anUnflushedBatchLeavesNoFiles() throws {
         let t = try TempDevice()

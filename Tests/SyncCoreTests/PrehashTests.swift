@@ -23,7 +23,7 @@ import TestSupport
             paths.insert(FilePath("d\(i % 7)/f\(i).txt"))
         }
         let job = try #require(store.prehashAhead(paths))
-        job.finish()
+        _ = job.result()  // every file hashed before the edits below
         let edited = fixture.data.appending("d3/f10.txt")
         let before = try #require(try FileStat.of(edited))
         try fixture.write("d3/f10.txt", "FILE 10 VERSION 1\n")  // same size as "file 10 version 0\n"
@@ -57,7 +57,7 @@ import TestSupport
             try fixture.write("f\(i)", "content \(i)\n")
             paths.insert(FilePath("f\(i)"))
         }
-        try #require(fixture.store.prehashAhead(paths)).finish()
+        try #require(fixture.store.prehashAhead(paths)).cancel()
         let outcome = try fixture.store.commit(paths: paths)
         #expect(outcome.commit != nil)
         #expect(try fixture.headContents().count == 260)

@@ -75,6 +75,7 @@ actor SyncEngine {
         guard rootIsPresent() else {
             failedBatch = paths  // kept for when the directory is back
             schedule.commitFailedAt = .now
+            ahead?.cancel()
             return
         }
         do {
@@ -272,7 +273,7 @@ actor SyncEngine {
             ahead = next
             start = end
         }
-        ahead?.finish()  // a stop came: no thread writes into the store once this returns
+        ahead?.cancel()  // a stop came: no thread writes into the store once this returns
         progress.finish("start-up commit")
         if start < rest.count {
             logger.notice("stopping: \(rest.count - start) changes made while stopped are left for the next start")

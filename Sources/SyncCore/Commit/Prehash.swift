@@ -31,7 +31,8 @@ extension Store {
         return PrehashJob(paths: paths, gitDir: gitDir, data: data)
     }
 
-    static func prehash(_ paths: Set<FilePath>, gitDir: FilePath, data: FilePath) -> [FilePath: Prehashed] {
+    static func prehash(_ paths: Set<FilePath>, gitDir: FilePath, data: FilePath,
+                        cancelled: @Sendable () -> Bool = { false }) -> [FilePath: Prehashed] {
         // In path order, a contiguous run per worker: each pack holds its files in the order a
         // peer's apply reads them (sorted, a run per worker), so reading a blob maps the pack
         // window the one before it used instead of a new one per file.
@@ -47,6 +48,7 @@ extension Store {
             var mine: [FilePath: Prehashed] = [:]
             var stats = (before: stat(), after: stat())
             for i in (list.count * worker / workers)..<(list.count * (worker + 1) / workers) {
+                if cancelled() { return }  // its pack, unfinished, is dropped with the batch
                 let path = list[i]
                 // One open and two fstats per file: what was read is what the file held from the
                 // first fstat to the second (a symbolic link, a FIFO or a file that changed meanwhile
@@ -72,10 +74,11 @@ public final class PrehashJob: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     /// Written once by the hashing thread before `finished` is signalled; read only after it.
     private var found: [FilePath: Prehashed] = [:]
+    private let stop = Atomic<Bool>(false)
 
     init(paths: Set<FilePath>, gitDir: FilePath, data: FilePath) {
         DispatchQueue.global().async { [self] in
-            found = Store.prehash(paths, gitDir: gitDir, data: data)
+            found = Store.prehash(paths, gitDir: gitDir, data: data) { [self] in stop.load(ordering: .relaxed) }
             finished.signal()
         }
     }
@@ -87,9 +90,13 @@ public final class PrehashJob: @unchecked Sendable {
         return found
     }
 
-    /// Waits until no thread of the job writes into the store any more (a job whose batch will
-    /// not be committed: its pack stays behind, unreferenced, until the store is repacked).
-    public func finish() { _ = result() }
+    /// Stops the hashing threads at their next file and waits until none of them writes into the
+    /// store any more (a job whose batch will not be committed: a pack it finished stays behind,
+    /// unreferenced, until the store is repacked).
+    public func cancel() {
+        stop.store(true, ordering: .relaxed)
+        _ = result()
+    }
 }
 
 extension IndexStat {
