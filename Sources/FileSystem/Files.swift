@@ -124,8 +124,9 @@ public enum Files {
         } catch {
             failure = .ioError
         }
-        // The umask may have taken the execute bit: set the mode we mean.
-        if failure == nil, fchmod(fd, executable ? 0o755 : 0o644) != 0 { failure = Errno(rawValue: errno) }
+        // The umask may have taken bits: set the mode we mean (a syscall per file only when it did).
+        let mode: mode_t = executable ? 0o755 : 0o644
+        if failure == nil, mode & processUmask != 0, fchmod(fd, mode) != 0 { failure = Errno(rawValue: errno) }
         if close(fd) != 0, failure == nil { failure = Errno(rawValue: errno) }
         if let failure {
             _ = path.withPlatformString { unlink($0) }
@@ -207,3 +208,28 @@ public enum AgentTemporary {
 @_silgen_name("renameat2")
 private func linuxRenameat2(_ olddirfd: Int32, _ oldpath: UnsafePointer<CChar>, _ newdirfd: Int32,
                             _ newpath: UnsafePointer<CChar>, _ flags: UInt32) -> Int32
+
+/// The process's umask, read once from `/proc/self/status` (umask(2) can only read it by setting
+/// it, which other threads creating files at that moment would see). Unknown: every bit, so
+/// `create` always sets the mode itself.
+private let processUmask: mode_t = {
+    guard let bytes = try? Files.read(FilePath("/proc/self/status")) else { return 0o777 }
+    let key = Array("Umask:".utf8)
+    var start = 0
+    while start < bytes.count {
+        let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
+        let line = bytes[start..<end]
+        if line.starts(with: key) {
+            var value: mode_t = 0
+            var digits = 0
+            for byte in line.dropFirst(key.count) where byte != UInt8(ascii: " ") && byte != UInt8(ascii: "\t") {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "7")).contains(byte) else { return 0o777 }
+                value = value * 8 + mode_t(byte - UInt8(ascii: "0"))
+                digits += 1
+            }
+            return digits > 0 ? value : 0o777
+        }
+        start = end + 1
+    }
+    return 0o777
+}()

@@ -199,15 +199,20 @@ struct DataDirectory: Sendable {
         // Never write through a link: a directory above the path that is now a symbolic link (not
         // committed yet) would take the file outside the data directory.
         var prefix = root
+        var missing = false  // a directory above the path is not there yet (nor any below it)
         for component in path.components.dropLast() {
             prefix.append(component)
-            if let stat = try FileStat.of(prefix), stat.kind != .directory { throw .fileExists }
+            guard let stat = try FileStat.of(prefix) else {
+                missing = true
+                break
+            }
+            if stat.kind != .directory { throw .fileExists }
         }
         if let stat = try FileStat.of(target), stat.kind == .directory {
             // Its tracked files were removed above; what is left is not ours to delete.
             guard Files.removeDirectoryWithoutFiles(target) else { throw .directoryNotEmpty }
         }
-        try Files.makeDirectories(dir)
+        if missing { try Files.makeDirectories(dir) }  // (each one above was just seen to be a directory)
         let temp = AgentTemporary.path(in: dir, counter: &counter)
         if side.mode == EntryMode.link {
             let bytes: [UInt8]
