@@ -147,7 +147,9 @@ final class PackFileWriter {
             let checksum = sha.finish()
             pending = checksum
             try writePending()
-            let name = "pack-" + checksum.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+            var sum = git_oid()
+            withUnsafeMutableBytes(of: &sum.id) { $0.copyBytes(from: checksum) }
+            let name = "pack-" + Oid(sum).hex  // git names a pack by its checksum, in hex
             entries.sort { $0.id < $1.id }  // in place: a roll-up's list is as long as the store
             let index = Self.indexBytes(sorted: entries, checksum: checksum)
             let (indexFD, indexTemp) = try Self.temporary(in: packDir, prefix: "tmp_idx_")
@@ -303,6 +305,3 @@ struct StreamSHA1 {
     }
 }
 
-private extension String {
-    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
-}

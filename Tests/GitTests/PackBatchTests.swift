@@ -48,6 +48,10 @@ import TestSupport
         #expect(batch.packs == 1)
 
         let pack = t.gitDir.appending("objects/pack").appending(files.first { $0.hasSuffix(".idx") }!)
+        // Named as git names a pack: by the checksum its last 20 bytes hold.
+        let packBytes = try Data(contentsOf: URL(fileURLWithPath: String(pack.string.dropLast(4)) + ".pack"))
+        let trailer = packBytes.suffix(20).map { String(format: "%02x", $0) }.joined()
+        #expect(pack.lastComponent?.string == "pack-\(trailer).idx")
         let verify = try git(t.gitDir, ["verify-pack", "-v", pack.string])
         #expect(verify.status == 0, "git verify-pack refused the pack: \(String(decoding: verify.out, as: UTF8.self))")
         #expect(String(decoding: verify.out, as: UTF8.self).contains("non delta: \(contents.count) objects"))
