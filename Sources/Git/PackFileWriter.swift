@@ -31,6 +31,7 @@ final class PackFileWriter {
     private(set) var size: UInt64 = 12
     private var entries: [Entry] = []
     private var stream = z_stream()
+    private var streamLevel = PackFileWriter.compression
     private var scratch: [UInt8] = []
     private var finished = false
     /// A write failed: the file no longer matches `entries`, so nothing more goes in and
@@ -86,6 +87,13 @@ final class PackFileWriter {
         header.append(byte)
 
         guard deflateReset(&stream) == Z_OK else { throw zlibFailed(id) }
+        // Bytes that look random (photos, video, archives: already compressed) are stored as they
+        // are: deflate would spend most of a batch's time on them for nothing.
+        let level = Incompressible.looks(data) ? 0 : Self.compression
+        if level != streamLevel {
+            guard deflateParams(&stream, level, Z_DEFAULT_STRATEGY) == Z_OK else { throw zlibFailed(id) }
+            streamLevel = level
+        }
         let bound = Int(deflateBound(&stream, uLong(data.count)))
         if scratch.count < bound { scratch = [UInt8](repeating: 0, count: bound) }
         stream.next_in = UnsafeMutablePointer(mutating: data.baseAddress?.assumingMemoryBound(to: Bytef.self))

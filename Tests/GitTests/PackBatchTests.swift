@@ -33,6 +33,7 @@ import TestSupport
                                    Array("some text\n".utf8)]
         var rng = SystemRandomNumberGenerator()
         contents.append((0..<200_000).map { _ in UInt8.random(in: 0...255, using: &rng) })
+        contents.append((0..<4096).map { _ in UInt8.random(in: 0...255, using: &rng) })  // stored, not deflated
         contents.append((0..<70_000).map { UInt8(truncatingIfNeeded: $0 / 100) })
         let batch = try PackBatch(gitDir: t.gitDir)
         var ids: [Oid] = []

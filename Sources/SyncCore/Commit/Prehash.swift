@@ -15,28 +15,26 @@ struct Prehashed: Sendable {
 extension Store {
     /// Below this many paths a batch is hashed in the commit loop itself.
     public static let prehashThreshold = 256
+    /// How many files a big batch hashes ahead at a time (see `commit(paths:)`).
+    static let prehashChunk = 4096
 
     /// Writes the blobs of the regular files among `paths` on as many threads as there are cores
     /// (at most 4), each with a repository handle of its own (libgit2 objects are never shared
     /// between threads). A file that changes while it is read is left to the commit loop.
-    func prehash(_ paths: Set<FilePath>) -> [FilePath: Prehashed] {
-        Self.prehash(paths, gitDir: gitDir, data: data)
-    }
 
     /// Starts hashing `paths` on other threads and returns at once (nil for a batch small enough
     /// to hash in the commit loop): the start-up commit hashes its next chunk while the engine
     /// commits the one before. Give the job to `commit(paths:ahead:)`.
     public func prehashAhead(_ paths: Set<FilePath>) -> PrehashJob? {
         guard paths.count >= Self.prehashThreshold else { return nil }
-        return PrehashJob(paths: paths, gitDir: gitDir, data: data)
+        return PrehashJob(list: paths.sorted { $0.precedesInBytes($1) }, gitDir: gitDir, data: data)
     }
 
-    static func prehash(_ paths: Set<FilePath>, gitDir: FilePath, data: FilePath,
+    /// - Parameter list: in path order (`precedesInBytes`), a contiguous run per worker: each pack
+    ///   holds its files in the order a peer's apply reads them, so reading a blob maps the pack
+    ///   window the one before it used instead of a new one per file.
+    static func prehash(_ list: [FilePath], gitDir: FilePath, data: FilePath,
                         cancelled: @Sendable () -> Bool = { false }) -> [FilePath: Prehashed] {
-        // In path order, a contiguous run per worker: each pack holds its files in the order a
-        // peer's apply reads them (sorted, a run per worker), so reading a blob maps the pack
-        // window the one before it used instead of a new one per file.
-        let list = paths.sorted { $0.precedesInBytes($1) }
         let workers = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
         guard workers > 1 else { return [:] }
         let found = Mutex<[FilePath: Prehashed]>([:])
@@ -45,9 +43,11 @@ extension Store {
             // Small files go into packs written straight from memory: no inode per object, nothing
             // to repack later (a pack batch per worker, one pack each 32 MiB).
             let batch = try? PackBatch(gitDir: gitDir)
+            let range = (list.count * worker / workers)..<(list.count * (worker + 1) / workers)
             var mine: [FilePath: Prehashed] = [:]
+            mine.reserveCapacity(range.count)
             var stats = (before: stat(), after: stat())
-            for i in (list.count * worker / workers)..<(list.count * (worker + 1) / workers) {
+            for i in range {
                 if cancelled() { return }  // its pack, unfinished, is dropped with the batch
                 let path = list[i]
                 // One open and two fstats per file: what was read is what the file held from the
@@ -76,9 +76,10 @@ public final class PrehashJob: @unchecked Sendable {
     private var found: [FilePath: Prehashed] = [:]
     private let stop = Atomic<Bool>(false)
 
-    init(paths: Set<FilePath>, gitDir: FilePath, data: FilePath) {
+    /// - Parameter list: in path order (`precedesInBytes`).
+    init(list: [FilePath], gitDir: FilePath, data: FilePath) {
         DispatchQueue.global().async { [self] in
-            found = Store.prehash(paths, gitDir: gitDir, data: data) { [self] in stop.load(ordering: .relaxed) }
+            found = Store.prehash(list, gitDir: gitDir, data: data) { [self] in stop.load(ordering: .relaxed) }
             finished.signal()
         }
     }

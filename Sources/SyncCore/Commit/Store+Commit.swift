@@ -78,95 +78,109 @@ extension Store {
                 obstructed[entry.path] = Self.absent
             }
         }
-        // Many files at once (a start-up commit, a bulk copy): hash them on every core first.
-        let prehashed = ahead?.result() ?? (paths.count >= Self.prehashThreshold ? prehash(paths) : [:])
-        if !prehashed.isEmpty { repo.refreshObjects() }  // the workers' packs
-        // A small commit flushes just the objects it wrote (`moveRef`); the pre-hash's packs are
-        // not in that log, so a batch that used it flushes the file system.
-        if prehashed.isEmpty { repo.recordWrites() }
-        defer { _ = repo.takeWrites() }
         // Parents sort before their children, so a directory replaced by a file (or the reverse)
         // is cleared before the new entries go in.
-        for path in paths.sorted(by: { $0.precedesInBytes($1) }) {
-            guard !path.isEmpty, !PathRules.isIgnored(path: path) else { continue }
-            guard policy.materializes(path) else { continue }  // this device's own, or not its to hold
-            // A file hashed ahead is a regular file this user read a moment ago, unchanged while it
-            // was read: no obstacle to look for, no second look. A write since then is a change of
-            // its own, seen by the watcher (or by the next scan's stat data).
-            let unmoved = prehashed[path]?.stat
-            if unmoved == nil, let obstacle = obstacle(at: path) {
-                obstruct(obstacle)
-                continue
-            }
-            let stat = unmoved ?? ((try? FileStat.of(data.pushing(path))) ?? nil)
-            // The rules hold files, not directories: a directory that went away (or came) is
-            // handled below, file by file, under the same rules.
-            let fileLevel = stat?.isStorable == true || index.entry(path) != nil
-            if fileLevel, !send.contains(path), let why = policy.holdReason(path, size: stat?.isStorable == true ? stat?.size : nil) {
-                let entry = index.entry(path)
-                if diskMatches(path, entry.map { ConflictSide(oid: $0.oid, mode: $0.mode) }, entry: entry) {
-                    heldList[path] = nil  // back to what the store has: nothing to hold
-                } else if let change = hold(path, stat: stat, reason: why), heldList[path] != change {
-                    if heldList[path]?.reason != why { newlyHeld.append(change) }
-                    heldList[path] = change
+        let ordered = paths.sorted { $0.precedesInBytes($1) }
+        // Many files at once (a bulk copy, a big merge's own writes read back): they are hashed on
+        // every core first, a chunk at a time, the next chunk while this one goes into the index.
+        // A chunk's hashes are all that is held: the whole batch's cost 22 MB at 100k files.
+        let chunked = ahead == nil && ordered.count >= Self.prehashThreshold
+        let step = chunked ? Self.prehashChunk : max(ordered.count, 1)
+        func hashAhead(from start: Int) -> PrehashJob? {
+            guard chunked, start < ordered.count else { return nil }
+            return PrehashJob(list: Array(ordered[start..<min(start + step, ordered.count)]), gitDir: gitDir, data: data)
+        }
+        var job = ahead ?? hashAhead(from: 0)
+        defer { job?.cancel() }  // a commit that failed half-way: no thread keeps writing
+        // A small commit flushes just the objects it wrote (`moveRef`); the pre-hash's packs are
+        // not in that log, so a batch that used it flushes the file system.
+        if job == nil { repo.recordWrites() }
+        defer { _ = repo.takeWrites() }
+        for start in stride(from: 0, to: ordered.count, by: step) {
+            let prehashed = job?.result() ?? [:]
+            job = hashAhead(from: start + step)
+            if !prehashed.isEmpty { repo.refreshObjects() }  // the workers' packs
+            for path in ordered[start..<min(start + step, ordered.count)] {
+                guard !path.isEmpty, !PathRules.isIgnored(path: path) else { continue }
+                guard policy.materializes(path) else { continue }  // this device's own, or not its to hold
+                // A file hashed ahead is a regular file this user read a moment ago, unchanged while it
+                // was read: no obstacle to look for, no second look. A write since then is a change of
+                // its own, seen by the watcher (or by the next scan's stat data).
+                let unmoved = prehashed[path]?.stat
+                if unmoved == nil, let obstacle = obstacle(at: path) {
+                    obstruct(obstacle)
+                    continue
                 }
-                continue
-            }
-            heldList[path] = nil
-            if unapplied[path] != nil {
-                // A merge could not write it here: its old state is not a change of this device's.
-                if isUnappliedAndUntouched(path, unapplied: unapplied) { continue }
-                unappliedTouched = true
-            }
-            guard let stat else {
-                try unstage(path)
-                try unstageDirectory(path)
-                continue
-            }
-            switch stat.kind {
-            case .directory:
-                try unstage(path)  // a file became a directory; its files come as their own paths
-            case .regular, .symlink:
-                try unstageDirectory(path)
-                // No stat shortcut here: the watcher saw a write, and two same-size writes in one
-                // clock tick leave identical stat data. Hashing is what tells. The bytes are read
-                // exactly as they are (never through .gitattributes filters).
-                let before = index.entry(path)
-                let blob: Oid
-                switch try blobFromDisk(path, stat: stat, prehashed: prehashed[path]) {
-                case .written(let id):
-                    blob = id
-                case .missing:
-                    retry.insert(path)  // it changed kind or went away meanwhile: look again
+                let stat = unmoved ?? ((try? FileStat.of(data.pushing(path))) ?? nil)
+                // The rules hold files, not directories: a directory that went away (or came) is
+                // handled below, file by file, under the same rules.
+                let fileLevel = stat?.isStorable == true || index.entry(path) != nil
+                if fileLevel, !send.contains(path), let why = policy.holdReason(path, size: stat?.isStorable == true ? stat?.size : nil) {
+                    let entry = index.entry(path)
+                    if diskMatches(path, entry.map { ConflictSide(oid: $0.oid, mode: $0.mode) }, entry: entry) {
+                        heldList[path] = nil  // back to what the store has: nothing to hold
+                    } else if let change = hold(path, stat: stat, reason: why), heldList[path] != change {
+                        if heldList[path]?.reason != why { newlyHeld.append(change) }
+                        heldList[path] = change
+                    }
                     continue
-                case .unreadable:
-                    obstruct(Obstacle(path: path, what: "a file this user cannot read"))
+                }
+                heldList[path] = nil
+                if unapplied[path] != nil {
+                    // A merge could not write it here: its old state is not a change of this device's.
+                    if isUnappliedAndUntouched(path, unapplied: unapplied) { continue }
+                    unappliedTouched = true
+                }
+                guard let stat else {
+                    try unstage(path)
+                    try unstageDirectory(path)
                     continue
-                case .changedWhileRead:
-                    // Its size changed while it was read (appends). Commit the bytes there are now
-                    // and read it again in a later batch.
-                    guard let snapshot = snapshot(path, stat: stat) else {
+                }
+                switch stat.kind {
+                case .directory:
+                    try unstage(path)  // a file became a directory; its files come as their own paths
+                case .regular, .symlink:
+                    try unstageDirectory(path)
+                    // No stat shortcut here: the watcher saw a write, and two same-size writes in one
+                    // clock tick leave identical stat data. Hashing is what tells. The bytes are read
+                    // exactly as they are (never through .gitattributes filters).
+                    let before = index.entry(path)
+                    let blob: Oid
+                    switch try blobFromDisk(path, stat: stat, prehashed: prehashed[path]) {
+                    case .written(let id):
+                        blob = id
+                    case .missing:
+                        retry.insert(path)  // it changed kind or went away meanwhile: look again
+                        continue
+                    case .unreadable:
+                        obstruct(Obstacle(path: path, what: "a file this user cannot read"))
+                        continue
+                    case .changedWhileRead:
+                        // Its size changed while it was read (appends). Commit the bytes there are now
+                        // and read it again in a later batch.
+                        guard let snapshot = snapshot(path, stat: stat) else {
+                            retry.insert(path)
+                            continue
+                        }
+                        try index.add(path, blob: snapshot, mode: Self.gitMode(stat))
+                        changes.append((path, before?.oid, snapshot))
+                        newestMtime = max(newestMtime ?? stat.mtimeSeconds, stat.mtimeSeconds)
                         retry.insert(path)
                         continue
                     }
-                    try index.add(path, blob: snapshot, mode: Self.gitMode(stat))
-                    changes.append((path, before?.oid, snapshot))
-                    newestMtime = max(newestMtime ?? stat.mtimeSeconds, stat.mtimeSeconds)
-                    retry.insert(path)
-                    continue
+                    let mode = Self.gitMode(stat)
+                    try index.add(path, blob: blob, mode: mode, stat: IndexStat(stat))
+                    if before?.oid != blob || before?.mode != mode {
+                        changes.append((path, before?.oid, blob))
+                        newestMtime = max(newestMtime ?? stat.mtimeSeconds, stat.mtimeSeconds)
+                    }
+                    // Rewritten while we read it? Then what we hashed may be stale: read it again later.
+                    if unmoved == nil, let again = try? FileStat.of(data.pushing(path)), again != stat {
+                        retry.insert(path)
+                    }
+                default:
+                    obstruct(Obstacle(path: path, what: "a \(stat.kind)"))  // (obstacle(at:) saw it first, unless it just came)
                 }
-                let mode = Self.gitMode(stat)
-                try index.add(path, blob: blob, mode: mode, stat: IndexStat(stat))
-                if before?.oid != blob || before?.mode != mode {
-                    changes.append((path, before?.oid, blob))
-                    newestMtime = max(newestMtime ?? stat.mtimeSeconds, stat.mtimeSeconds)
-                }
-                // Rewritten while we read it? Then what we hashed may be stale: read it again later.
-                if unmoved == nil, let again = try? FileStat.of(data.pushing(path)), again != stat {
-                    retry.insert(path)
-                }
-            default:
-                obstruct(Obstacle(path: path, what: "a \(stat.kind)"))  // (obstacle(at:) saw it first, unless it just came)
             }
         }
 
