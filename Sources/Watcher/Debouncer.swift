@@ -20,26 +20,61 @@ public struct WatchBatch: Sendable, Equatable {
 }
 
 /// Collects changes until the tree has been quiet for `quiet`, or until `maxDelay` has passed since
-/// the first change of the batch, whichever comes first. A pure state machine: time is passed in.
+/// the first change of the batch, whichever comes first; a batch of only new and changed files is
+/// also due once it holds `maxPaths` paths, so a long copy reaches the peers while it runs (one
+/// slice committed and sent while the next is written). A batch in which something that may be
+/// tracked went away waits for quiet as before: the deletion guard must see a mass deletion whole,
+/// never in slices that each look small. A pure state machine: time is passed in.
 public struct Debouncer: Sendable {
     public typealias Instant = ContinuousClock.Instant
 
+    /// What an event says happened at a path.
+    public enum Change: Sendable {
+        /// Made (or moved in): a removal of it within the same batch deletes nothing tracked.
+        case created
+        case changed
+        /// Deleted or moved out.
+        case removed
+    }
+
+    /// The size at which a batch without removals is due (the commit's pre-hash chunk).
+    public static let defaultMaxPaths = 4096
+
     public let quiet: Duration
     public let maxDelay: Duration
+    public let maxPaths: Int
     private var batch = WatchBatch()
     private var firstChange: Instant?
     private var lastChange: Instant?
+    /// Paths made within this batch (kept only while `removes` is false).
+    private var made: Set<FilePath> = []
+    /// Something this batch did not make went away: the batch waits for quiet or `maxDelay`.
+    private var removes = false
 
-    public init(quiet: Duration, maxDelay: Duration) {
+    public init(quiet: Duration, maxDelay: Duration, maxPaths: Int = Debouncer.defaultMaxPaths) {
         self.quiet = quiet
         self.maxDelay = max(maxDelay, quiet)
+        self.maxPaths = max(1, maxPaths)
     }
 
     public var pendingCount: Int { batch.paths.count }
     public var isEmpty: Bool { batch.isEmpty }
 
-    public mutating func add(_ path: FilePath, at now: Instant) {
+    public mutating func add(_ path: FilePath, at now: Instant, change: Change = .changed) {
         batch.paths.insert(path)
+        switch change {
+        case .created:
+            if !removes { made.insert(path) }
+        case .removed:
+            // An editor's or rsync's temporary renamed over its target was made in this batch:
+            // nothing tracked went away with it.
+            if !removes, !made.contains(path) {
+                removes = true
+                made = []
+            }
+        case .changed:
+            break
+        }
         touch(now)
     }
 
@@ -56,6 +91,7 @@ public struct Debouncer: Sendable {
     /// When the pending batch becomes due; nil when nothing is pending.
     public var deadline: Instant? {
         guard let firstChange, let lastChange else { return nil }
+        if !removes, !batch.rescan, batch.paths.count >= maxPaths { return lastChange }
         return min(lastChange + quiet, firstChange + maxDelay)
     }
 
@@ -72,6 +108,8 @@ public struct Debouncer: Sendable {
             batch = WatchBatch()
             firstChange = nil
             lastChange = nil
+            made = []
+            removes = false
         }
         return batch
     }

@@ -190,8 +190,8 @@ final class Loop: @unchecked Sendable {
         output.yield(batch)
     }
 
-    private func changed(_ path: FilePath) {
-        debouncer.add(path, at: .now)
+    private func changed(_ path: FilePath, _ change: Debouncer.Change = .changed) {
+        debouncer.add(path, at: .now, change: change)
         pending.store(debouncer.pendingCount, ordering: .relaxed)
     }
 
@@ -239,7 +239,8 @@ final class Loop: @unchecked Sendable {
         }
         guard let name, !ignore(name) else { return }
         let path = dir.appending(name)
-        changed(path)
+        changed(path, mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 ? .removed
+                      : mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 ? .created : .changed)
         guard mask & UInt32(IN_ISDIR) != 0 else { return }
         if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
             // Files made before the new watch existed sent no event: report everything inside.
