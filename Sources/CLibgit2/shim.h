@@ -19,6 +19,16 @@ typedef struct {
     void *owner;
 } syncagent_stream;
 
+/* An object database backend and its write stream with room for the Swift object behind each. */
+typedef struct {
+    git_odb_backend parent;
+    void *owner;
+} syncagent_odb_backend;
+typedef struct {
+    git_odb_stream parent;
+    void *owner;
+} syncagent_odb_stream;
+
 /* inflateInit is a macro: a function Swift can call. */
 static inline int syncagent_inflate_init(z_stream *stream) {
     return inflateInit(stream);

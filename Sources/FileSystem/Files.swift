@@ -113,7 +113,10 @@ public enum Files {
     /// Creates a new regular file (it must not exist) whose bytes `contents` hands to the sink,
     /// chunk by chunk, with mode 0644 or 0755. On any failure, the sink's or one `contents`
     /// throws, nothing is left behind; an error that is not an `Errno` becomes `EIO`.
-    public static func create(_ path: FilePath, executable: Bool, contents: (FileSink) throws -> Void) throws(Errno) {
+    /// - Parameter mtime: set as the file's modification time once its bytes are written (a
+    ///   `WriteStamp`); when the file system will not take it, the file is left with its own.
+    public static func create(_ path: FilePath, executable: Bool, mtime: timespec? = nil,
+                              contents: (FileSink) throws -> Void) throws(Errno) {
         let fd = path.withPlatformString { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, executable ? 0o755 : 0o644) }
         guard fd >= 0 else { throw Errno(rawValue: errno) }
         var failure: Errno?
@@ -127,6 +130,10 @@ public enum Files {
         // The umask may have taken bits: set the mode we mean (a syscall per file only when it did).
         let mode: mode_t = executable ? 0o755 : 0o644
         if failure == nil, mode & processUmask != 0, fchmod(fd, mode) != 0 { failure = Errno(rawValue: errno) }
+        if failure == nil, let mtime {
+            let times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2 /* UTIME_OMIT: atime as it is */), mtime]
+            _ = times.withUnsafeBufferPointer { futimens(fd, $0.baseAddress) }
+        }
         if close(fd) != 0, failure == nil { failure = Errno(rawValue: errno) }
         if let failure {
             _ = path.withPlatformString { unlink($0) }

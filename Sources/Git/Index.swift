@@ -7,6 +7,11 @@ import SystemPackage
 public final class Index {
     let handle: OpaquePointer
     private unowned let repository: Repository
+    /// Paths whose entry holds the stat data of a file this process wrote with a `WriteStamp` as
+    /// its mtime (`add(_:blob:mode:stat:stamped:)`): while `lstat` still gives exactly those stat
+    /// data, the file holds the entry's blob, however close a write came after it. Anything else
+    /// that changes the entry (or re-reads the index) drops the mark.
+    private var stampedPaths: Set<FilePath> = []
 
     init(handle: OpaquePointer, repository: Repository) {
         self.handle = handle
@@ -27,11 +32,17 @@ public final class Index {
     /// Re-reads the index file if another process changed it (or always, with `force`).
     public func read(force: Bool = false) throws(GitError) {
         try check(git_index_read(handle, force ? 1 : 0), "git_index_read")
+        stampedPaths = []
     }
+
+    /// Whether `path`'s entry is marked as written by this process with a stamped mtime (see
+    /// `stampedPaths`): its stat data, when a file still has them, stand for its bytes.
+    public func isStamped(_ path: FilePath) -> Bool { stampedPaths.contains(path) }
 
     /// Hashes the work-tree file at `path` (relative to the work tree) into the object database and
     /// stages it. Links are stored as links, never followed.
     public func add(_ path: FilePath) throws(GitError) -> AddOutcome {
+        stampedPaths.remove(path)
         let rc = path.withPlatformString { git_index_add_bypath(handle, $0) }
         if rc == GitError.Code.notFound { return .missing }
         if rc == GitError.Code.directory { return .directory }
@@ -42,6 +53,7 @@ public final class Index {
     /// Stages a blob already in the object database at `path`, with no stat data (so any later scan
     /// re-reads the file).
     public func add(_ path: FilePath, blob: Oid, mode: UInt32) throws(GitError) {
+        stampedPaths.remove(path)
         let rc = path.withPlatformString { cPath -> Int32 in
             var entry = git_index_entry()
             entry.mode = mode
@@ -54,7 +66,10 @@ public final class Index {
 
     /// Stages a blob already in the object database at `path` with the stat data of the file the
     /// caller has just written there, so later scans trust it without re-reading the file.
-    public func add(_ path: FilePath, blob: Oid, mode: UInt32, stat: IndexStat) throws(GitError) {
+    /// - Parameter stamped: the file is one this process wrote with a `WriteStamp` mtime that
+    ///   `stat` shows (see `isStamped`).
+    public func add(_ path: FilePath, blob: Oid, mode: UInt32, stat: IndexStat, stamped: Bool = false) throws(GitError) {
+        stampedPaths.remove(path)
         let rc = path.withPlatformString { cPath -> Int32 in
             var entry = git_index_entry()
             entry.mode = mode
@@ -72,10 +87,12 @@ public final class Index {
             return git_index_add(handle, &entry)
         }
         try check(rc, "git_index_add(\(path))")
+        if stamped { stampedPaths.insert(path) }
     }
 
     /// Unstages one path (no error if it was not staged).
     public func remove(_ path: FilePath) throws(GitError) {
+        stampedPaths.remove(path)
         guard entry(path) != nil else { return }
         let rc = path.withPlatformString { git_index_remove_bypath(handle, $0) }
         try check(rc, "git_index_remove_bypath(\(path))")
@@ -83,6 +100,7 @@ public final class Index {
 
     /// Unstages every path under `path/`.
     public func removeDirectory(_ path: FilePath) throws(GitError) {
+        if !stampedPaths.isEmpty { stampedPaths = stampedPaths.filter { !$0.starts(with: path) } }
         let rc = path.withPlatformString { git_index_remove_directory(handle, $0, 0) }
         try check(rc, "git_index_remove_directory(\(path))")
     }

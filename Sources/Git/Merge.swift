@@ -219,32 +219,47 @@ extension Repository {
             // No re-reading of the pack directory on a miss (a new file's blob is always missing):
             // the caller refreshes once per batch (`refreshObjects`).
             if git_odb_exists_ext(odb, &out, UInt32(GIT_ODB_LOOKUP_NO_REFRESH.rawValue)) == 0 {
-                let wrc = bytes.withUnsafeBytes { git_odb_write(&out, odb, $0.baseAddress, size, GIT_OBJECT_BLOB) }
+                let storing = bytes.withUnsafeBytes { Incompressible.looks(UnsafeRawBufferPointer(rebasing: $0[..<size])) }
+                let wrc = try withLooseOdb(storing: storing) { target in
+                    bytes.withUnsafeBytes { git_odb_write(&out, target, $0.baseAddress, size, GIT_OBJECT_BLOB) }
+                }
                 try check(wrc, "git_odb_write(\(absolutePath))")
             }
             return .written(noteWritten(Oid(out)))
         }
-        var stream: UnsafeMutablePointer<git_odb_stream>?
-        try check(git_odb_open_wstream(&stream, odb, git_object_size_t(size), GIT_OBJECT_BLOB), "git_odb_open_wstream(\(absolutePath))")
-        defer { git_odb_stream_free(stream) }
-        var buffer = [UInt8](repeating: 0, count: min(max(size, 1), 1 << 20))
-        var done = 0
-        while done < size {
-            let want = min(buffer.count, size - done)
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, want) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return .changedWhileRead }  // shorter than its size said
-            let rc = buffer.withUnsafeBytes { raw in
-                raw.baseAddress!.withMemoryRebound(to: CChar.self, capacity: n) { git_odb_stream_write(stream, $0, n) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        /// Reads the next piece into `buffer`: its length, 0 at the end of the file, nil on an error.
+        func next(_ want: Int) -> Int? {
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, want) }
+                if n < 0 && errno == EINTR { continue }
+                return n < 0 ? nil : n
             }
-            try check(rc, "git_odb_stream_write(\(absolutePath))")
-            done += n
         }
-        var extra: UInt8 = 0
-        if read(fd, &extra, 1) > 0 { return .changedWhileRead }  // longer than its size said
-        if let stats, fstat(fd, &stats.pointee.after) != 0 { return .changedWhileRead }
-        var out = git_oid()
-        try check(git_odb_stream_finalize_write(&out, stream), "git_odb_stream_finalize_write(\(absolutePath))")
-        return .written(noteWritten(Oid(out)))
+        // The first piece says whether the blob is worth compressing (`withLooseOdb`).
+        guard let first = next(min(buffer.count, size)), first > 0 else { return .changedWhileRead }  // shorter than its size said
+        let incompressible = buffer.withUnsafeBytes { Incompressible.looks(UnsafeRawBufferPointer(rebasing: $0[..<first])) }
+        return try withLooseOdb(storing: incompressible) { target throws(GitError) -> FileBlob in
+            var stream: UnsafeMutablePointer<git_odb_stream>?
+            try check(git_odb_open_wstream(&stream, target, git_object_size_t(size), GIT_OBJECT_BLOB), "git_odb_open_wstream(\(absolutePath))")
+            defer { git_odb_stream_free(stream) }
+            var done = 0, piece = first
+            while true {
+                let rc = buffer.withUnsafeBytes { raw in
+                    raw.baseAddress!.withMemoryRebound(to: CChar.self, capacity: piece) { git_odb_stream_write(stream, $0, piece) }
+                }
+                try check(rc, "git_odb_stream_write(\(absolutePath))")
+                done += piece
+                if done >= size { break }
+                guard let n = next(min(buffer.count, size - done)), n > 0 else { return .changedWhileRead }  // shorter than its size said
+                piece = n
+            }
+            var extra: UInt8 = 0
+            if read(fd, &extra, 1) > 0 { return .changedWhileRead }  // longer than its size said
+            if let stats, fstat(fd, &stats.pointee.after) != 0 { return .changedWhileRead }
+            var out = git_oid()
+            try check(git_odb_stream_finalize_write(&out, stream), "git_odb_stream_finalize_write(\(absolutePath))")
+            return .written(noteWritten(Oid(out)))
+        }
     }
 }

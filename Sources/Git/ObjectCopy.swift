@@ -17,7 +17,8 @@ public struct ObjectCopyReport: Sendable, Equatable {
 
 /// Where `copyMissingObjects` changes how it writes: tests set them small to cross every limit.
 public struct ObjectCopyLimits: Sendable {
-    /// Blobs larger than this go through a fixed buffer when the peer keeps them loose.
+    /// Blobs larger than this go through a fixed buffer when the peer keeps them loose (hashed
+    /// once, as they are written; a whole read also had libgit2 hash them on the way in).
     public var streamAbove: Int
     /// The first this many objects are written loose; the rest go into packs.
     public var looseLimit: Int
@@ -26,7 +27,7 @@ public struct ObjectCopyLimits: Sendable {
     /// A copy of at least this many objects takes whole the peer's packs that hold at least this
     /// many of them (and are at least half made of them).
     public var wholePacksFrom: Int
-    public init(streamAbove: Int = 16 << 20, looseLimit: Int = 64, batchBytes: Int = 32 << 20, wholePacksFrom: Int = 256) {
+    public init(streamAbove: Int = 1 << 20, looseLimit: Int = 64, batchBytes: Int = 32 << 20, wholePacksFrom: Int = 256) {
         self.streamAbove = streamAbove
         self.looseLimit = looseLimit
         self.batchBytes = batchBytes
@@ -119,7 +120,8 @@ private struct ObjectCopier: ~Copyable {
         if loose < limits.looseLimit {
             loose += 1
             var out = git_oid()
-            try check(git_odb_write(&out, odb, data, size, type), "git_odb_write(\(id))")
+            let incompressible = Incompressible.looks(UnsafeRawBufferPointer(start: data, count: size))
+            try check(target.withLooseOdb(storing: incompressible) { git_odb_write(&out, $0, data, size, type) }, "git_odb_write(\(id))")
             try verify(Oid(out), id)
             report.looseIds.append(id)
         } else {
@@ -269,13 +271,18 @@ private struct ObjectCopier: ~Copyable {
     /// Copies a blob through a fixed buffer. False when the peer keeps it packed (libgit2 1.5 reads
     /// packed objects only whole); the caller then reads it whole.
     mutating func copyStreaming(_ id: Oid, size: Int) throws(GitError) -> Bool {
+        // Opened at the first piece, which says whether the blob is worth compressing.
         var writer: UnsafeMutablePointer<git_odb_stream>?
-        try check(git_odb_open_wstream(&writer, odb, git_object_size_t(size), GIT_OBJECT_BLOB), "git_odb_open_wstream(\(id))")
-        defer { git_odb_stream_free(writer) }
+        defer { if let writer { git_odb_stream_free(writer) } }
         var done = 0
         let found: (type: String, size: Int)?
         do {
             found = try LooseObject.stream(objects: source.gitDir.appending("objects"), id: id, chunk: 1 << 20) { chunk in
+                if writer == nil {
+                    try check(target.withLooseOdb(storing: Incompressible.looks(UnsafeRawBufferPointer(chunk))) {
+                        git_odb_open_wstream(&writer, $0, git_object_size_t(size), GIT_OBJECT_BLOB)
+                    }, "git_odb_open_wstream(\(id))")
+                }
                 try check(chunk.withMemoryRebound(to: CChar.self) { git_odb_stream_write(writer, $0.baseAddress, $0.count) },
                           "git_odb_stream_write(\(id))")
                 done += chunk.count

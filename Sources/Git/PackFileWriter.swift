@@ -259,14 +259,15 @@ final class PackFileWriter {
         return 0
     }
 
-    private static func temporary(in dir: FilePath, prefix: String) throws(GitError) -> (Int32, FilePath) {
+    /// A new file `dir/<prefix>XXXXXX`, open for writing (close-on-exec); `what` names it in errors.
+    static func temporary(in dir: FilePath, prefix: String, what: String = "pack file") throws(GitError) -> (Int32, FilePath) {
         var template = dir.appending(prefix + "XXXXXX").withPlatformString { Array(UnsafeBufferPointer(start: $0, count: strlen($0) + 1)) }
         let fd = mkstemp(&template)
         if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         guard fd >= 0 else {
             let why = errno
             throw GitError(code: GitError.Code.generic, errorClass: 0,
-                           message: "cannot create a temporary pack file in \(dir): \(String(cString: strerror(why))); check that the store's directory is writable and the disk is not full",
+                           message: "cannot create a temporary \(what) in \(dir): \(String(cString: strerror(why))); check that the store's directory is writable and the disk is not full",
                            call: "mkstemp")
         }
         return (fd, template.withUnsafeBufferPointer { FilePath(platformString: $0.baseAddress!) })

@@ -63,6 +63,58 @@ import TestSupport
 
     /// Highly compressible content whose size is a multiple of the chunk: the last input bytes are
     /// consumed while the output buffer is full, and zlib still holds output.
+    /// Random bytes (a photo's) are written loose without compression, by the commit (big and
+    /// small files) and by the copy (streamed and whole): each loose file is about as big as its
+    /// object, and git reads every one back byte for byte; `git fsck --full` finds nothing.
+    @Test func randomBytesAreStoredLooseWithoutCompressionAndGitReadsThem() throws {
+        let phone = try TempDevice(), watch = try TempDevice()
+        let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+        let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+        var rng = SystemRandomNumberGenerator()
+        func random(_ n: Int) -> [UInt8] { (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) } }
+        let files: [String: [UInt8]] = ["photo.jpg": random(3 << 20 | 12345), "thumb.jpg": random(5000),
+                                        "exact.bin": random(1 << 20), "notes.txt": Array(String(repeating: "text\n", count: 2000).utf8)]
+        let tip = try commit(phone, source, files, parent: nil)
+        _ = try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [tip])
+        for (device, repo) in [(phone, source), (watch, target)] {
+            for entry in try repo.treeFiles(try repo.commit(tip).tree) {
+                let bytes = try #require(files[entry.path.string])
+                let shown = try run(device.gitDir, ["cat-file", "blob", entry.oid.hex])
+                #expect(Array(shown) == bytes, "git reads \(entry.path) in \(device.gitDir)")
+                let onDisk = try #require(try FileManager.default.attributesOfItem(atPath: looseObjectPath(device.gitDir, entry.oid))[.size] as? Int)
+                if entry.path.string == "notes.txt" {
+                    #expect(onDisk < bytes.count / 10, "text is compressed")
+                } else {
+                    #expect(onDisk >= bytes.count && onDisk < bytes.count + bytes.count / 100 + 64, "\(entry.path): \(onDisk) bytes for \(bytes.count)")
+                }
+            }
+            let fsck = Process()
+            fsck.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+            fsck.arguments = ["--git-dir", device.gitDir.string, "fsck", "--full", "--strict"]
+            fsck.standardOutput = FileHandle.nullDevice
+            fsck.standardError = FileHandle.nullDevice
+            try fsck.run()
+            fsck.waitUntilExit()
+            #expect(fsck.terminationStatus == 0, "git fsck in \(device.gitDir)")
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: device.gitDir.appending("objects").string)
+                .filter { $0.hasPrefix("tmp_obj_") }
+            #expect(leftovers.isEmpty, "temporaries left: \(leftovers)")
+        }
+    }
+
+    func run(_ gitDir: FilePath, _ args: [String]) throws -> Data {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+        p.arguments = ["--git-dir", gitDir.string] + args
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let out = pipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return out
+    }
+
     @Test(arguments: [1 << 20, 64 << 10, 4096])
     func compressibleBlobsStreamWhole(chunk: Int) throws {
         let t = try TempDevice()

@@ -26,8 +26,10 @@ struct DataDirectory: Sendable {
         case obstacle(Obstacle)
         /// Changed on disk since the baseline: left as it is.
         case localChange
-        /// Written; `displaced` is the temporary holding what a receive-only device had there.
-        case written(displaced: FilePath?)
+        /// Written; `displaced` is the temporary holding what a receive-only device had there;
+        /// `stamped`: the file's stat data right after it landed, its mtime the `WriteStamp` it
+        /// was written with (nil for a link, or when the file system did not keep the stamp).
+        case written(displaced: FilePath?, stamped: FileStat?)
         case failed(Errno)
     }
 
@@ -50,7 +52,11 @@ struct DataDirectory: Sendable {
         }
         do {
             if item.replacing {
-                return .written(displaced: try place(new, at: path, repo: repo, counter: &counter, displace: true))
+                switch try place(new, at: path, repo: repo, counter: &counter, displace: true, verify: nil) {
+                case .displaced(let kept, let stamped): return .written(displaced: kept, stamped: stamped)
+                case .placed(let stamped): return .written(displaced: nil, stamped: stamped)
+                case .keptNewer: return .written(displaced: nil, stamped: nil)  // (no check, so never)
+                }
             }
             // What the check above saw may change before the new version lands (a program saving
             // the file right then): the swap itself says what it replaced.
@@ -58,8 +64,10 @@ struct DataDirectory: Sendable {
             let outcome = try place(new, at: path, repo: repo, counter: &counter, displace: false) { displaced in
                 expected.contains { fileHolds(displaced, $0, entry: item.entry) }
             }
-            if case .keptNewer = outcome { return .localChange }
-            return .written(displaced: nil)
+            switch outcome {
+            case .keptNewer: return .localChange
+            case .placed(let stamped), .displaced(_, let stamped): return .written(displaced: nil, stamped: stamped)
+            }
         } catch {
             return .failed(error)
         }
@@ -143,7 +151,7 @@ struct DataDirectory: Sendable {
     /// returned temporary name (for the caller to keep, then remove) instead of being dropped.
     @discardableResult
     func place(_ side: ConflictSide, at path: FilePath, repo: Repository, counter: inout UInt64, displace: Bool = false) throws(Errno) -> FilePath? {
-        if case .displaced(let kept) = try place(side, at: path, repo: repo, counter: &counter, displace: displace, verify: nil) {
+        if case .displaced(let kept, _) = try place(side, at: path, repo: repo, counter: &counter, displace: displace, verify: nil) {
             return kept
         }
         return nil
@@ -178,10 +186,11 @@ struct DataDirectory: Sendable {
         return false
     }
 
+    /// `stamped` (see `Placement.written`) in each case that placed the new version.
     enum PlaceOutcome {
-        case placed
+        case placed(stamped: FileStat?)
         /// `displace`: what stood at the path, now at this temporary name.
-        case displaced(FilePath)
+        case displaced(FilePath, stamped: FileStat?)
         /// `verify` refused what the swap took out (written after the caller's check): it is back
         /// at the path, and the new version is not there.
         case keptNewer
@@ -214,13 +223,22 @@ struct DataDirectory: Sendable {
         }
         if missing { try Files.makeDirectories(dir) }  // (each one above was just seen to be a directory)
         let temp = AgentTemporary.path(in: dir, counter: &counter)
+        // A regular file gets a modification time no later write can give it: while the path
+        // shows it, the bytes are the ones written here (the commit of this device's own writes,
+        // read back by the watcher, then need not read them again).
+        let stamp = side.mode == EntryMode.link ? nil : WriteStamp.next()
+        func landed() -> FileStat? {
+            guard let stamp, let stat = (try? FileStat.of(target)) ?? nil, stat.kind == .regular,
+                  WriteStamp.holds(stamp, stat) else { return nil }
+            return stat
+        }
         if side.mode == EntryMode.link {
             let bytes: [UInt8]
             do { bytes = try repo.blobData(side.oid) } catch { throw .ioError }
             try Files.createLink(temp, target: bytes)
         } else {
             // Streamed: a big file costs a fixed buffer, not its size.
-            try Files.create(temp, executable: side.mode == EntryMode.executable) { sink in
+            try Files.create(temp, executable: side.mode == EntryMode.executable, mtime: stamp) { sink in
                 try repo.streamBlob(side.oid) { chunk in try sink.write(chunk) }
             }
         }
@@ -229,10 +247,10 @@ struct DataDirectory: Sendable {
             if displace || verify != nil, let old, old.isStorable {
                 do {
                     try Files.exchange(temp, target)
-                    guard let verify else { return .displaced(temp) }
+                    guard let verify else { return .displaced(temp, stamped: landed()) }
                     if verify(temp) {
                         try? Files.remove(temp)
-                        return .placed
+                        return .placed(stamped: landed())
                     }
                     // Written meanwhile: the newer bytes go back. (Written yet again between
                     // the two swaps: those came out now, and they are the newest.)
@@ -246,7 +264,7 @@ struct DataDirectory: Sendable {
             } else if verify != nil, old == nil {
                 do {
                     try Files.renameNoReplace(temp, to: target)
-                    return .placed
+                    return .placed(stamped: landed())
                 } catch where error == .fileExists {
                     try? Files.remove(temp)
                     return .keptNewer  // created meanwhile
@@ -259,6 +277,6 @@ struct DataDirectory: Sendable {
             try? Files.remove(temp)
             throw error
         }
-        return .placed
+        return .placed(stamped: landed())
     }
 }

@@ -241,11 +241,11 @@ extension Store {
                     report.failures.append(ApplyFailure(path: path, errno: errno))
                     if unapplied[path] == nil { unapplied[path] = item.change.old ?? Self.absent }
                     try index.add(path, blob: new.oid, mode: new.mode)
-                case .written(let displaced):
+                case .written(let displaced, let stamped):
                     // What the local file held at the very moment it was replaced: kept unless it
                     // is what was kept already.
                     if let displaced { keepDisplaced(displaced, as: path) }
-                    try stage(index, path, new)
+                    try stage(index, path, new, stamped: stamped)
                     report.written += 1
                     report.touched.append(path)
                     unapplied[path] = nil
@@ -353,9 +353,13 @@ extension Store {
         }
     }
 
-    /// Stages `side` at `path` with the stat data of the file now there.
-    private func stage(_ index: Index, _ path: FilePath, _ side: ConflictSide) throws(GitError) {
-        if let st = try? FileStat.of(data.pushing(path)) {
+    /// Stages `side` at `path` with the stat data of the file now there; with `stamped`, the stat
+    /// data the file had right after the apply wrote it with a `WriteStamp` (marked as such:
+    /// `Index.isStamped`). A write since then shows as other stat data.
+    private func stage(_ index: Index, _ path: FilePath, _ side: ConflictSide, stamped: FileStat? = nil) throws(GitError) {
+        if let stamped, Self.gitMode(stamped) == side.mode {
+            try index.add(path, blob: side.oid, mode: side.mode, stat: IndexStat(stamped), stamped: true)
+        } else if let st = try? FileStat.of(data.pushing(path)) {
             try index.add(path, blob: side.oid, mode: side.mode, stat: IndexStat(
                 size: st.size, mtimeSeconds: st.mtimeSeconds, mtimeNanoseconds: st.mtimeNanoseconds,
                 ctimeSeconds: st.ctimeSeconds, ctimeNanoseconds: st.ctimeNanoseconds, inode: st.inode, device: st.device))

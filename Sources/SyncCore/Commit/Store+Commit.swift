@@ -88,7 +88,9 @@ extension Store {
         let step = chunked ? Self.prehashChunk : max(ordered.count, 1)
         func hashAhead(from start: Int) -> PrehashJob? {
             guard chunked, start < ordered.count else { return nil }
-            return PrehashJob(list: Array(ordered[start..<min(start + step, ordered.count)]), gitDir: gitDir, data: data)
+            // This device's own writes, stamped and untouched since, are not read again (below).
+            let list = ordered[start..<min(start + step, ordered.count)].filter { !index.isStamped($0) }
+            return PrehashJob(list: list, gitDir: gitDir, data: data)
         }
         var job = ahead ?? hashAhead(from: 0)
         defer { job?.cancel() }  // a commit that failed half-way: no thread keeps writing
@@ -145,6 +147,10 @@ extension Store {
                     // clock tick leave identical stat data. Hashing is what tells. The bytes are read
                     // exactly as they are (never through .gitattributes filters).
                     let before = index.entry(path)
+                    // But a file a merge wrote here carries a `WriteStamp` mtime that no write since
+                    // can have left: stat data still equal to the entry's are its bytes, not read
+                    // again (the watcher reports every merge's own writes).
+                    if let before, index.isStamped(path), Self.statMatches(before, stat) { continue }
                     let blob: Oid
                     switch try blobFromDisk(path, stat: stat, prehashed: prehashed[path]) {
                     case .written(let id):

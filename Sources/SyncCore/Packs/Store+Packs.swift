@@ -88,6 +88,11 @@ extension Store {
             let path = packDir.appending(entry.name)
             if let stat = try? FileStat.of(path), stat.mtimeSeconds < hourAgo { try? Files.remove(path) }
         }
+        let objectDir = hubGitDir.appending("objects")
+        for entry in (try? Directory.entries(of: objectDir)) ?? [] where isTemporaryObject(entry.name) {
+            let path = objectDir.appending(entry.name)
+            if let stat = try? FileStat.of(path), stat.mtimeSeconds < hourAgo { try? Files.remove(path) }
+        }
         // Listed again under the lock: another device may have just rolled them up.
         let chosen = choose()
         guard !chosen.isEmpty else { return 0 }

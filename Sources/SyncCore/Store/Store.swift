@@ -142,6 +142,12 @@ public final class Store {
             let abs = packs.appending(entry.name)
             if (try? Files.remove(abs)) != nil { removed.append(abs) }
         }
+        // ... and a loose object stored without compression, its temporary (`tmp_obj_*`).
+        let objects = gitDir.appending("objects")
+        for entry in (try? Directory.entries(of: objects)) ?? [] where Self.isTemporaryObject(entry.name) {
+            let abs = objects.appending(entry.name)
+            if (try? Files.remove(abs)) != nil { removed.append(abs) }
+        }
         return removed
     }
 }
@@ -152,6 +158,11 @@ extension Store {
     static func isTemporaryPack(_ name: FilePath.Component) -> Bool {
         let text = name.string
         return text.hasPrefix("pack_git2_") || text.hasPrefix("tmp_pack_") || text.hasPrefix("tmp_idx_")
+    }
+
+    /// A loose object still being written without compression (`tmp_obj_*` in `objects/`).
+    static func isTemporaryObject(_ name: FilePath.Component) -> Bool {
+        name.string.hasPrefix("tmp_obj_")
     }
 }
 

@@ -1,0 +1,36 @@
+import Glibc
+import Synchronization
+
+/// A modification time no later write can give a file: set on a file this process writes, it says
+/// "the bytes here are still the ones we wrote" for as long as `lstat` shows it.
+///
+/// Any write (or `touch`, or a copy that keeps times) sets the mtime to the kernel's clock at that
+/// moment, which is never earlier than the coarse clock read here; a stamp is that reading minus 1
+/// to 1,000,000 ns, a different one for each file of this process (so one file stamped by us and
+/// copied over another with its times kept still differs). What breaks the rule is a wall clock set
+/// back meanwhile and a later write landing on the very nanosecond: `lstat`'s stat data then cannot
+/// tell, as they cannot for any tool that trusts them. A file system that keeps coarser times (FAT,
+/// some network file systems) stores another value than the stamp: the caller sees the mismatch and
+/// trusts nothing.
+public enum WriteStamp {
+    private static let counter = Atomic<UInt64>(0)
+
+    /// The next stamp: CLOCK_REALTIME_COARSE minus 1 to 1,000,000 ns.
+    public static func next() -> timespec {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME_COARSE, &now)
+        let back = Int(1 + counter.wrappingAdd(1, ordering: .relaxed).oldValue % 1_000_000)
+        var stamp = now
+        stamp.tv_nsec -= back
+        if stamp.tv_nsec < 0 {
+            stamp.tv_nsec += 1_000_000_000
+            stamp.tv_sec -= 1
+        }
+        return stamp
+    }
+
+    /// Whether `stat` shows exactly this stamp as its modification time.
+    public static func holds(_ stamp: timespec, _ stat: FileStat) -> Bool {
+        stat.mtimeSeconds == Int64(stamp.tv_sec) && stat.mtimeNanoseconds == Int64(stamp.tv_nsec)
+    }
+}
