@@ -9,9 +9,9 @@ returns only when it is done). Content both ways: text (zlib shrinks it) and ran
 archives: nothing to shrink). Receiving-side CPU: the watch agent's, against the whole Unison run's
 (both of its sides live in one process here, so it is an upper bound for Unison).
 
-Rows (BENCH_SCALE scales the counts): 10k new 4 KB files (text, random), 10k modified files, the
-100k-file first sync to an empty peer, 1 file in a 1k-file tree (p50 of 20), and the receiving
-side's CPU and peak RSS. Each row prints ours, Unison's, the ratio and the target (<= 1x Unison).
+Rows (BENCH_SCALE scales the counts): 10k new 4 KB files (text, random), 10k modified files, 300
+new 2 MB random files (photos; agents and Unison only), the 100k-file first sync to an empty peer,
+1 file in a 1k-file tree (p50 of 20), and the receiving side's CPU and peak RSS. Each row prints ours, Unison's, the ratio and the target (<= 1x Unison).
 
 Syncthing (Debian's 1.19, installed when missing) runs the same 10k workloads and the 1-file latency
 through bench/syncthing.py: two instances on loopback, its watcher at the shortest delay (1 s); times
@@ -179,6 +179,42 @@ def bench_bulk_pair(syncagent, tmp, rows, notes, agents, n, kind):
                  f"the other holds every byte")
 
 
+def bench_photos(syncagent, tmp, rows, notes, agents, n, size):
+    """n new files of `size` random bytes (photos: incompressible, big), through agents and one
+    Unison run; Syncthing is left out (its 1 s watcher delay and block hashing are known from the
+    4 KB rows, and it would add a minute)."""
+    base = os.path.join(tmp, f"peers-photos-{n}")
+    os.makedirs(base)
+    phone, watch = bench.make_pair(syncagent, base, "peers-photos", agents)
+    phone.start()
+    watch.start()
+    wait_running(phone)
+    wait_running(watch)
+    rng = random.Random(f"photos-{n}-{size}")
+    data = [rng.randbytes(size) for _ in range(n)]
+    cpu0 = cpu_of(watch)
+    write_files(phone.data, data)
+    t_last = time.perf_counter()
+    t_done = wait_all(watch.data, data, (phone, watch))
+    a_new = t_done - t_last
+    bench.wait_converged(phone, watch, timeout=bench.COMMIT_TIMEOUT_S)
+    a_cpu = cpu_of(watch) - cpu0
+    a_rss = watch.stats.get("peak_rss_mb") or float("nan")
+    phone.stop()
+    watch.stop()
+    same_tree(phone.data, watch.data)
+    u = UnisonPair(base)
+    write_files(u.a, data)
+    u_new, u_cpu, u_rss = u.run()
+    same_tree(u.a, u.b)
+    bench.cleanup(base)
+    mb = size // 1_000_000
+    rows.append((f"{n} new {mb} MB files, random (photos)", a_new, u_new, ("ratio", 1.0)))
+    rows.append((f"receiving CPU, {n} new {mb} MB random", a_cpu, u_cpu, ("ratio", 1.0)))
+    notes.append(f"{n} x {mb} MB random: watch agent peak RSS {a_rss:.0f} MB, Unison peak RSS {u_rss:.0f} MB; "
+                 f"Syncthing not run for this row")
+
+
 def syncthing_pair(base):
     """A connected Syncthing pair; a second try on fresh ports when the first does not connect
     (seen once: two instances on loopback that never found each other within 60 s)."""
@@ -331,6 +367,9 @@ def run(main_module, syncagent, tmp, agents):
     for kind in ("text", "random"):
         log(f"peers: {n10} new then modified files ({kind}), agents against one Unison run each")
         bench_bulk_pair(syncagent, tmp, rows, notes, agents, n10, kind)
+    n_photos = max(20, int(300 * scale))
+    log(f"peers: {n_photos} new 2 MB random files (photos), agents against one Unison run")
+    bench_photos(syncagent, tmp, rows, notes, agents, n_photos, 2_000_000)
     log(f"peers 4/4: {n100}-file first sync to an empty peer")
     bench_first_sync(syncagent, tmp, rows, notes, agents, n100)
     notes.append("Syncthing: two instances on loopback, file watcher at its shortest delay (1 s), discovery and relays "
