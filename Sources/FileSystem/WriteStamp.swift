@@ -5,28 +5,25 @@ import Synchronization
 /// "the bytes here are still the ones we wrote" for as long as `lstat` shows it.
 ///
 /// Any write (or `touch`, or a copy that keeps times) sets the mtime to the kernel's clock at that
-/// moment, which is never earlier than the coarse clock read here; a stamp is that reading minus 1
-/// to 1,000,000 ns, a different one for each file of this process (so one file stamped by us and
-/// copied over another with its times kept still differs). What breaks the rule is a wall clock set
-/// back meanwhile and a later write landing on the very nanosecond: `lstat`'s stat data then cannot
-/// tell, as they cannot for any tool that trusts them. A file system that keeps coarser times (FAT,
-/// some network file systems) stores another value than the stamp: the caller sees the mismatch and
-/// trusts nothing.
+/// moment, which is never earlier than the coarse clock read here; a stamp is that reading minus
+/// 10 ns to 1 ms, a different one for each file of this process (so one file stamped by us and
+/// copied over another with its times kept still differs), its nanoseconds ending in 1: odd and
+/// no multiple of 5, so no time a file system keeps more coarsely (every such step divides a
+/// second) can ever equal it. What breaks the rule is a wall clock set back meanwhile and a later
+/// write landing on the very nanosecond: `lstat`'s stat data then cannot tell, as they cannot for
+/// any tool that trusts them. A file system that keeps coarser times (FAT, some network file
+/// systems) stores another value than the stamp: the caller sees the mismatch and trusts nothing.
 public enum WriteStamp {
     private static let counter = Atomic<UInt64>(0)
 
-    /// The next stamp: CLOCK_REALTIME_COARSE minus 1 to 1,000,000 ns.
+    /// The next stamp: CLOCK_REALTIME_COARSE minus 10 ns to 1 ms, ending in 1 ns.
     public static func next() -> timespec {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME_COARSE, &now)
-        let back = Int(1 + counter.wrappingAdd(1, ordering: .relaxed).oldValue % 1_000_000)
-        var stamp = now
-        stamp.tv_nsec -= back
-        if stamp.tv_nsec < 0 {
-            stamp.tv_nsec += 1_000_000_000
-            stamp.tv_sec -= 1
-        }
-        return stamp
+        let back = 10 * Int(1 + counter.wrappingAdd(1, ordering: .relaxed).oldValue % 100_000)
+        var total = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec) - Int64(back)
+        total = total - total % 10 + 1  // still before `now`: at least 9 ns
+        return timespec(tv_sec: Int(total / 1_000_000_000), tv_nsec: Int(total % 1_000_000_000))
     }
 
     /// Whether `stat` shows exactly this stamp as its modification time.

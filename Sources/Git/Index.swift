@@ -31,8 +31,8 @@ public final class Index {
 
     /// Re-reads the index file if another process changed it (or always, with `force`).
     public func read(force: Bool = false) throws(GitError) {
-        try check(git_index_read(handle, force ? 1 : 0), "git_index_read")
         stampedPaths = []
+        try check(git_index_read(handle, force ? 1 : 0), "git_index_read")
     }
 
     /// Whether `path`'s entry is marked as written by this process with a stamped mtime (see

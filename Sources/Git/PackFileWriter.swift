@@ -31,7 +31,9 @@ final class PackFileWriter {
     private(set) var size: UInt64 = 12
     private var entries: [Entry] = []
     private var stream = z_stream()
-    private var streamLevel = PackFileWriter.compression
+    /// zlib at level 0, for bytes `Incompressible` says deflate cannot shrink (started at first use).
+    private var storedStream = z_stream()
+    private var storedStreamReady = false
     private var scratch: [UInt8] = []
     private var finished = false
     /// A write failed: the file no longer matches `entries`, so nothing more goes in and
@@ -65,6 +67,7 @@ final class PackFileWriter {
 
     deinit {
         deflateEnd(&stream)
+        if storedStreamReady { deflateEnd(&storedStream) }
         if !finished { abandon() }
     }
 
@@ -86,24 +89,15 @@ final class PackFileWriter {
         }
         header.append(byte)
 
-        guard deflateReset(&stream) == Z_OK else { throw zlibFailed(id) }
         // Bytes that look random (photos, video, archives: already compressed) are stored as they
-        // are: deflate would spend most of a batch's time on them for nothing.
-        let level = Incompressible.looks(data) ? 0 : Self.compression
-        if level != streamLevel {
-            guard deflateParams(&stream, level, Z_DEFAULT_STRATEGY) == Z_OK else { throw zlibFailed(id) }
-            streamLevel = level
+        // are: deflate would spend most of a batch's time on them for nothing. A stream per level
+        // (zlib before 1.2.12 could emit bytes from `deflateParams` right after a reset).
+        let stored = Incompressible.looks(data)
+        if stored, !storedStreamReady {
+            guard syncagent_deflate_init(&storedStream, 0) == Z_OK else { throw zlibFailed(id) }
+            storedStreamReady = true
         }
-        let bound = Int(deflateBound(&stream, uLong(data.count)))
-        if scratch.count < bound { scratch = [UInt8](repeating: 0, count: bound) }
-        stream.next_in = UnsafeMutablePointer(mutating: data.baseAddress?.assumingMemoryBound(to: Bytef.self))
-        stream.avail_in = uInt(data.count)
-        let produced = scratch.withUnsafeMutableBufferPointer { out -> Int in
-            stream.next_out = out.baseAddress
-            stream.avail_out = uInt(out.count)
-            return deflate(&stream, Z_FINISH) == Z_STREAM_END ? out.count - Int(stream.avail_out) : -1
-        }
-        stream.next_in = nil
+        let produced = stored ? try compress(data, with: &storedStream, id: id) : try compress(data, with: &stream, id: id)
         guard produced >= 0 else { throw zlibFailed(id) }
         var crc = header.withUnsafeBufferPointer { crc32(0, $0.baseAddress, uInt($0.count)) }
         crc = scratch.withUnsafeBufferPointer { crc32(crc, $0.baseAddress, uInt(produced)) }
@@ -112,6 +106,21 @@ final class PackFileWriter {
         pending.append(contentsOf: scratch[..<produced])
         size += UInt64(header.count + produced)
         if pending.count >= 1 << 18 { try writePending() }
+    }
+
+    /// Deflates one whole object into `scratch`; returns how many bytes it took.
+    private func compress(_ data: UnsafeRawBufferPointer, with stream: inout z_stream, id: Oid) throws(GitError) -> Int {
+        guard deflateReset(&stream) == Z_OK else { throw zlibFailed(id) }
+        let bound = Int(deflateBound(&stream, uLong(data.count)))
+        if scratch.count < bound { scratch = [UInt8](repeating: 0, count: bound) }
+        stream.next_in = UnsafeMutablePointer(mutating: data.baseAddress?.assumingMemoryBound(to: Bytef.self))
+        stream.avail_in = uInt(data.count)
+        defer { stream.next_in = nil }
+        return scratch.withUnsafeMutableBufferPointer { out -> Int in
+            stream.next_out = out.baseAddress
+            stream.avail_out = uInt(out.count)
+            return deflate(&stream, Z_FINISH) == Z_STREAM_END ? out.count - Int(stream.avail_out) : -1
+        }
     }
 
     /// Adds one object exactly as another pack holds it (its header and compressed bytes, an

@@ -41,7 +41,9 @@ public final class Repository {
             return try body(odb!)
         }
         if let storedOdb { return try body(storedOdb) }
-        let made = try StoredLooseBackend.database(objects: gitDir.appending("objects"))
+        var existing: OpaquePointer?
+        try check(git_repository_odb(&existing, handle), "git_repository_odb")
+        let made = try StoredLooseBackend.database(objects: gitDir.appending("objects"), existing: existing!)
         storedOdb = made
         return try body(made)
     }

@@ -14,7 +14,11 @@ import SystemPackage
 /// like every loose object here, it is made durable before a reference names it.
 enum StoredLooseBackend {
     /// A new object database holding only this backend for `objects`. Free with `git_odb_free`.
-    static func database(objects: FilePath) throws(GitError) -> OpaquePointer {
+    /// - Parameter existing: the store's own object database (its packs and loose objects): an
+    ///   object it has is not written again (libgit2 asks `exists` before a write and before a
+    ///   stream's finish). Taken over: freed with the backend, or here when this throws.
+    static func database(objects: FilePath, existing: OpaquePointer) throws(GitError) -> OpaquePointer {
+        let directory = Directory(objects: objects, existing: existing)  // from here on it owns `existing`
         var odb: OpaquePointer?
         try check(git_odb_new(&odb), "git_odb_new")
         let backend = UnsafeMutablePointer<syncagent_odb_backend>.allocate(capacity: 1)
@@ -24,8 +28,14 @@ enum StoredLooseBackend {
             git_odb_free(odb)
             throw GitError(code: GitError.Code.generic, errorClass: 0, message: "cannot start an object database backend", call: "git_odb_init_backend")
         }
-        backend.pointee.owner = Unmanaged.passRetained(Directory(objects: objects)).toOpaque()
+        backend.pointee.owner = Unmanaged.passRetained(directory).toOpaque()
         backend.pointee.parent.writestream = openStream
+        backend.pointee.parent.exists = { raw, oid in
+            guard let raw, let oid else { return 0 }
+            let directory = Unmanaged<Directory>.fromOpaque(
+                UnsafeMutableRawPointer(raw).assumingMemoryBound(to: syncagent_odb_backend.self).pointee.owner).takeUnretainedValue()
+            return git_odb_exists_ext(directory.existing, oid, UInt32(GIT_ODB_LOOKUP_NO_REFRESH.rawValue))  // (a pack made meanwhile: a second copy, harmless)
+        }
         backend.pointee.parent.free = { raw in
             guard let raw else { return }
             let own = UnsafeMutableRawPointer(raw).assumingMemoryBound(to: syncagent_odb_backend.self)
@@ -44,7 +54,13 @@ enum StoredLooseBackend {
 
     final class Directory {
         let objects: FilePath
-        init(objects: FilePath) { self.objects = objects }
+        /// A reference of its own to the store's object database (freed with the backend).
+        let existing: OpaquePointer
+        init(objects: FilePath, existing: OpaquePointer) {
+            self.objects = objects
+            self.existing = existing
+        }
+        deinit { git_odb_free(existing) }
     }
 
     private static let openStream: @convention(c) (
@@ -102,7 +118,10 @@ enum StoredLooseBackend {
                 git_error_set_str(Int32(GIT_ERROR_OS.rawValue), error.message)
                 return nil
             }
-            guard syncagent_deflate_init(&zstream, 0) == Z_OK else { return nil }  // (deinit drops the file)
+            guard syncagent_deflate_init(&zstream, 0) == Z_OK else {  // (deinit drops the file)
+                git_error_set_str(Int32(GIT_ERROR_ZLIB.rawValue), "zlib would not start an object in \(objects) (out of memory?)")
+                return nil
+            }
             let name: String
             switch type {
             case GIT_OBJECT_BLOB: name = "blob"
@@ -122,8 +141,19 @@ enum StoredLooseBackend {
             }
         }
 
-        /// Deflates `bytes` into the file (with `finish`, to the end of the zlib stream).
+        /// Deflates `bytes` into the file (with `finish`, to the end of the zlib stream), a slice of
+        /// at most 1 GiB at a time (zlib counts in 32 bits; `git_odb_write` hands a whole object).
         func write(_ bytes: UnsafeRawBufferPointer, finish: Bool = false) -> Bool {
+            let slice = 1 << 30
+            var start = 0
+            while bytes.count - start > slice {
+                guard deflate(UnsafeRawBufferPointer(rebasing: bytes[start..<(start + slice)]), finish: false) else { return false }
+                start += slice
+            }
+            return deflate(UnsafeRawBufferPointer(rebasing: bytes[start...]), finish: finish)
+        }
+
+        private func deflate(_ bytes: UnsafeRawBufferPointer, finish: Bool) -> Bool {
             guard !failed, fd >= 0 else { return false }
             zstream.next_in = UnsafeMutablePointer(mutating: bytes.baseAddress?.assumingMemoryBound(to: Bytef.self))
             zstream.avail_in = uInt(bytes.count)
@@ -132,9 +162,12 @@ enum StoredLooseBackend {
                 let rc = out.withUnsafeMutableBufferPointer { buffer -> Int32 in
                     zstream.next_out = buffer.baseAddress
                     zstream.avail_out = uInt(buffer.count)
-                    return deflate(&zstream, finish ? Z_FINISH : Z_NO_FLUSH)
+                    return CLibgit2.deflate(&zstream, finish ? Z_FINISH : Z_NO_FLUSH)
                 }
                 let produced = out.count - Int(zstream.avail_out)
+                if rc == Z_STREAM_ERROR {
+                    git_error_set_str(Int32(GIT_ERROR_ZLIB.rawValue), "zlib failed writing an object in \(objects)")
+                }
                 if rc == Z_STREAM_ERROR || !writeAll(produced) {
                     failed = true
                     return false
@@ -164,11 +197,15 @@ enum StoredLooseBackend {
             fchmod(fd, 0o444)
             let closed = close(fd) == 0
             fd = -1
-            defer { _ = temp.withPlatformString { unlink($0) } }  // left only when not renamed
-            guard closed else { return false }
+            var renamed = false
+            defer { if !renamed { _ = temp.withPlatformString { unlink($0) } } }
+            guard closed else {
+                git_error_set_str(Int32(GIT_ERROR_OS.rawValue), "cannot write object \(id) in \(objects): \(Errno(rawValue: errno))")
+                return false
+            }
             let hex = id.hex
             let dir = objects.appending(String(hex.prefix(2)))
-            _ = dir.withPlatformString { mkdir($0, 0o755) }
+            _ = dir.withPlatformString { mkdir($0, 0o777) }  // (the umask applies, as for git's own)
             let final = dir.appending(String(hex.dropFirst(2)))
             // An object already there (written meanwhile by another handle) is the same object.
             if final.withPlatformString({ access($0, F_OK) }) == 0 { return true }
@@ -177,6 +214,7 @@ enum StoredLooseBackend {
                 git_error_set_str(Int32(GIT_ERROR_OS.rawValue), "cannot put object \(hex) in \(objects): \(Errno(rawValue: errno))")
                 return false
             }
+            renamed = true
             return true
         }
     }

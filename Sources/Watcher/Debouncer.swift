@@ -30,7 +30,7 @@ public struct Debouncer: Sendable {
 
     /// What an event says happened at a path.
     public enum Change: Sendable {
-        /// Made (or moved in): a removal of it within the same batch deletes nothing tracked.
+        /// Made (not moved in): a removal of it within the same batch deletes nothing tracked.
         case created
         case changed
         /// Deleted or moved out.

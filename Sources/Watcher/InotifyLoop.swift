@@ -239,8 +239,10 @@ final class Loop: @unchecked Sendable {
         }
         guard let name, !ignore(name) else { return }
         let path = dir.appending(name)
+        // Moved in is not made: it may replace a tracked file, whose removal later in the batch
+        // is then a deletion (an editor's or rsync's temporary is made with IN_CREATE).
         changed(path, mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 ? .removed
-                      : mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 ? .created : .changed)
+                      : mask & UInt32(IN_CREATE) != 0 ? .created : .changed)
         guard mask & UInt32(IN_ISDIR) != 0 else { return }
         if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
             // Files made before the new watch existed sent no event: report everything inside.

@@ -87,4 +87,15 @@ import Watcher
         for i in 0..<10 { d.add(FilePath("again\(i)"), at: t0 + .seconds(1), change: .created) }
         #expect(d.takeIfDue(at: t0 + .seconds(1))?.paths.count == 10)
     }
+
+    /// A file moved in over a tracked one, then deleted: that deletion counts (moved in is no
+    /// temporary of the batch's own).
+    @Test func aFileMovedInThenDeletedIsARemoval() {
+        var d = Debouncer(quiet: .seconds(1), maxDelay: .seconds(60), maxPaths: 10)
+        for i in 0..<10 {
+            d.add(FilePath("tracked\(i)"), at: t0, change: .changed)  // IN_MOVED_TO
+            d.add(FilePath("tracked\(i)"), at: t0, change: .removed)
+        }
+        #expect(d.takeIfDue(at: t0) == nil)
+    }
 }

@@ -21,15 +21,25 @@ struct DataDirectory: Sendable {
         let unappliedOld: ConflictSide??
     }
 
+    /// What the path showed right after the new version landed.
+    enum Landing: Sendable {
+        /// A regular file with the `WriteStamp` it was written with: these stat data stand for
+        /// its bytes for as long as it keeps them.
+        case stamped(FileStat)
+        /// A regular file that does not show its stamp: written to since (or a file system that
+        /// keeps coarser times): its stat data say nothing about its bytes.
+        case unconfirmed
+        /// A symbolic link (no stamp).
+        case link
+    }
+
     enum Placement: Sendable {
         case alreadyThere
         case obstacle(Obstacle)
         /// Changed on disk since the baseline: left as it is.
         case localChange
-        /// Written; `displaced` is the temporary holding what a receive-only device had there;
-        /// `stamped`: the file's stat data right after it landed, its mtime the `WriteStamp` it
-        /// was written with (nil for a link, or when the file system did not keep the stamp).
-        case written(displaced: FilePath?, stamped: FileStat?)
+        /// Written; `displaced` is the temporary holding what a receive-only device had there.
+        case written(displaced: FilePath?, landing: Landing)
         case failed(Errno)
     }
 
@@ -53,9 +63,9 @@ struct DataDirectory: Sendable {
         do {
             if item.replacing {
                 switch try place(new, at: path, repo: repo, counter: &counter, displace: true, verify: nil) {
-                case .displaced(let kept, let stamped): return .written(displaced: kept, stamped: stamped)
-                case .placed(let stamped): return .written(displaced: nil, stamped: stamped)
-                case .keptNewer: return .written(displaced: nil, stamped: nil)  // (no check, so never)
+                case .displaced(let kept, let landing): return .written(displaced: kept, landing: landing)
+                case .placed(let landing): return .written(displaced: nil, landing: landing)
+                case .keptNewer: return .written(displaced: nil, landing: .unconfirmed)  // (no check, so never)
                 }
             }
             // What the check above saw may change before the new version lands (a program saving
@@ -66,7 +76,7 @@ struct DataDirectory: Sendable {
             }
             switch outcome {
             case .keptNewer: return .localChange
-            case .placed(let stamped), .displaced(_, let stamped): return .written(displaced: nil, stamped: stamped)
+            case .placed(let landing), .displaced(_, let landing): return .written(displaced: nil, landing: landing)
             }
         } catch {
             return .failed(error)
@@ -186,11 +196,11 @@ struct DataDirectory: Sendable {
         return false
     }
 
-    /// `stamped` (see `Placement.written`) in each case that placed the new version.
+    /// `landing` (see `Landing`) in each case that placed the new version.
     enum PlaceOutcome {
-        case placed(stamped: FileStat?)
+        case placed(landing: Landing)
         /// `displace`: what stood at the path, now at this temporary name.
-        case displaced(FilePath, stamped: FileStat?)
+        case displaced(FilePath, landing: Landing)
         /// `verify` refused what the swap took out (written after the caller's check): it is back
         /// at the path, and the new version is not there.
         case keptNewer
@@ -227,10 +237,12 @@ struct DataDirectory: Sendable {
         // shows it, the bytes are the ones written here (the commit of this device's own writes,
         // read back by the watcher, then need not read them again).
         let stamp = side.mode == EntryMode.link ? nil : WriteStamp.next()
-        func landed() -> FileStat? {
-            guard let stamp, let stat = (try? FileStat.of(target)) ?? nil, stat.kind == .regular,
-                  WriteStamp.holds(stamp, stat) else { return nil }
-            return stat
+        func landed() -> Landing {
+            guard let stamp else { return .link }
+            guard let stat = (try? FileStat.of(target)) ?? nil, stat.kind == .regular, WriteStamp.holds(stamp, stat) else {
+                return .unconfirmed
+            }
+            return .stamped(stat)
         }
         if side.mode == EntryMode.link {
             let bytes: [UInt8]
@@ -247,10 +259,10 @@ struct DataDirectory: Sendable {
             if displace || verify != nil, let old, old.isStorable {
                 do {
                     try Files.exchange(temp, target)
-                    guard let verify else { return .displaced(temp, stamped: landed()) }
+                    guard let verify else { return .displaced(temp, landing: landed()) }
                     if verify(temp) {
                         try? Files.remove(temp)
-                        return .placed(stamped: landed())
+                        return .placed(landing: landed())
                     }
                     // Written meanwhile: the newer bytes go back. (Written yet again between
                     // the two swaps: those came out now, and they are the newest.)
@@ -264,7 +276,7 @@ struct DataDirectory: Sendable {
             } else if verify != nil, old == nil {
                 do {
                     try Files.renameNoReplace(temp, to: target)
-                    return .placed(stamped: landed())
+                    return .placed(landing: landed())
                 } catch where error == .fileExists {
                     try? Files.remove(temp)
                     return .keptNewer  // created meanwhile
@@ -277,6 +289,6 @@ struct DataDirectory: Sendable {
             try? Files.remove(temp)
             throw error
         }
-        return .placed(stamped: landed())
+        return .placed(landing: landed())
     }
 }

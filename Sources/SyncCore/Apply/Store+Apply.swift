@@ -241,11 +241,11 @@ extension Store {
                     report.failures.append(ApplyFailure(path: path, errno: errno))
                     if unapplied[path] == nil { unapplied[path] = item.change.old ?? Self.absent }
                     try index.add(path, blob: new.oid, mode: new.mode)
-                case .written(let displaced, let stamped):
+                case .written(let displaced, let landing):
                     // What the local file held at the very moment it was replaced: kept unless it
                     // is what was kept already.
                     if let displaced { keepDisplaced(displaced, as: path) }
-                    try stage(index, path, new, stamped: stamped)
+                    try stage(index, path, new, landing: landing)
                     report.written += 1
                     report.touched.append(path)
                     unapplied[path] = nil
@@ -353,12 +353,17 @@ extension Store {
         }
     }
 
-    /// Stages `side` at `path` with the stat data of the file now there; with `stamped`, the stat
-    /// data the file had right after the apply wrote it with a `WriteStamp` (marked as such:
-    /// `Index.isStamped`). A write since then shows as other stat data.
-    private func stage(_ index: Index, _ path: FilePath, _ side: ConflictSide, stamped: FileStat? = nil) throws(GitError) {
-        if let stamped, Self.gitMode(stamped) == side.mode {
-            try index.add(path, blob: side.oid, mode: side.mode, stat: IndexStat(stamped), stamped: true)
+    /// Stages `side` at `path` with the stat data of the file now there. With a `landing`: the
+    /// stat data the file had right after the apply wrote it with a `WriteStamp` (marked as such:
+    /// `Index.isStamped`; a write since then shows as other stat data), or none when the stamp did
+    /// not show (what is there may be a write made since: the next look reads it).
+    private func stage(_ index: Index, _ path: FilePath, _ side: ConflictSide, landing: DataDirectory.Landing = .link) throws(GitError) {
+        if case .stamped(let stat) = landing, Self.gitMode(stat) == side.mode {
+            try index.add(path, blob: side.oid, mode: side.mode, stat: IndexStat(stat), stamped: true)
+        } else if case .unconfirmed = landing {
+            try index.add(path, blob: side.oid, mode: side.mode)
+        } else if case .stamped = landing {
+            try index.add(path, blob: side.oid, mode: side.mode)  // the mode is not the one asked for
         } else if let st = try? FileStat.of(data.pushing(path)) {
             try index.add(path, blob: side.oid, mode: side.mode, stat: IndexStat(
                 size: st.size, mtimeSeconds: st.mtimeSeconds, mtimeNanoseconds: st.mtimeNanoseconds,

@@ -88,15 +88,17 @@ extension Store {
         let step = chunked ? Self.prehashChunk : max(ordered.count, 1)
         func hashAhead(from start: Int) -> PrehashJob? {
             guard chunked, start < ordered.count else { return nil }
-            // This device's own writes, stamped and untouched since, are not read again (below).
+            // This device's own writes, stamped and untouched since, are not read again (below);
+            // a chunk with few others left hashes them in the loop.
             let list = ordered[start..<min(start + step, ordered.count)].filter { !index.isStamped($0) }
+            guard list.count >= Self.prehashThreshold / 4 else { return nil }
             return PrehashJob(list: list, gitDir: gitDir, data: data)
         }
         var job = ahead ?? hashAhead(from: 0)
         defer { job?.cancel() }  // a commit that failed half-way: no thread keeps writing
         // A small commit flushes just the objects it wrote (`moveRef`); the pre-hash's packs are
-        // not in that log, so a batch that used it flushes the file system.
-        if job == nil { repo.recordWrites() }
+        // not in that log, so a batch that may use it flushes the file system.
+        if ahead == nil && !chunked { repo.recordWrites() }
         defer { _ = repo.takeWrites() }
         for start in stride(from: 0, to: ordered.count, by: step) {
             let prehashed = job?.result() ?? [:]
