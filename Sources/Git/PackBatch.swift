@@ -18,6 +18,8 @@ public final class PackBatch {
     private var waiting: Set<Oid> = []
     /// Packs written so far.
     public private(set) var packs = 0
+    /// Their names (the checksum's hex, as `Repository.pack(_:holds:)` takes them).
+    public private(set) var names: [String] = []
     /// A write or a pack failed: objects this batch said it holds may not be in the store, so
     /// every later call throws this (the caller drops what the batch wrote).
     private var failed: GitError?
@@ -91,7 +93,7 @@ public final class PackBatch {
         self.writer = nil
         defer { waiting.removeAll(keepingCapacity: true) }  // in the store now, or abandoned
         do {
-            _ = try writer.finish(tick: onProgress)
+            names.append(String(try writer.finish(tick: onProgress).dropFirst("pack-".count)))
         } catch {
             failed = error
             throw error

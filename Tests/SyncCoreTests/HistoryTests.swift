@@ -90,6 +90,42 @@ import TestSupport
         #expect(t.phone.store.diskBytes() > 0)
     }
 
+    /// Photos (random bytes) kept loose without compression move into packs as they are, beside
+    /// text that the pack builder compresses: every object readable, fsck clean, and the photos'
+    /// pack about as big as the photos.
+    @Test func looseRandomBlobsMoveIntoPacksAsTheyAre() throws {
+        let t = try TwoDevices()
+        var rng = SystemRandomNumberGenerator()
+        var written: [String: [UInt8]] = [:]
+        for i in 0..<40 {
+            written["photos/p\(i).jpg"] = (0..<(100_000 + i)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            written["notes/n\(i).txt"] = Array("note \(i)\n".utf8)
+        }
+        for (rel, bytes) in written {
+            try FileManager.default.createDirectory(atPath: t.phone.data.appending(rel).removingLastComponent().string,
+                                                    withIntermediateDirectories: true)
+            try Data(bytes).write(to: URL(fileURLWithPath: t.phone.data.appending(rel).string))
+        }
+        let paths = written.keys.sorted().map { FilePath($0) }
+        for start in stride(from: 0, to: paths.count, by: 20) {  // small batches: loose objects
+            try t.phone.commit(contentsOf: Array(paths[start..<min(start + 20, paths.count)]))
+        }
+        #expect(t.phone.store.looseCount() > 80)
+        #expect(try t.phone.store.packLooseObjects(maxObjects: 4096, minimum: 1).more == false)
+        #expect(t.phone.store.looseCount() == 0)
+        // Two packs: the pack builder's (text, trees, commits) and the photos' as they were.
+        let packs = try FileManager.default.contentsOfDirectory(atPath: t.phone.gitDir.appending("objects/pack").string)
+            .filter { $0.hasSuffix(".pack") }
+        #expect(packs.count == 2, "\(packs)")
+        let head = try #require(try t.phone.store.head())
+        for file in try t.phone.store.files(at: head) {
+            #expect(try t.phone.store.blob(file.oid) == written[file.path.string], "\(file.path)")
+        }
+        #expect(try gitFsck(t.phone.gitDir, full: true) == 0)
+        let photos = written.filter { $0.key.hasPrefix("photos/") }.values.reduce(0) { $0 + $1.count }
+        #expect(t.phone.store.diskBytes() < Int64(photos) * 11 / 10 + 1_000_000)
+    }
+
     /// A big batch (a bulk copy, a start-up commit) writes its blobs straight into packs: no
     /// inode per file, nothing to repack later; every byte readable, fsck clean.
     @Test func aBigBatchWritesItsBlobsIntoPacks() throws {

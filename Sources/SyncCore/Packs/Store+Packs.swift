@@ -142,6 +142,8 @@ extension Store {
     /// Loose objects below this count are left alone (a pack per handful of objects would only
     /// make more packs to roll up).
     public static let looseMinimum = 256
+    /// Loose files above this size are looked at for bytes stored uncompressed (`writeLoosePack`).
+    static let storedFrom = 64 << 10
 
     /// Moves up to `maxObjects` loose objects into one new pack and removes their loose files:
     /// nothing is ever dropped or made unreachable, every object stays in the store, only where it
@@ -178,22 +180,45 @@ extension Store {
         guard found.count >= minimum else { return written }
         written.slice.more = found.count == maxObjects
         var chosen: [LooseFile] = []
+        var stored: [LooseFile] = []  // big blobs kept uncompressed: random bytes
         var input = 0
         for file in found {
             // Compressed at most ~1000:1, so only files over 16 KiB can hold a 16 MiB object.
-            if file.bytes * 1032 > keepLooseAbove, (try? repo.objectSize(file.id)) ?? Int.max > keepLooseAbove {
+            let size = file.bytes * 1032 > keepLooseAbove || file.bytes > Self.storedFrom ? (try? repo.objectSize(file.id)) : nil
+            if file.bytes * 1032 > keepLooseAbove, size ?? Int.max > keepLooseAbove {
                 written.slice.keptLoose += 1
                 continue
             }
-            chosen.append(file)
+            // A loose file as big as its object holds bytes deflate could not shrink (a photo):
+            // copied into a pack as they are, not through the pack builder, which deflated them
+            // again (9 MB/s here) and looked for deltas among them.
+            if file.bytes > Self.storedFrom, let size, file.bytes >= size {
+                stored.append(file)
+            } else {
+                chosen.append(file)
+            }
             input += file.bytes
             if input > maxBytes { written.slice.more = true; break }
         }
-        guard chosen.count >= minimum || (written.slice.more && !chosen.isEmpty) else { return written }
-        let name = try repo.writePack(of: chosen.map(\.id))
+        let count = chosen.count + stored.count
+        guard count >= minimum || (written.slice.more && count > 0) else { return written }
+        let name = chosen.isEmpty ? nil : try repo.writePack(of: chosen.map(\.id))
+        var batchNames: [String] = []
+        if !stored.isEmpty {
+            let batch = try PackBatch(gitDir: gitDir, flushBytes: Int.max)
+            for file in stored {
+                let bytes = try repo.blobData(file.id)
+                let written: Result<Oid, GitError> = bytes.withUnsafeBytes { raw in Result { () throws(GitError) in try batch.write(raw) } }
+                _ = try written.get()
+            }
+            try batch.flush()
+            batchNames = batch.names
+        }
         Durability.flushFileSystem(containing: gitDir)
-        let held = try repo.pack(name, holds: chosen.map(\.id))
-        written.held = chosen.filter { held.contains($0.id) }.map(\.path)
+        var held: Set<Oid> = []
+        if let name { held.formUnion(try repo.pack(name, holds: chosen.map(\.id))) }
+        for packed in batchNames { held.formUnion(try repo.pack(packed, holds: stored.map(\.id))) }
+        written.held = (chosen + stored).filter { held.contains($0.id) }.map(\.path)
         return written
     }
 
