@@ -367,11 +367,13 @@ def run(main_module, syncagent, tmp, agents):
     for kind in ("text", "random"):
         log(f"peers: {n10} new then modified files ({kind}), agents against one Unison run each")
         bench_bulk_pair(syncagent, tmp, rows, notes, agents, n10, kind)
+    log(f"peers 4/4: {n100}-file first sync to an empty peer")
+    bench_first_sync(syncagent, tmp, rows, notes, agents, n100)
+    # Last: Unison's peak RSS is read as the largest of any child so far (RUSAGE_CHILDREN), and
+    # this row's is the largest.
     n_photos = max(20, int(300 * scale))
     log(f"peers: {n_photos} new 2 MB random files (photos), agents against one Unison run")
     bench_photos(syncagent, tmp, rows, notes, agents, n_photos, 2_000_000)
-    log(f"peers 4/4: {n100}-file first sync to an empty peer")
-    bench_first_sync(syncagent, tmp, rows, notes, agents, n100)
     notes.append("Syncthing: two instances on loopback, file watcher at its shortest delay (1 s), discovery and relays "
                  "off; its 100k-file first sync is not run here (224 s in PEERS.md: it would double the run)")
     return rows, notes, version
