@@ -131,25 +131,30 @@ def same_tree(a, b):
         raise BenchError(f"{a} and {b} differ: {p.stdout.decode(errors='replace')[:500]}")
 
 
+def agents_take(syncagent, base, phase, agents, data):
+    """A phone/watch pair of agents, started, then `data` written on the phone: (seconds from the
+    last write until the watch holds every byte, the watch's CPU meanwhile, its peak RSS in MB, the
+    phone, the watch), both still running and converged."""
+    phone, watch = bench.make_pair(syncagent, base, phase, agents)
+    phone.start()
+    watch.start()
+    wait_running(phone)
+    wait_running(watch)
+    cpu0 = cpu_of(watch)
+    write_files(phone.data, data)
+    t_last = time.perf_counter()
+    t_done = wait_all(watch.data, data, (phone, watch))
+    bench.wait_converged(phone, watch, timeout=bench.COMMIT_TIMEOUT_S)
+    return t_done - t_last, cpu_of(watch) - cpu0, watch.stats.get("peak_rss_mb") or float("nan"), phone, watch
+
+
 def bench_bulk_pair(syncagent, tmp, rows, notes, agents, n, kind):
     """n new files, then n modified, through agents and through Unison."""
     label = f"{n // 1000}k" if n >= 1000 else str(n)
     base = os.path.join(tmp, f"peers-{kind}-{n}")
     os.makedirs(base)
-    phone, watch = bench.make_pair(syncagent, base, f"peers-{kind}", agents)
-    phone.start()
-    watch.start()
-    wait_running(phone)
-    wait_running(watch)
     new = contents(n, kind)
-    cpu0 = cpu_of(watch)
-    write_files(phone.data, new)
-    t_last = time.perf_counter()
-    t_done = wait_all(watch.data, new, (phone, watch))
-    a_new = t_done - t_last
-    bench.wait_converged(phone, watch, timeout=bench.COMMIT_TIMEOUT_S)
-    a_cpu = cpu_of(watch) - cpu0
-    a_rss = watch.stats.get("peak_rss_mb") or float("nan")
+    a_new, a_cpu, a_rss, phone, watch = agents_take(syncagent, base, f"peers-{kind}", agents, new)
 
     mod = contents(n, kind, version=1)
     write_files(phone.data, mod)
@@ -185,21 +190,9 @@ def bench_photos(syncagent, tmp, rows, notes, agents, n, size):
     4 KB rows, and it would add a minute)."""
     base = os.path.join(tmp, f"peers-photos-{n}")
     os.makedirs(base)
-    phone, watch = bench.make_pair(syncagent, base, "peers-photos", agents)
-    phone.start()
-    watch.start()
-    wait_running(phone)
-    wait_running(watch)
     rng = random.Random(f"photos-{n}-{size}")
     data = [rng.randbytes(size) for _ in range(n)]
-    cpu0 = cpu_of(watch)
-    write_files(phone.data, data)
-    t_last = time.perf_counter()
-    t_done = wait_all(watch.data, data, (phone, watch))
-    a_new = t_done - t_last
-    bench.wait_converged(phone, watch, timeout=bench.COMMIT_TIMEOUT_S)
-    a_cpu = cpu_of(watch) - cpu0
-    a_rss = watch.stats.get("peak_rss_mb") or float("nan")
+    a_new, a_cpu, a_rss, phone, watch = agents_take(syncagent, base, "peers-photos", agents, data)
     phone.stop()
     watch.stop()
     same_tree(phone.data, watch.data)

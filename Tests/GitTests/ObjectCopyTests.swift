@@ -79,7 +79,7 @@ import TestSupport
         for (device, repo) in [(phone, source), (watch, target)] {
             for entry in try repo.treeFiles(try repo.commit(tip).tree) {
                 let bytes = try #require(files[entry.path.string])
-                let shown = try run(device.gitDir, ["cat-file", "blob", entry.oid.hex])
+                let shown = try git(device.gitDir, ["cat-file", "blob", entry.oid.hex]).out
                 #expect(Array(shown) == bytes, "git reads \(entry.path) in \(device.gitDir)")
                 let onDisk = try #require(try FileManager.default.attributesOfItem(atPath: looseObjectPath(device.gitDir, entry.oid))[.size] as? Int)
                 if entry.path.string == "notes.txt" {
@@ -88,31 +88,11 @@ import TestSupport
                     #expect(onDisk >= bytes.count && onDisk < bytes.count + bytes.count / 100 + 64, "\(entry.path): \(onDisk) bytes for \(bytes.count)")
                 }
             }
-            let fsck = Process()
-            fsck.executableURL = URL(fileURLWithPath: "/usr/bin/git")
-            fsck.arguments = ["--git-dir", device.gitDir.string, "fsck", "--full", "--strict"]
-            fsck.standardOutput = FileHandle.nullDevice
-            fsck.standardError = FileHandle.nullDevice
-            try fsck.run()
-            fsck.waitUntilExit()
-            #expect(fsck.terminationStatus == 0, "git fsck in \(device.gitDir)")
+            #expect(try git(device.gitDir, ["fsck", "--full", "--strict"]).status == 0, "git fsck in \(device.gitDir)")
             let leftovers = try FileManager.default.contentsOfDirectory(atPath: device.gitDir.appending("objects").string)
                 .filter { $0.hasPrefix("tmp_obj_") }
             #expect(leftovers.isEmpty, "temporaries left: \(leftovers)")
         }
-    }
-
-    func run(_ gitDir: FilePath, _ args: [String]) throws -> Data {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/git")
-        p.arguments = ["--git-dir", gitDir.string] + args
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let out = pipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return out
     }
 
     @Test(arguments: [1 << 20, 64 << 10, 4096])

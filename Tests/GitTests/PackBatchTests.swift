@@ -6,19 +6,6 @@ import TestSupport
 
 /// The packs a batch writes itself (`PackFileWriter`): git must read them as its own.
 @Suite struct PackBatchTests {
-    func git(_ gitDir: FilePath, _ args: [String]) throws -> (status: Int32, out: Data) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/git")
-        p.arguments = ["--git-dir", gitDir.string] + args
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let out = pipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, out)
-    }
-
     func packFiles(_ gitDir: FilePath) throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: gitDir.appending("objects/pack").string).sorted()
     }

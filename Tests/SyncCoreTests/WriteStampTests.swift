@@ -61,11 +61,7 @@ import TestSupport
         _ = try t.watch.pull(from: t.phone)
         let x = t.watch.data.appending("x.txt").string, y = t.watch.data.appending("y.txt").string
         try Data("same size 1".utf8).write(to: URL(fileURLWithPath: y))
-        let touch = Process()
-        touch.executableURL = URL(fileURLWithPath: "/usr/bin/touch")
-        touch.arguments = ["-r", x, y]  // to the nanosecond
-        try touch.run()
-        touch.waitUntilExit()
+        #expect(try runProgram("/usr/bin/touch", ["-r", x, y]).status == 0)  // to the nanosecond
         #expect(try FileStat.of(t.watch.data.appending("y.txt"))?.mtimeNanoseconds == FileStat.of(t.watch.data.appending("x.txt"))?.mtimeNanoseconds)
         let outcome = try t.watch.store.commit(paths: ["y.txt"])
         #expect(outcome.commit != nil)

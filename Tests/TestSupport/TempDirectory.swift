@@ -74,12 +74,28 @@ public final class TempDevice: @unchecked Sendable {
     public func read(_ rel: String) -> String? { try? String(contentsOfFile: data.appending(rel).string, encoding: .utf8) }
 }
 
+/// Runs a program to its end; its exit status and what it wrote on stdout (stderr is dropped).
+@discardableResult
+public func runProgram(_ path: String, _ args: [String]) throws -> (status: Int32, out: Data) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: path)
+    p.arguments = args
+    let pipe = Pipe()
+    p.standardOutput = pipe
+    p.standardError = FileHandle.nullDevice
+    try p.run()
+    let out = pipe.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return (p.terminationStatus, out)
+}
+
+/// The git CLI on a store (`git --git-dir <gitDir> args...`).
+@discardableResult
+public func git(_ gitDir: FilePath, _ args: [String]) throws -> (status: Int32, out: Data) {
+    try runProgram("/usr/bin/git", ["--git-dir", gitDir.string] + args)
+}
+
 /// `git fsck --no-dangling` (with `--full`: packs too) on a store, by the git CLI; its exit status.
 public func gitFsck(_ gitDir: FilePath, full: Bool = false) throws -> Int32 {
-    let fsck = Process()
-    fsck.executableURL = URL(fileURLWithPath: "/usr/bin/git")
-    fsck.arguments = ["--git-dir", gitDir.string, "fsck", "--no-dangling"] + (full ? ["--full"] : [])
-    try fsck.run()
-    fsck.waitUntilExit()
-    return fsck.terminationStatus
+    try git(gitDir, ["fsck", "--no-dangling"] + (full ? ["--full"] : [])).status
 }
