@@ -148,6 +148,22 @@ def agents_take(syncagent, base, phase, agents, data):
     return t_done - t_last, cpu_of(watch) - cpu0, watch.stats.get("peak_rss_mb") or float("nan"), phone, watch
 
 
+def stop_and_compare(phone, watch):
+    phone.stop()
+    watch.stop()
+    same_tree(phone.data, watch.data)
+
+
+def unison_take(base, data):
+    """A fresh Unison pair under `base`, `data` written into its A side, one run: (the pair, wall
+    seconds, CPU seconds, peak RSS MB), both sides checked equal."""
+    u = UnisonPair(base)
+    write_files(u.a, data)
+    wall, cpu, rss = u.run()
+    same_tree(u.a, u.b)
+    return u, wall, cpu, rss
+
+
 def bench_bulk_pair(syncagent, tmp, rows, notes, agents, n, kind):
     """n new files, then n modified, through agents and through Unison."""
     label = f"{n // 1000}k" if n >= 1000 else str(n)
@@ -162,14 +178,9 @@ def bench_bulk_pair(syncagent, tmp, rows, notes, agents, n, kind):
     t_done = wait_all(watch.data, mod, (phone, watch))
     a_mod = t_done - t_last
     bench.wait_converged(phone, watch, timeout=bench.COMMIT_TIMEOUT_S)
-    phone.stop()
-    watch.stop()
-    same_tree(phone.data, watch.data)
+    stop_and_compare(phone, watch)
 
-    u = UnisonPair(base)
-    write_files(u.a, new)
-    u_new, u_cpu, u_rss = u.run()
-    same_tree(u.a, u.b)
+    u, u_new, u_cpu, u_rss = unison_take(base, new)
     time.sleep(1.1)  # and a second later, as a user's edit would be
     write_files(u.a, mod)
     u_mod, _, _ = u.run()
@@ -193,13 +204,8 @@ def bench_photos(syncagent, tmp, rows, notes, agents, n, size):
     rng = random.Random(f"photos-{n}-{size}")
     data = [rng.randbytes(size) for _ in range(n)]
     a_new, a_cpu, a_rss, phone, watch = agents_take(syncagent, base, "peers-photos", agents, data)
-    phone.stop()
-    watch.stop()
-    same_tree(phone.data, watch.data)
-    u = UnisonPair(base)
-    write_files(u.a, data)
-    u_new, u_cpu, u_rss = u.run()
-    same_tree(u.a, u.b)
+    stop_and_compare(phone, watch)
+    _, u_new, u_cpu, u_rss = unison_take(base, data)
     bench.cleanup(base)
     mb = size // 1_000_000
     rows.append((f"{n} new {mb} MB files, random (photos)", a_new, u_new, ("ratio", 1.0)))
