@@ -211,6 +211,27 @@ final class StoreFixture {
         // ...and works again once it is gone.
         #expect(try f.store.commit(paths: ["a"]).commit != nil)
     }
+
+    /// What a killed fetch, pack batch or uncompressed object write left goes at start-up; on a
+    /// hub, only once it is an hour old (another device may be writing it). Finished packs and
+    /// objects stay.
+    @Test func temporariesOfKilledWritesAreRemoved() throws {
+        let f = try StoreFixture()
+        try f.write("a", "1")
+        _ = try f.store.commit(paths: ["a"])
+        let objects = f.gitDir.appending("objects"), packs = objects.appending("pack")
+        try FileManager.default.createDirectory(atPath: packs.string, withIntermediateDirectories: true)
+        let left = [packs.appending("tmp_pack_x1"), packs.appending("tmp_idx_x1"), packs.appending("pack_git2_x1"),
+                    objects.appending("tmp_obj_x1")]
+        let kept = [packs.appending("pack-0123.keep"), objects.appending("obj_tmp_x1")]
+        for path in left + kept { #expect(FileManager.default.createFile(atPath: path.string, contents: Data("x".utf8))) }
+        // A hub: fresh temporaries are someone's writes in progress.
+        #expect(Store.removeTemporaries(of: f.gitDir, modifiedBefore: Int64(Date().timeIntervalSince1970) - 3600).isEmpty)
+        #expect(Set(Store.clearStaleLocks(gitDir: f.gitDir)) == Set(left))
+        for path in left { #expect(!FileManager.default.fileExists(atPath: path.string)) }
+        for path in kept { #expect(FileManager.default.fileExists(atPath: path.string)) }
+        #expect(try f.headContents() == ["a": "1"])
+    }
 }
 
 @Suite struct PathRulesTests {

@@ -358,16 +358,16 @@ extension Store {
     /// `Index.isStamped`; a write since then shows as other stat data), or none when the stamp did
     /// not show (what is there may be a write made since: the next look reads it).
     private func stage(_ index: Index, _ path: FilePath, _ side: ConflictSide, landing: DataDirectory.Landing = .link) throws(GitError) {
-        if case .stamped(let stat) = landing, Self.gitMode(stat) == side.mode {
-            try index.add(path, blob: side.oid, mode: side.mode, stat: IndexStat(stat), stamped: true)
-        } else if case .unconfirmed = landing {
-            try index.add(path, blob: side.oid, mode: side.mode)
-        } else if case .stamped = landing {
-            try index.add(path, blob: side.oid, mode: side.mode)  // the mode is not the one asked for
-        } else if let st = try? FileStat.of(data.pushing(path)) {
-            try index.add(path, blob: side.oid, mode: side.mode, stat: IndexStat(
-                size: st.size, mtimeSeconds: st.mtimeSeconds, mtimeNanoseconds: st.mtimeNanoseconds,
-                ctimeSeconds: st.ctimeSeconds, ctimeNanoseconds: st.ctimeNanoseconds, inode: st.inode, device: st.device))
+        switch landing {
+        case .stamped(let stat) where Self.gitMode(stat) == side.mode:
+            return try index.add(path, blob: side.oid, mode: side.mode, stat: IndexStat(stat), stamped: true)
+        case .stamped, .unconfirmed:  // (a stamped file whose mode is not the one asked for, too)
+            return try index.add(path, blob: side.oid, mode: side.mode)
+        case .link:
+            break
+        }
+        if let st = try? FileStat.of(data.pushing(path)) {
+            try index.add(path, blob: side.oid, mode: side.mode, stat: IndexStat(st))
         } else {
             try index.add(path, blob: side.oid, mode: side.mode)
         }

@@ -80,19 +80,9 @@ extension Store {
         }
         guard (try? Files.create(lock, bytes: Array("\(getpid())\n".utf8), executable: false)) != nil else { return 0 }
         defer { try? Files.remove(lock) }
-        // A push, copy or roll-up killed mid-way leaves a temporary pack behind; other devices may
-        // be writing theirs right now, so only those an hour old go.
-        let packDir = hubGitDir.appending("objects").appending("pack")
-        let hourAgo = Int64(Date().timeIntervalSince1970) - 3600
-        for entry in (try? Directory.entries(of: packDir)) ?? [] where isTemporaryPack(entry.name) {
-            let path = packDir.appending(entry.name)
-            if let stat = try? FileStat.of(path), stat.mtimeSeconds < hourAgo { try? Files.remove(path) }
-        }
-        let objectDir = hubGitDir.appending("objects")
-        for entry in (try? Directory.entries(of: objectDir)) ?? [] where isTemporaryObject(entry.name) {
-            let path = objectDir.appending(entry.name)
-            if let stat = try? FileStat.of(path), stat.mtimeSeconds < hourAgo { try? Files.remove(path) }
-        }
+        // A push, copy or roll-up killed mid-way leaves temporaries behind; other devices may be
+        // writing theirs right now, so only those an hour old go.
+        _ = removeTemporaries(of: hubGitDir, modifiedBefore: Int64(Date().timeIntervalSince1970) - 3600)
         // Listed again under the lock: another device may have just rolled them up.
         let chosen = choose()
         guard !chosen.isEmpty else { return 0 }

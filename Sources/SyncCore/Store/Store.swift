@@ -134,20 +134,7 @@ public final class Store {
             let abs = gitDir.pushing(rel)
             if (try? Files.remove(abs)) != nil { removed.append(abs) }
         }
-        // A fetch killed mid-way leaves libgit2's temporary pack and its lock (`pack_git2_*`), a
-        // pack batch its temporaries (`tmp_pack_*`, `tmp_idx_*`); the finished packs are named
-        // `pack-<id>.*` and are never touched.
-        let packs = gitDir.appending("objects").appending("pack")
-        for entry in (try? Directory.entries(of: packs)) ?? [] where Self.isTemporaryPack(entry.name) {
-            let abs = packs.appending(entry.name)
-            if (try? Files.remove(abs)) != nil { removed.append(abs) }
-        }
-        // ... and a loose object stored without compression, its temporary (`tmp_obj_*`).
-        let objects = gitDir.appending("objects")
-        for entry in (try? Directory.entries(of: objects)) ?? [] where Self.isTemporaryObject(entry.name) {
-            let abs = objects.appending(entry.name)
-            if (try? Files.remove(abs)) != nil { removed.append(abs) }
-        }
+        removed += Self.removeTemporaries(of: gitDir)
         return removed
     }
 }
@@ -163,6 +150,27 @@ extension Store {
     /// A loose object still being written without compression (`tmp_obj_*` in `objects/`).
     static func isTemporaryObject(_ name: FilePath.Component) -> Bool {
         name.string.hasPrefix("tmp_obj_")
+    }
+
+    /// Removes what a fetch, push, copy or roll-up killed mid-way left in `gitDir`: libgit2's
+    /// temporary pack and its lock (`pack_git2_*`), a pack batch's temporaries (`tmp_pack_*`,
+    /// `tmp_idx_*`), a loose object stored without compression (`objects/tmp_obj_*`). Finished
+    /// packs (`pack-<id>.*`) and objects are never touched. With `modifiedBefore` (seconds since
+    /// the epoch), only older ones go: on a hub, other devices may be writing theirs right now.
+    /// Returns the paths removed.
+    static func removeTemporaries(of gitDir: FilePath, modifiedBefore: Int64? = nil) -> [FilePath] {
+        var removed: [FilePath] = []
+        let objects = gitDir.appending("objects")
+        for (dir, isTemporary) in [(objects.appending("pack"), isTemporaryPack), (objects, isTemporaryObject)] {
+            for entry in (try? Directory.entries(of: dir)) ?? [] where isTemporary(entry.name) {
+                let path = dir.appending(entry.name)
+                if let modifiedBefore {
+                    guard let stat = (try? FileStat.of(path)) ?? nil, stat.mtimeSeconds < modifiedBefore else { continue }
+                }
+                if (try? Files.remove(path)) != nil { removed.append(path) }
+            }
+        }
+        return removed
     }
 }
 
