@@ -59,6 +59,13 @@ public struct FileStat: Sendable, Equatable {
         if err == .noSuchFileOrDirectory || err == .notDirectory { return nil }
         throw err
     }
+
+    /// Whether `lstat(2)` fails with ENOENT: nothing at the path, and each directory above it that
+    /// exists is one (a file, FIFO or the like standing where a directory should be is ENOTDIR).
+    public static func isFree(_ path: FilePath) -> Bool {
+        var st = stat()
+        return path.withPlatformString { lstat($0, &st) } != 0 && errno == ENOENT
+    }
 }
 
 extension FileStat.Kind: CustomStringConvertible {

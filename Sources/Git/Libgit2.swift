@@ -20,6 +20,12 @@ public enum Libgit2 {
         // Trees and commits are made only from objects this process has just written or read: no
         // existence check per entry (at 1,000 entries a level it cost a lookup each, every commit).
         _ = syncagent_git_enable_strict_object_creation(0)
+        // An object's id is checked once, as it enters a store (hashed as it is written, or by the
+        // indexer for a pack; `ObjectCopier` compares what it wrote with the id it asked for), not
+        // again on every read: that was a third SHA-1 (with collision detection) over every byte a
+        // merge writes into the data directory. Git does the same; zlib's checksum still guards
+        // each stored object's bytes.
+        _ = syncagent_git_enable_strict_hash_verification(0)
         if FileManager.default.fileExists(atPath: "/etc/ssl/certs/ca-certificates.crt") {
             _ = syncagent_git_set_ssl_cert_locations("/etc/ssl/certs/ca-certificates.crt", nil)
         }

@@ -52,7 +52,11 @@ struct DataDirectory: Sendable {
         // nor the new version already, and nothing is read (a file read and hashed per path was
         // a tenth of a 10k-file apply).
         let holdsBaseline = !item.replacing && item.change.old != nil && diskMatches(path, item.change.old, entry: item.entry)
-        if !holdsBaseline {
+        // A new path where nothing stands, nor anything but directories above it: no obstacle,
+        // not the new version already, and absent is what this device has. One lstat.
+        let newAndFree = !holdsBaseline && !item.replacing && item.change.old == nil && item.unappliedOld == nil
+            && !DirectoryMarker.isMarker(path) && FileStat.isFree(root.pushing(path))
+        if !holdsBaseline && !newAndFree {
             if diskMatches(path, new, entry: nil) { return .alreadyThere }
             if let obstacle = obstacle(at: path) { return .obstacle(obstacle) }
             let untouchedSinceFailure = item.unappliedOld.map { diskMatches(path, $0, entry: nil) } ?? false

@@ -111,6 +111,13 @@ extension Store {
                 // was read: no obstacle to look for, no second look. A write since then is a change of
                 // its own, seen by the watcher (or by the next scan's stat data).
                 let unmoved = prehashed[path]?.stat
+                // A merge's own write read back (the watcher reports each one): stamped, and its stat
+                // data still the entry's, it is what the store has. One lstat, nothing else to look at.
+                if unmoved == nil, index.isStamped(path), heldList[path] == nil, unapplied[path] == nil,
+                   let entry = index.entry(path), let now = (try? FileStat.of(data.pushing(path))) ?? nil,
+                   Self.statMatches(entry, now) {
+                    continue
+                }
                 if unmoved == nil, let obstacle = obstacle(at: path) {
                     obstruct(obstacle)
                     continue
