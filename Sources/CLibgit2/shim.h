@@ -7,6 +7,10 @@
 #include <git2/sys/transport.h>
 #include <zlib.h>
 #include <mbedtls/sha1.h>
+#include <stdlib.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/syscall.h>
 
 /* A subtransport and its stream with room for the Swift object behind each (the struct libgit2
    knows comes first, so a pointer to one is a pointer to the other). */
@@ -36,6 +40,12 @@ static inline int syncagent_inflate_init(z_stream *stream) {
 static inline int syncagent_deflate_init(z_stream *stream, int level) {
     return deflateInit(stream, level);
 }
+
+/* copy_file_range(2) and mkstemps(3) need _GNU_SOURCE, which this header does not set. */
+static inline long syncagent_copy_file_range(int in, int out, size_t length) {
+    return syscall(SYS_copy_file_range, in, (void *)0, out, (void *)0, length, 0u);
+}
+int mkstemps(char *template, int suffixlen);
 
 /* git_libgit2_opts is variadic and not imported into Swift: one wrapper per option we use. */
 static inline int syncagent_git_set_owner_validation(int enabled) {

@@ -208,8 +208,9 @@ private struct ObjectCopier: ~Copyable {
     }
 
     /// Takes whole the peer's packs that are mostly made of objects this copy needs (a big batch of
-    /// new files sits in a few packs of exactly those blobs). Each goes through the indexer, which
-    /// computes every id and refuses a pack that names objects neither in it nor here: packs that
+    /// new files sits in a few packs of exactly those blobs). Each is adopted with its index (or,
+    /// holding a big object, goes through the indexer): every id is computed, and a pack that
+    /// names objects neither in it nor here is refused: packs that
     /// need one another are tried again once others are in; one that still fails is left to the
     /// object-by-object copy (which then reports any damage). Returns the wanted ids taken.
     mutating func takeWholePacks(wanted: Set<Oid>) throws(GitError) -> Set<Oid> {
@@ -228,7 +229,8 @@ private struct ObjectCopier: ~Copyable {
             var rest: [(transfer: PackTransfer, needed: Int)] = []
             for candidate in candidates {
                 do {
-                    let bytes = try candidate.transfer.index(into: target.gitDir) { progress(snapshot()) }
+                    let bytes = try candidate.transfer.adopt(into: target.gitDir, has: { has($0) }) { progress(snapshot()) }
+                        ?? candidate.transfer.index(into: target.gitDir) { progress(snapshot()) }
                     _ = git_odb_refresh(odb)  // the next pack's checks see this one
                     for id in candidate.transfer.ids where wanted.contains(id) { taken.insert(id) }
                     report.objects += candidate.needed

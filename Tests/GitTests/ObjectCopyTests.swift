@@ -266,6 +266,30 @@ import TestSupport
         #expect(try fsck(watch.gitDir) == 0)
     }
 
+    /// A pack git itself made of a whole history (trees, commits, blobs stored as deltas of one
+    /// another) is taken whole with its index: each object read back through its deltas hashes to
+    /// its id, and git finds the copy whole.
+    @Test func aPackGitMadeWithDeltasIsTakenWhole() throws {
+        let phone = try TempDevice(), watch = try TempDevice()
+        let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+        let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+        var files: [String: [UInt8]] = [:]
+        for i in 0..<300 { files["d\(i % 7)/f\(i)"] = Array(String(repeating: "the same long line of text, nearly\n", count: 40).utf8) + Array("\(i)\n".utf8) }
+        let first = try commit(phone, source, files, parent: nil)
+        files["d0/f0"] = Array("changed\n".utf8)
+        let tip = try commit(phone, source, files, parent: first)
+        #expect(try runProgram("/usr/bin/git", ["--git-dir", phone.gitDir.string, "repack", "-a", "-d", "-q"]).status == 0)
+        #expect(try packFiles(phone.gitDir).filter { $0.hasSuffix(".pack") }.count == 1)
+        let report = try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [tip],
+                                                   limits: ObjectCopyLimits(wholePacksFrom: 100))
+        #expect(report.wholePacks == 1)
+        let copied = try Repository.open(gitDir: watch.gitDir, workdir: watch.data)
+        for file in try copied.treeFiles(try copied.commit(tip).tree) { #expect(try copied.blobData(file.oid) == files[file.path.string]) }
+        #expect(try copied.commit(tip).parents == [first])
+        #expect(try packFiles(watch.gitDir).allSatisfy { !$0.hasPrefix("tmp") })
+        #expect(try fsck(watch.gitDir) == 0)
+    }
+
     /// A damaged pack is refused whole (its checksum, or an object's id, does not hold), and the
     /// copy of the object it lacks fails: nothing of the damage is stored, the commit is not here.
     @Test func aDamagedPackIsRefused() throws {

@@ -83,11 +83,13 @@ actor SyncEngine {
                 defer { progress.finish(Store.scanTask) }
                 paths.formUnion(try store.changedSinceLastCommit())
             }
+            // A merge's own writes read back: one lstat each here, and nothing more below.
+            let ownWrites = try store.unchangedOwnWrites(among: paths)
             if config.mode == .receiveOnly {
                 // Nothing is committed: the store holds every local edit back (`localChanges`).
             } else if !confirmDeletes {
                 paths.formUnion(heldDeletes)
-                if try holdDeletions(among: paths) {
+                if try holdDeletions(among: paths.subtracting(ownWrites)) {
                     paths.subtract(heldDeletes)
                 } else if !heldDeletes.isEmpty {
                     releaseHold()  // under the threshold now, or the files came back
@@ -96,7 +98,7 @@ actor SyncEngine {
                 paths.formUnion(heldDeletes)
                 releaseHold()
             }
-            let outcome = try store.commit(paths: paths, send: send, ahead: ahead)
+            let outcome = try store.commit(paths: paths, send: send, ahead: ahead, unchanged: ownWrites)
             setProblem(.commit, nil)
             if outcome.commit != nil {
                 schedule.lastActivity = .now

@@ -28,8 +28,10 @@ extension Store {
     ///   - send: held paths to commit anyway (`syncagent send`).
     ///   - ahead: these files hashed already, on other threads (`prehashAhead`).
     public func commit(paths: Set<FilePath>, now: Date = Date(), reason: String? = nil,
-                       send: Set<FilePath> = [], ahead: PrehashJob? = nil) throws -> CommitOutcome {
+                       send: Set<FilePath> = [], ahead: PrehashJob? = nil,
+                       unchanged: Set<FilePath>? = nil) throws -> CommitOutcome {
         let index = try liveIndex()
+        let ownWrites = try unchanged ?? unchangedOwnWrites(among: paths)
         repo.refreshObjects()  // packs a fetch or the pre-hash wrote since: a known blob is not written again
         var changes: [(path: FilePath, before: Oid?, after: Oid?)] = []
         var retry: Set<FilePath> = []
@@ -111,13 +113,7 @@ extension Store {
                 // was read: no obstacle to look for, no second look. A write since then is a change of
                 // its own, seen by the watcher (or by the next scan's stat data).
                 let unmoved = prehashed[path]?.stat
-                // A merge's own write read back (the watcher reports each one): stamped, and its stat
-                // data still the entry's, it is what the store has. One lstat, nothing else to look at.
-                if unmoved == nil, index.isStamped(path), heldList[path] == nil, unapplied[path] == nil,
-                   let entry = index.entry(path), let now = (try? FileStat.of(data.pushing(path))) ?? nil,
-                   Self.statMatches(entry, now) {
-                    continue
-                }
+                if ownWrites.contains(path) { continue }
                 if unmoved == nil, let obstacle = obstacle(at: path) {
                     obstruct(obstacle)
                     continue
@@ -214,7 +210,9 @@ extension Store {
         let parent = try repo.headCommit()
         let parentTree = try parent.map { id throws(GitError) in try repo.commit(id).tree }
         // `main`'s tree rebuilt along these paths only (the index holds them as they are now).
-        let tree = try treeFollowingIndex(index, base: parentTree, paths: paths.union(changes.map(\.path)))
+        // (A merge's own writes read back are in `main` as the index has them: not walked again.)
+        let tree = try treeFollowingIndex(index, base: parentTree,
+                                          paths: paths.subtracting(ownWrites).union(changes.map(\.path)))
         // Nothing changed, or nothing to store yet: empty batches make no commit.
         guard tree != parentTree, parent != nil || index.count > 0 else {
             try saveIndex(index)
@@ -231,6 +229,21 @@ extension Store {
         try moveRef(Store.mainRef, to: id, expected: parent, message: "syncagent: commit", written: repo.takeWrites())
         try saveIndex(index)
         return CommitOutcome(commit: id.id, summary: summary, retry: retry, skipped: skipped, newlyHeld: newlyHeld)
+    }
+
+    /// Of these paths, a merge's own writes read back (the watcher reports each one): stamped by
+    /// the apply, not held or unapplied, and their stat data still the entry's. They are what the
+    /// store has; a commit looks at nothing else of them. One lstat each, none for other paths.
+    public func unchangedOwnWrites(among paths: Set<FilePath>) throws -> Set<FilePath> {
+        let index = try liveIndex()
+        let stamped = paths.filter { index.isStamped($0) }
+        guard !stamped.isEmpty else { return [] }
+        let held = loadHeld(), unapplied = loadUnapplied()
+        return stamped.filter { path in
+            guard held[path] == nil, unapplied[path] == nil, let entry = index.entry(path),
+                  let now = (try? FileStat.of(data.pushing(path))) ?? nil else { return false }
+            return Self.statMatches(entry, now)
+        }
     }
 
     /// Keeps `DirectoryMarker`s true for the directories these changed paths touch: a directory on
