@@ -167,11 +167,11 @@ final class PackFileWriter {
             var sum = git_oid()
             withUnsafeMutableBytes(of: &sum.id) { $0.copyBytes(from: checksum) }
             let name = "pack-" + Oid(sum).hex  // git names a pack by its checksum, in hex
-            entries.sort { $0.id < $1.id }  // in place: a roll-up's list is as long as the store
-            let index = Self.indexBytes(sorted: entries, checksum: checksum)
+            pending = []
+            scratch = []
             let (indexFD, indexTemp) = try Self.temporary(in: packDir, prefix: "tmp_idx_")
             defer { close(indexFD) }
-            let wrote = index.withUnsafeBytes { Self.writeAll(indexFD, $0) }
+            let wrote = Self.writeIndex(entries, checksum: checksum, to: indexFD)
             guard wrote == 0 else {
                 _ = indexTemp.withPlatformString { unlink($0) }
                 throw ioFailed("cannot write the index of", wrote)
@@ -212,12 +212,31 @@ final class PackFileWriter {
         _ = tempPath.withPlatformString { unlink($0) }
     }
 
-    /// The version 2 index of a pack (`entries` in id order): fan-out table, ids in order, CRC-32s, offsets (31 bits, or
-    /// an entry of the 64-bit table), the pack's checksum, then its own.
-    static func indexBytes(sorted entries: [Entry], checksum: [UInt8]) -> [UInt8] {
-        var out: [UInt8] = [0xff, 0x74, 0x4f, 0x63, 0, 0, 0, 2]
-        out.reserveCapacity(8 + 1024 + entries.count * 28 + 40)
-        func be32(_ v: UInt32) { withUnsafeBytes(of: v.bigEndian) { out.append(contentsOf: $0) } }
+    /// Writes the version 2 index of a pack of `entries` to `fd`: fan-out table, ids in order,
+    /// CRC-32s, offsets (31 bits, or an entry of the 64-bit table), the pack's checksum, then its
+    /// own. Streamed through 64 KiB, in the order of a sorted list of positions: a roll-up of a
+    /// 100k-object store held its 4 MB of entries sorted again and the 2.8 MB index whole, on
+    /// top of the list. Returns 0, or the errno of the write that failed.
+    static func writeIndex(_ entries: [Entry], checksum: [UInt8], to fd: Int32) -> Int32 {
+        var order = [Int32](0..<Int32(entries.count))
+        order.sort { entries[Int($0)].id < entries[Int($1)].id }
+        var sha = StreamSHA1()
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(1 << 16)
+        var failed: Int32 = 0
+        func flush() {
+            guard failed == 0, !buffer.isEmpty else { return }
+            buffer.withUnsafeBytes { sha.update($0) }
+            failed = buffer.withUnsafeBytes { writeAll(fd, $0) }
+            buffer.removeAll(keepingCapacity: true)
+        }
+        func put(_ bytes: UnsafeRawBufferPointer) {
+            buffer.append(contentsOf: bytes)
+            if buffer.count >= 1 << 16 { flush() }
+        }
+        func be32(_ v: UInt32) { withUnsafeBytes(of: v.bigEndian) { put($0) } }
+        let magic: [UInt8] = [0xff, 0x74, 0x4f, 0x63, 0, 0, 0, 2]
+        magic.withUnsafeBytes { put($0) }
         var fanout = [UInt32](repeating: 0, count: 256)
         for entry in entries { fanout[Int(withUnsafeBytes(of: entry.id.raw.id) { $0[0] })] += 1 }
         var total: UInt32 = 0
@@ -225,23 +244,24 @@ final class PackFileWriter {
             total += fanout[i]
             be32(total)
         }
-        for entry in entries { withUnsafeBytes(of: entry.id.raw.id) { out.append(contentsOf: $0) } }
-        for entry in entries { be32(entry.crc) }
+        for at in order { withUnsafeBytes(of: entries[Int(at)].id.raw.id) { put($0) } }
+        for at in order { be32(entries[Int(at)].crc) }
         var large: [UInt64] = []
-        for entry in entries {
-            if entry.offset < 1 << 31 {
-                be32(UInt32(entry.offset))
+        for at in order {
+            let offset = entries[Int(at)].offset
+            if offset < 1 << 31 {
+                be32(UInt32(offset))
             } else {
                 be32(0x8000_0000 | UInt32(large.count))
-                large.append(entry.offset)
+                large.append(offset)
             }
         }
-        for offset in large { withUnsafeBytes(of: offset.bigEndian) { out.append(contentsOf: $0) } }
-        out.append(contentsOf: checksum)
-        var sha = StreamSHA1()
-        out.withUnsafeBytes { sha.update($0) }
-        out.append(contentsOf: sha.finish())
-        return out
+        for offset in large { withUnsafeBytes(of: offset.bigEndian) { put($0) } }
+        checksum.withUnsafeBytes { put($0) }
+        flush()
+        guard failed == 0 else { return failed }
+        let own = sha.finish()
+        return own.withUnsafeBytes { writeAll(fd, $0) }
     }
 
     private func writePending() throws(GitError) {

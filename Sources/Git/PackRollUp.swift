@@ -150,6 +150,7 @@ struct PackRollUp {
                 if written[entry.id.prefix64] == nil { written[entry.id.prefix64] = Int32(writer.count - 1) }
             }
         }
+        written = [:]  // not needed for the index: its memory goes before the index is written
         return String(try writer.finish().dropFirst(5))  // "pack-"
     }
 

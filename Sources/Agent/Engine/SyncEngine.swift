@@ -246,9 +246,9 @@ actor SyncEngine {
         } catch {
             logger.error("cannot finish the merge the agent was writing when it stopped: \(error); its files are committed as local changes")
         }
-        let changed: [FilePath]
+        var rest: [FilePath]
         do {
-            changed = Array(try store.changedSinceLastCommit()).sorted { $0.precedesInBytes($1) }
+            rest = Array(try store.changedSinceLastCommit()).sorted { $0.precedesInBytes($1) }
             progress.finish(Store.scanTask)
         } catch {
             progress.finish(Store.scanTask)
@@ -256,31 +256,33 @@ actor SyncEngine {
             return
         }
         guard rootIsPresent() else { return }
-        _ = try? holdDeletions(among: Set(changed))  // the guard sees the whole set, not chunks
-        let rest = changed.filter { !heldDeletes.contains($0) }
+        _ = try? holdDeletions(among: Set(rest))  // the guard sees the whole set, not chunks
+        if !heldDeletes.isEmpty { rest.removeAll { heldDeletes.contains($0) } }
+        let total = rest.count
         // Each chunk's files are hashed on other threads while the chunk before is committed.
-        func hashAhead(from start: Int) -> PrehashJob? {
-            start < rest.count ? store.prehashAhead(Set(rest[start..<min(start + chunk, rest.count)])) : nil
+        func hashAhead() -> PrehashJob? {
+            rest.isEmpty ? nil : store.prehashAhead(Set(rest.prefix(chunk)))
         }
-        var start = 0
-        var ahead = hashAhead(from: 0)
-        while start < rest.count, !stopping() {
-            let end = min(start + chunk, rest.count)
-            if rest.count > chunk { progress.update("start-up commit", done: start, total: rest.count) }
-            let next = hashAhead(from: end)
-            commit(WatchBatch(paths: Set(rest[start..<end])), ahead: ahead)
+        var ahead = hashAhead()
+        while !rest.isEmpty, !stopping() {
+            if total > chunk { progress.update("start-up commit", done: total - rest.count, total: total) }
+            let batch = Set(rest.prefix(chunk))
+            // A committed chunk's paths are dropped as the index takes them: at 100k files the
+            // whole list (5 MB) no longer sits beside the full index at the end.
+            rest.removeFirst(batch.count)
+            let next = hashAhead()
+            commit(WatchBatch(paths: batch), ahead: ahead)
             // The chunk's sets and hashes are freed while the index grows: without handing the
             // pages back now, the heap's holes added 10 MB to the peak of a 100k-file start.
-            if rest.count > chunk { FreeMemory.returnToSystem() }
+            if total > chunk { FreeMemory.returnToSystem() }
             ahead = next
-            start = end
         }
         ahead?.cancel()  // a stop came: no thread writes into the store once this returns
         progress.finish("start-up commit")
-        if start < rest.count {
-            logger.notice("stopping: \(rest.count - start) changes made while stopped are left for the next start")
+        if !rest.isEmpty {
+            logger.notice("stopping: \(rest.count) changes made while stopped are left for the next start")
         }
-        if changed.count >= Store.prehashThreshold { FreeMemory.returnToSystem() }  // the scan's sets are gone
+        if total >= Store.prehashThreshold { FreeMemory.returnToSystem() }  // the scan's sets are gone
         retryUnapplied()  // what stood in the way may have gone while the agent was stopped
     }
 
