@@ -184,10 +184,8 @@ extension PackTransfer {
 
         let odb = try Self.objectDatabase(loose: nil, packIndexes: [madeIndex])
         defer { git_odb_free(odb) }
-        let ids = try Self.ids(inIndex: madeIndex)
-        let inPack = Set(ids)
-        var named = Set<Oid>()
-        for (n, id) in ids.enumerated() {
+        let inPack = Set(try Self.ids(inIndex: madeIndex))
+        for (n, id) in inPack.enumerated() {
             var raw = id.raw
             var size = 0
             var type = GIT_OBJECT_INVALID
@@ -208,12 +206,11 @@ extension PackTransfer {
                 throw GitError.damagedObject("object \(id) in \(pack) is not well-formed: the peer's store is damaged",
                                              call: "adopt \(pack)")
             }
-            named.formUnion(links)
+            if let lacking = links.first(where: { !inPack.contains($0) && !has($0) }) {
+                throw GitError(code: GitError.Code.notFound, errorClass: Int32(GIT_ERROR_ODB.rawValue),
+                               message: "\(pack) names object \(lacking), which is neither in it nor in \(gitDir)", call: "adopt")
+            }
             if n % 1024 == 1023, !progress() { throw GitError.cancelled("transfer of \(pack) cancelled", call: "copy") }
-        }
-        if let lacking = named.first(where: { !inPack.contains($0) && !has($0) }) {
-            throw GitError(code: GitError.Code.notFound, errorClass: Int32(GIT_ERROR_ODB.rawValue),
-                           message: "\(pack) names object \(lacking), which is neither in it nor in \(gitDir)", call: "adopt")
         }
         for (from, to) in [(tempPack, packDir.appending(packName)), (madeIndex, packDir.appending(indexName))] {
             let rc = from.withPlatformString { a in to.withPlatformString { b in rename(a, b) } }
