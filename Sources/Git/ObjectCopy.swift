@@ -232,7 +232,8 @@ private struct ObjectCopier: ~Copyable {
                     let bytes = try candidate.transfer.adopt(into: target.gitDir, has: { has($0) }) { progress(snapshot()) }
                         ?? candidate.transfer.index(into: target.gitDir) { progress(snapshot()) }
                     _ = git_odb_refresh(odb)  // the next pack's checks see this one
-                    for id in candidate.transfer.ids where wanted.contains(id) { taken.insert(id) }
+                    // What is here now, not what the listing said (the peer may have rolled its packs up).
+                    for id in candidate.transfer.ids where wanted.contains(id) && has(id) { taken.insert(id) }
                     report.objects += candidate.needed
                     report.bytes += bytes
                     report.wholePacks += 1

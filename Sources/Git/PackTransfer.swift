@@ -142,138 +142,197 @@ extension PackTransfer {
     /// object is read whole).
     static let adoptObjectsUpTo = 16 << 20
 
-    /// Takes this pack and its index as they are, checked once: both are copied under temporary
-    /// names (`tmp_pack_*`, which start-up clears), every object the copied index lists is read
-    /// back from the copied pack and hashed, and every id a tree, commit or tag in it names must be
-    /// in it or satisfy `has` (in this store). Then the pack and its index are renamed into place,
-    /// pack first. The indexer does the same checks but hashes every byte twice (each object, and
-    /// the whole pack for its checksum) and writes both files again. Returns the bytes taken; nil
-    /// when an object is too big to read whole (the indexer's business). Throws, leaving nothing
-    /// behind, when the pack is damaged, names what is neither in it nor here, or cannot be copied.
+    /// Takes this pack and its index as they are, checked once, and returns the bytes taken; nil
+    /// when it is not for adopting (an object too big to read whole, a version 1 index, a pack
+    /// of that name here already): the indexer's business then.
+    ///
+    /// Both files are copied into a folder of their own (`objects/pack/tmp_pack_adopt_*`, which
+    /// no object database scans and start-up clears). There every object the copied index lists
+    /// is checked against the copied pack: its bytes against the CRC-32 the index gives (a roll-up
+    /// relies on them), its id by reading it through its deltas and hashing it, and a tree, commit
+    /// or tag by libgit2's own parser, each id it names in the pack or already in this store
+    /// (`has`). Then the pack and its index are linked into place under the peer's name, pack
+    /// first, never over a file that is there. The indexer does the same checks but hashes every
+    /// byte twice (each object, and the whole pack for its checksum) and writes both files again.
+    /// Throws, leaving nothing behind, when the pack is damaged, names what is neither in it nor
+    /// here, or cannot be copied.
     func adopt(into gitDir: FilePath, has: (Oid) -> Bool, progress: () -> Bool) throws(GitError) -> Int? {
         let packDir = gitDir.appending("objects").appending("pack")
         var index = pack
         index.extension = "idx"
-        guard let packName = pack.lastComponent, let indexName = index.lastComponent else {
-            throw GitError(code: GitError.Code.generic, errorClass: 0, message: "\(pack) is not a pack file", call: "adopt")
+        guard let packName = pack.lastComponent, let indexName = index.lastComponent,
+              packName.string.hasPrefix("pack-") else { return nil }
+        let finalPack = packDir.appending(packName), finalIndex = packDir.appending(indexName)
+        if finalPack.withPlatformString({ access($0, F_OK) }) == 0 || finalIndex.withPlatformString({ access($0, F_OK) }) == 0 {
+            return nil
         }
-        let (packFD, tempPack) = try Self.temporary(in: packDir, suffix: ".pack")
-        defer { close(packFD) }
-        var tempIndex: FilePath?
-        var done = false
-        defer {
-            if !done {
-                _ = tempPack.withPlatformString { unlink($0) }
-                if let tempIndex { _ = tempIndex.withPlatformString { unlink($0) } }
-            }
-        }
-        let bytes = try Self.copy(pack, to: packFD, as: tempPack)
-        _ = fchmod(packFD, 0o444)  // as git leaves its packs
-        // Beside the pack, under the same name: libgit2 finds a pack from its index's name.
-        var madeIndex = tempPack
-        madeIndex.extension = "idx"
-        let indexFD = madeIndex.withPlatformString { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o444) }
-        guard indexFD >= 0 else {
+        var template = packDir.appending("tmp_pack_adopt_XXXXXX").withPlatformString { Array(UnsafeBufferPointer(start: $0, count: strlen($0) + 1)) }
+        guard mkdtemp(&template) != nil else {
+            let why = Errno(rawValue: errno)
             throw GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue),
-                           message: "cannot create \(madeIndex): \(Errno(rawValue: errno)); check that the store's directory is writable and the disk is not full",
-                           call: "open")
+                           message: "cannot create a temporary folder in \(packDir): \(why); check that the store's directory is writable and the disk is not full",
+                           call: "mkdtemp")
         }
-        tempIndex = madeIndex
-        defer { close(indexFD) }
-        _ = try Self.copy(index, to: indexFD, as: madeIndex)
+        let folder = template.withUnsafeBufferPointer { FilePath(platformString: $0.baseAddress!) }
+        let tempPack = folder.appending(packName), tempIndex = folder.appending(indexName)
+        defer {
+            _ = tempPack.withPlatformString { unlink($0) }
+            _ = tempIndex.withPlatformString { unlink($0) }
+            _ = folder.withPlatformString { rmdir($0) }
+        }
+        let bytes = try Self.copy(pack, to: tempPack)
+        _ = try Self.copy(index, to: tempIndex)
 
-        let odb = try Self.objectDatabase(loose: nil, packIndexes: [madeIndex])
+        // The index as a roll-up reads it: version 2, each object's bytes matching its CRC-32.
+        guard let listed = try? PackRollUp.Index(tempIndex) else { return nil }
+        try Self.checkCRCs(of: listed, in: tempPack)
+
+        let odb = try Self.objectDatabase(loose: nil, packIndexes: [tempIndex])
         defer { git_odb_free(odb) }
-        let inPack = Set(try Self.ids(inIndex: madeIndex))
-        for (n, id) in inPack.enumerated() {
-            var raw = id.raw
+        var wrapped: OpaquePointer?
+        try check(git_repository_wrap_odb(&wrapped, odb), "git_repository_wrap_odb(\(tempPack))")
+        defer { git_repository_free(wrapped) }
+        let inPack = Set(listed.entries.map(\.id))
+        for (n, entry) in listed.entries.enumerated() {  // in offset order: a delta's base was just read
+            var raw = entry.id.raw
             var size = 0
             var type = GIT_OBJECT_INVALID
-            try check(git_odb_read_header(&size, &type, odb, &raw), "git_odb_read_header(\(id)) in \(pack)")
+            try check(git_odb_read_header(&size, &type, odb, &raw), "git_odb_read_header(\(entry.id)) in \(pack)")
             if size > Self.adoptObjectsUpTo { return nil }
             var object: OpaquePointer?
-            try check(git_odb_read(&object, odb, &raw), "git_odb_read(\(id)) in \(pack)")
-            defer { git_odb_object_free(object) }
-            let content = UnsafeRawBufferPointer(start: git_odb_object_data(object), count: git_odb_object_size(object))
-            type = git_odb_object_type(object)
+            try check(git_odb_read(&object, odb, &raw), "git_odb_read(\(entry.id)) in \(pack)")
             var computed = git_oid()
-            try check(git_odb_hash(&computed, content.baseAddress, content.count, type), "git_odb_hash(\(id))")
-            guard Oid(computed) == id else {
-                throw GitError.damagedObject("object \(id) in \(pack) holds the content of \(Oid(computed)): the peer's store is damaged",
+            let hashed = git_odb_hash(&computed, git_odb_object_data(object), git_odb_object_size(object), git_odb_object_type(object))
+            git_odb_object_free(object)
+            try check(hashed, "git_odb_hash(\(entry.id))")
+            guard Oid(computed) == entry.id else {
+                throw GitError.damagedObject("object \(entry.id) in \(pack) holds the content of \(Oid(computed)): the peer's store is damaged",
                                              call: "adopt \(pack)")
             }
-            guard let links = ObjectLinks.named(by: content, type: type) else {
-                throw GitError.damagedObject("object \(id) in \(pack) is not well-formed: the peer's store is damaged",
-                                             call: "adopt \(pack)")
-            }
-            if let lacking = links.first(where: { !inPack.contains($0) && !has($0) }) {
-                throw GitError(code: GitError.Code.notFound, errorClass: Int32(GIT_ERROR_ODB.rawValue),
-                               message: "\(pack) names object \(lacking), which is neither in it nor in \(gitDir)", call: "adopt")
+            if type != GIT_OBJECT_BLOB {
+                let links = try Self.links(of: entry.id, in: wrapped, pack: pack)
+                if let lacking = links.first(where: { !inPack.contains($0) && !has($0) }) {
+                    throw GitError(code: GitError.Code.notFound, errorClass: Int32(GIT_ERROR_ODB.rawValue),
+                                   message: "\(pack) names object \(lacking), which is neither in it nor in \(gitDir)", call: "adopt")
+                }
             }
             if n % 1024 == 1023, !progress() { throw GitError.cancelled("transfer of \(pack) cancelled", call: "copy") }
         }
-        for (from, to) in [(tempPack, packDir.appending(packName)), (madeIndex, packDir.appending(indexName))] {
-            let rc = from.withPlatformString { a in to.withPlatformString { b in rename(a, b) } }
-            guard rc == 0 else {
-                throw GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue),
-                               message: "cannot move \(from) to \(to): \(Errno(rawValue: errno)); check that the store's directory is writable",
-                               call: "rename")
-            }
+        // `link` never replaces a file: a pack of that name that came meanwhile stays as it is.
+        guard tempPack.withPlatformString({ a in finalPack.withPlatformString { b in link(a, b) } }) == 0 else {
+            throw Self.cannotPlace(finalPack, Errno(rawValue: errno))
         }
-        done = true
+        guard tempIndex.withPlatformString({ a in finalIndex.withPlatformString { b in link(a, b) } }) == 0 else {
+            let why = Errno(rawValue: errno)
+            _ = finalPack.withPlatformString { unlink($0) }  // a pack without an index is never read
+            throw Self.cannotPlace(finalIndex, why)
+        }
         return bytes
     }
 
-    /// A new file in `dir` named `tmp_pack_XXXXXX<suffix>`.
-    static func temporary(in dir: FilePath, suffix: String) throws(GitError) -> (Int32, FilePath) {
-        var template = dir.appending("tmp_pack_XXXXXX" + suffix).withPlatformString { Array(UnsafeBufferPointer(start: $0, count: strlen($0) + 1)) }
-        let fd = mkstemps(&template, Int32(suffix.utf8.count))
-        if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        guard fd >= 0 else {
-            throw GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue),
-                           message: "cannot create a temporary pack file in \(dir): \(Errno(rawValue: errno)); check that the store's directory is writable and the disk is not full",
-                           call: "mkstemps")
-        }
-        return (fd, template.withUnsafeBufferPointer { FilePath(platformString: $0.baseAddress!) })
+    static func cannotPlace(_ path: FilePath, _ why: Errno) -> GitError {
+        GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue),
+                 message: "cannot put \(path) in place: \(why); check that the store's directory is writable", call: "link")
     }
 
-    /// Copies the file at `source` into `fd` (the kernel's copy when it can); returns the bytes.
-    static func copy(_ source: FilePath, to fd: Int32, as target: FilePath) throws(GitError) -> Int {
-        let input = source.withPlatformString { open($0, O_RDONLY | O_CLOEXEC) }
-        guard input >= 0 else {
-            throw GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue),
-                           message: "cannot read \(source): \(Errno(rawValue: errno))", call: "open")
+    /// What a tree, commit or tag names, as libgit2 parses it (a malformed one is refused, as the
+    /// indexer refuses it): a tree's entries (not a submodule's commit, stored elsewhere), a
+    /// commit's tree and parents, a tag's target.
+    static func links(of id: Oid, in repo: OpaquePointer?, pack: FilePath) throws(GitError) -> [Oid] {
+        var raw = id.raw
+        var object: OpaquePointer?
+        guard git_object_lookup(&object, repo, &raw, GIT_OBJECT_ANY) == 0 else {
+            throw GitError.damagedObject("object \(id) in \(pack) is not well-formed (\(lastError(code: -1, call: "parse").message)): the peer's store is damaged",
+                                         call: "adopt \(pack)")
         }
-        defer { close(input) }
-        func failed(_ call: String) -> GitError {
+        defer { git_object_free(object) }
+        switch git_object_type(object) {
+        case GIT_OBJECT_TREE:
+            var ids: [Oid] = []
+            for i in 0..<git_tree_entrycount(object) {
+                guard let entry = git_tree_entry_byindex(object, i), git_tree_entry_filemode(entry) != GIT_FILEMODE_COMMIT else { continue }
+                ids.append(Oid(git_tree_entry_id(entry)))
+            }
+            return ids
+        case GIT_OBJECT_COMMIT:
+            var ids = [Oid(git_commit_tree_id(object))]
+            for i in 0..<git_commit_parentcount(object) { if let parent = git_commit_parent_id(object, i) { ids.append(Oid(parent)) } }
+            return ids
+        case GIT_OBJECT_TAG:
+            return [Oid(git_tag_target_id(object))]
+        default:
+            return []
+        }
+    }
+
+    /// Each object's bytes in the pack, from its offset to the next one's, against its CRC-32.
+    static func checkCRCs(of index: PackRollUp.Index, in pack: FilePath) throws(GitError) {
+        let fd = pack.withPlatformString { open($0, O_RDONLY | O_CLOEXEC) }
+        guard fd >= 0 else { throw PackRollUp.ioFailed("cannot open", pack, errno) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_size >= 32 else { throw PackRollUp.damaged("\(pack) is too short to be a pack") }
+        let end = UInt64(st.st_size) - 20
+        var buffer: [UInt8] = []
+        for (i, entry) in index.entries.enumerated() {
+            let next = i + 1 < index.entries.count ? index.entries[i + 1].offset : end
+            guard entry.offset >= 12, next > entry.offset, next <= end else {
+                throw PackRollUp.damaged("\(pack): object \(entry.id) has no room at offset \(entry.offset)")
+            }
+            let length = Int(next - entry.offset)
+            if buffer.count < length { buffer = [UInt8](repeating: 0, count: length) }
+            try PackRollUp.readExactly(fd, into: &buffer, count: length, at: entry.offset, path: pack)
+            let crc = buffer.withUnsafeBufferPointer { UInt32(truncatingIfNeeded: crc32(0, $0.baseAddress, uInt(length))) }
+            guard crc == entry.crc else {
+                throw PackRollUp.damaged("\(pack): object \(entry.id) does not match its CRC-32")
+            }
+        }
+    }
+
+    /// Copies the file at `source` to a new file `target` (the kernel's copy when it can);
+    /// returns the bytes. A copy shorter than the source's size is refused.
+    static func copy(_ source: FilePath, to target: FilePath) throws(GitError) -> Int {
+        func failed(_ call: String, _ why: Errno) -> GitError {
             GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue),
-                     message: "cannot copy \(source) to \(target): \(Errno(rawValue: errno)); check that the disk is not full", call: call)
+                     message: "cannot copy \(source) to \(target): \(why); check that the disk is not full", call: call)
         }
+        let input = source.withPlatformString { open($0, O_RDONLY | O_CLOEXEC) }
+        guard input >= 0 else { throw failed("open", Errno(rawValue: errno)) }
+        defer { close(input) }
+        let fd = target.withPlatformString { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o444) }
+        guard fd >= 0 else { throw failed("open", Errno(rawValue: errno)) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(input, &st) == 0 else { throw failed("fstat", Errno(rawValue: errno)) }
+        let size = Int(st.st_size)
         var total = 0
         var kernelCopy = true
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
-        while true {
+        while total < size {
             if kernelCopy {
-                let n = syncagent_copy_file_range(input, fd, 1 << 30)
+                let n = syncagent_copy_file_range(input, fd, size - total)
                 if n > 0 { total += n; continue }
-                if n == 0 { return total }
-                guard errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP, total == 0 else {
-                    if errno == EINTR { continue }
-                    throw failed("copy_file_range")
+                let why = errno
+                if n == 0 { break }
+                if why == EINTR { continue }
+                guard total == 0, why == EXDEV || why == ENOSYS || why == EINVAL || why == EOPNOTSUPP else {
+                    throw failed("copy_file_range", Errno(rawValue: why))
                 }
                 kernelCopy = false
             }
-            let n = read(input, buffer, 1 << 20)
-            if n < 0 { if errno == EINTR { continue }; throw failed("read") }
-            if n == 0 { return total }
+            let n = read(input, buffer, min(1 << 20, size - total))
+            if n < 0 { let why = errno; if why == EINTR { continue }; throw failed("read", Errno(rawValue: why)) }
+            if n == 0 { break }
             var written = 0
             while written < n {
                 let w = write(fd, buffer + written, n - written)
-                if w < 0 { if errno == EINTR { continue }; throw failed("write") }
+                if w < 0 { let why = errno; if why == EINTR { continue }; throw failed("write", Errno(rawValue: why)) }
                 written += w
             }
             total += n
         }
+        guard total == size else { throw failed("copy", Errno(rawValue: EIO)) }
+        return total
     }
 }

@@ -225,10 +225,16 @@ final class StoreFixture {
                     objects.appending("tmp_obj_x1")]
         let kept = [packs.appending("pack-0123.keep"), objects.appending("obj_tmp_x1")]
         for path in left + kept { #expect(FileManager.default.createFile(atPath: path.string, contents: Data("x".utf8))) }
+        // A peer's pack being checked in a folder of its own, when the agent was killed.
+        let adopting = packs.appending("tmp_pack_adopt_x1")
+        try FileManager.default.createDirectory(atPath: adopting.string, withIntermediateDirectories: false)
+        for name in ["pack-ab.pack", "pack-ab.idx"] {
+            #expect(FileManager.default.createFile(atPath: adopting.appending(name).string, contents: Data("x".utf8)))
+        }
         // A hub: fresh temporaries are someone's writes in progress.
         #expect(Store.removeTemporaries(of: f.gitDir, modifiedBefore: Int64(Date().timeIntervalSince1970) - 3600).isEmpty)
-        #expect(Set(Store.clearStaleLocks(gitDir: f.gitDir)) == Set(left))
-        for path in left { #expect(!FileManager.default.fileExists(atPath: path.string)) }
+        #expect(Set(Store.clearStaleLocks(gitDir: f.gitDir)) == Set(left + [adopting]))
+        for path in left + [adopting] { #expect(!FileManager.default.fileExists(atPath: path.string)) }
         for path in kept { #expect(FileManager.default.fileExists(atPath: path.string)) }
         #expect(try f.headContents() == ["a": "1"])
     }

@@ -210,9 +210,9 @@ extension Store {
         let parent = try repo.headCommit()
         let parentTree = try parent.map { id throws(GitError) in try repo.commit(id).tree }
         // `main`'s tree rebuilt along these paths only (the index holds them as they are now).
-        // (A merge's own writes read back are in `main` as the index has them: not walked again.)
-        let tree = try treeFollowingIndex(index, base: parentTree,
-                                          paths: paths.subtracting(ownWrites).union(changes.map(\.path)))
+        // A merge's own writes read back are walked too: should the merge's ref move have failed
+        // after its files were staged, this puts them in `main` as the index has them.
+        let tree = try treeFollowingIndex(index, base: parentTree, paths: paths.union(changes.map(\.path)))
         // Nothing changed, or nothing to store yet: empty batches make no commit.
         guard tree != parentTree, parent != nil || index.count > 0 else {
             try saveIndex(index)

@@ -154,7 +154,8 @@ extension Store {
 
     /// Removes what a fetch, push, copy or roll-up killed mid-way left in `gitDir`: libgit2's
     /// temporary pack and its lock (`pack_git2_*`), a pack batch's temporaries (`tmp_pack_*`,
-    /// `tmp_idx_*`), a loose object stored without compression (`objects/tmp_obj_*`). Finished
+    /// `tmp_idx_*`; `tmp_pack_adopt_*`, a folder where a peer's pack is checked), a loose object
+    /// stored without compression (`objects/tmp_obj_*`). Finished
     /// packs (`pack-<id>.*`) and objects are never touched. With `modifiedBefore` (seconds since
     /// the epoch), only older ones go: on a hub, other devices may be writing theirs right now.
     /// Returns the paths removed.
@@ -167,7 +168,9 @@ extension Store {
                 if let modifiedBefore {
                     guard let stat = (try? FileStat.of(path)) ?? nil, stat.mtimeSeconds < modifiedBefore else { continue }
                 }
-                if (try? Files.remove(path)) != nil { removed.append(path) }
+                // (A pack being adopted is checked in a folder of its own.)
+                let isFolder = ((try? FileStat.of(path)) ?? nil)?.kind == .directory
+                if (try? isFolder ? Files.removeTree(path) : Files.remove(path)) != nil { removed.append(path) }
             }
         }
         return removed
