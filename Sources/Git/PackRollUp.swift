@@ -48,6 +48,36 @@ struct PackRollUp {
             }
             entries.sort { $0.offset < $1.offset }
         }
+
+        /// Reads each object of the pack at `packPath` this index lists, in offset order: its
+        /// bytes (header and compressed data) from its offset to the next one's, checked against
+        /// its CRC-32, handed to `body` with their length (`buffer` may be longer). Objects `skip`
+        /// names are not read. Throws when the pack cannot be what the index says.
+        func forEachObject(in packPath: FilePath, skip: (Int, Oid) -> Bool = { _, _ in false },
+                           _ body: (Int, Oid, [UInt8], Int) throws(GitError) -> Void) throws(GitError) {
+            let fd = packPath.withPlatformString { open($0, O_RDONLY | O_CLOEXEC) }
+            guard fd >= 0 else { throw PackRollUp.ioFailed("cannot open", packPath, errno) }
+            defer { close(fd) }
+            var st = stat()
+            guard fstat(fd, &st) == 0, st.st_size >= 32 else { throw PackRollUp.damaged("\(packPath) is too short to be a pack") }
+            let end = UInt64(st.st_size) - 20  // the trailer: the pack's checksum
+            var buffer: [UInt8] = []
+            for (i, entry) in entries.enumerated() {
+                let next = i + 1 < entries.count ? entries[i + 1].offset : end
+                guard entry.offset >= 12, next > entry.offset, next <= end else {
+                    throw PackRollUp.damaged("\(packPath): object \(entry.id) has no room at offset \(entry.offset)")
+                }
+                if skip(i, entry.id) { continue }
+                let length = Int(next - entry.offset)
+                if buffer.count < length { buffer = [UInt8](repeating: 0, count: length) }
+                try PackRollUp.readExactly(fd, into: &buffer, count: length, at: entry.offset, path: packPath)
+                let crc = buffer.withUnsafeBufferPointer { UInt32(truncatingIfNeeded: crc32(0, $0.baseAddress, uInt(length))) }
+                guard crc == entry.crc else {
+                    throw PackRollUp.damaged("\(packPath): object \(entry.id) does not match its CRC-32 (the pack is damaged on disk)")
+                }
+                try body(i, entry.id, buffer, length)
+            }
+        }
     }
 
     /// Writes every object of the packs whose indexes are `indexFiles` into one new pack in
@@ -72,12 +102,6 @@ struct PackRollUp {
         for indexFile in indexFiles {
             let index = try Index(indexFile)
             let packPath = FilePath(String(indexFile.string.dropLast(4)) + ".pack")
-            let fd = packPath.withPlatformString { open($0, O_RDONLY | O_CLOEXEC) }
-            guard fd >= 0 else { throw ioFailed("cannot open", packPath, errno) }
-            defer { close(fd) }
-            var st = stat()
-            guard fstat(fd, &st) == 0, st.st_size >= 32 else { throw damaged("\(packPath) is too short to be a pack") }
-            let end = UInt64(st.st_size) - 20  // the trailer: the pack's checksum
             // Where each object of this pack went in the new one (by position, in offset order).
             var moved = [UInt64](repeating: 0, count: index.entries.count)
             func movedOffset(ofBaseAt offset: UInt64, before i: Int) -> UInt64? {
@@ -88,23 +112,13 @@ struct PackRollUp {
                 }
                 return low < i && index.entries[low].offset == offset ? moved[low] : nil
             }
-            var buffer: [UInt8] = []
-            for (i, entry) in index.entries.enumerated() {
-                let next = i + 1 < index.entries.count ? index.entries[i + 1].offset : end
-                guard entry.offset >= 12, next > entry.offset, next <= end else {
-                    throw damaged("\(packPath): object \(entry.id) has no room at offset \(entry.offset)")
-                }
-                if let there = offsetWritten(entry.id) {
-                    moved[i] = there  // a copy from an earlier pack: deltas here use that one
-                    continue
-                }
-                let length = Int(next - entry.offset)
-                if buffer.count < length { buffer = [UInt8](repeating: 0, count: length) }
-                try readExactly(fd, into: &buffer, count: length, at: entry.offset, path: packPath)
-                let crc = buffer.withUnsafeBufferPointer { UInt32(truncatingIfNeeded: crc32(0, $0.baseAddress, uInt(length))) }
-                guard crc == entry.crc else {
-                    throw damaged("\(packPath): object \(entry.id) does not match its CRC-32 (the pack is damaged on disk)")
-                }
+            func alreadyWritten(_ i: Int, _ id: Oid) -> Bool {
+                guard let there = offsetWritten(id) else { return false }
+                moved[i] = there  // a copy from an earlier pack: deltas here use that one
+                return true
+            }
+            try index.forEachObject(in: packPath, skip: alreadyWritten) { (i, id, buffer, length) throws(GitError) in
+                let entry = (id: id, offset: index.entries[i].offset)
                 // The header: type in bits 4-6 of the first byte, then the size, 7 bits a byte.
                 var at = 0
                 let type = (buffer[0] >> 4) & 7

@@ -148,8 +148,8 @@ extension PackTransfer {
     ///
     /// Both files are copied into a folder of their own (`objects/pack/tmp_pack_adopt_*`, which
     /// no object database scans and start-up clears). There every object the copied index lists
-    /// is checked against the copied pack: its bytes against the CRC-32 the index gives (a roll-up
-    /// relies on them), its id by reading it through its deltas and hashing it, and a tree, commit
+    /// is checked against the copied pack: its bytes against the CRC-32 the index gives (read as
+    /// a roll-up reads them, `PackRollUp.Index.forEachObject`), its id by reading it through its deltas and hashing it, and a tree, commit
     /// or tag by libgit2's own parser, each id it names in the pack or already in this store
     /// (`has`). Then the pack and its index are linked into place under the peer's name, pack
     /// first, never over a file that is there. The indexer does the same checks but hashes every
@@ -185,20 +185,28 @@ extension PackTransfer {
 
         // The index as a roll-up reads it: version 2, each object's bytes matching its CRC-32.
         guard let listed = try? PackRollUp.Index(tempIndex) else { return nil }
-        try Self.checkCRCs(of: listed, in: tempPack)
+        try listed.forEachObject(in: tempPack) { _, _, _, _ in }
 
         let odb = try Self.objectDatabase(loose: nil, packIndexes: [tempIndex])
         defer { git_odb_free(odb) }
         var wrapped: OpaquePointer?
         try check(git_repository_wrap_odb(&wrapped, odb), "git_repository_wrap_odb(\(tempPack))")
         defer { git_repository_free(wrapped) }
-        let inPack = Set(listed.entries.map(\.id))
-        for (n, entry) in listed.entries.enumerated() {  // in offset order: a delta's base was just read
+        // Each object is read whole below: one too big for that leaves the pack to the indexer,
+        // found before any is hashed.
+        var types: [git_object_t] = []
+        types.reserveCapacity(listed.entries.count)
+        for entry in listed.entries {
             var raw = entry.id.raw
             var size = 0
             var type = GIT_OBJECT_INVALID
             try check(git_odb_read_header(&size, &type, odb, &raw), "git_odb_read_header(\(entry.id)) in \(pack)")
             if size > Self.adoptObjectsUpTo { return nil }
+            types.append(type)
+        }
+        let inPack = Set(listed.entries.map(\.id))
+        for (n, entry) in listed.entries.enumerated() {  // in offset order: a delta's base was just read
+            var raw = entry.id.raw
             var object: OpaquePointer?
             try check(git_odb_read(&object, odb, &raw), "git_odb_read(\(entry.id)) in \(pack)")
             var computed = git_oid()
@@ -209,7 +217,7 @@ extension PackTransfer {
                 throw GitError.damagedObject("object \(entry.id) in \(pack) holds the content of \(Oid(computed)): the peer's store is damaged",
                                              call: "adopt \(pack)")
             }
-            if type != GIT_OBJECT_BLOB {
+            if types[n] != GIT_OBJECT_BLOB {
                 let links = try Self.links(of: entry.id, in: wrapped, pack: pack)
                 if let lacking = links.first(where: { !inPack.contains($0) && !has($0) }) {
                     throw GitError(code: GitError.Code.notFound, errorClass: Int32(GIT_ERROR_ODB.rawValue),
@@ -262,30 +270,6 @@ extension PackTransfer {
             return [Oid(git_tag_target_id(object))]
         default:
             return []
-        }
-    }
-
-    /// Each object's bytes in the pack, from its offset to the next one's, against its CRC-32.
-    static func checkCRCs(of index: PackRollUp.Index, in pack: FilePath) throws(GitError) {
-        let fd = pack.withPlatformString { open($0, O_RDONLY | O_CLOEXEC) }
-        guard fd >= 0 else { throw PackRollUp.ioFailed("cannot open", pack, errno) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_size >= 32 else { throw PackRollUp.damaged("\(pack) is too short to be a pack") }
-        let end = UInt64(st.st_size) - 20
-        var buffer: [UInt8] = []
-        for (i, entry) in index.entries.enumerated() {
-            let next = i + 1 < index.entries.count ? index.entries[i + 1].offset : end
-            guard entry.offset >= 12, next > entry.offset, next <= end else {
-                throw PackRollUp.damaged("\(pack): object \(entry.id) has no room at offset \(entry.offset)")
-            }
-            let length = Int(next - entry.offset)
-            if buffer.count < length { buffer = [UInt8](repeating: 0, count: length) }
-            try PackRollUp.readExactly(fd, into: &buffer, count: length, at: entry.offset, path: pack)
-            let crc = buffer.withUnsafeBufferPointer { UInt32(truncatingIfNeeded: crc32(0, $0.baseAddress, uInt(length))) }
-            guard crc == entry.crc else {
-                throw PackRollUp.damaged("\(pack): object \(entry.id) does not match its CRC-32")
-            }
         }
     }
 
