@@ -17,6 +17,10 @@ import Testing
         for size in [512, 4096, 4097, 100_000, 3_000_000] {
             #expect(looks(random(size)), "\(size) random bytes")
         }
+        // 512 random bytes are the hardest to tell: uncorrected, their estimate fell under the
+        // threshold once in about 200 draws (a CI run failed on it). Many draws, none may miss.
+        let missed = (0..<2000).filter { _ in !looks(random(512)) }.count
+        #expect(missed == 0, "\(missed) of 2000 draws of 512 random bytes taken for compressible")
     }
 
     @Test func textAndPatternsAreCompressed() throws {
