@@ -110,6 +110,23 @@ extension Durability {
     }
 }
 
+extension Durability {
+    /// Files at least this big start their way to the disk as soon as they are written
+    /// (`startWriteback`): the batch's one flush then waits for the last of them only.
+    public static let writebackFrom = 1 << 20
+
+    /// Starts writing `fd`'s dirty pages in `offset ..< offset + count` (0: to the end) to the disk
+    /// and returns without waiting (`sync_file_range(2)` with `SYNC_FILE_RANGE_WRITE`, as git's
+    /// `core.fsyncMethod=batch` does). Durable only after the flush that follows; until then the
+    /// kernel would hold hundreds of megabytes of a big batch dirty and write them all inside it.
+    public static func startWriteback(_ fd: Int32, offset: Int64 = 0, count: Int64 = 0) {
+        _ = linuxSyncFileRange(fd, offset, count, 2 /* SYNC_FILE_RANGE_WRITE */)
+    }
+}
+
+@_silgen_name("sync_file_range")
+private func linuxSyncFileRange(_ fd: Int32, _ offset: Int64, _ count: Int64, _ flags: UInt32) -> Int32
+
 /// `syncfs(2)`: glibc declares it only under _GNU_SOURCE, which Swift's Glibc module does not set.
 @_silgen_name("syncfs")
 private func linuxSyncfs(_ fd: Int32) -> Int32

@@ -120,8 +120,9 @@ public enum Files {
         let fd = path.withPlatformString { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, executable ? 0o755 : 0o644) }
         guard fd >= 0 else { throw Errno(rawValue: errno) }
         var failure: Errno?
+        let sink = FileSink(fd: fd)
         do {
-            try contents(FileSink(fd: fd))
+            try contents(sink)
         } catch let error as Errno {
             failure = error
         } catch {
@@ -134,6 +135,7 @@ public enum Files {
             let times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2 /* UTIME_OMIT: atime as it is */), mtime]
             _ = times.withUnsafeBufferPointer { futimens(fd, $0.baseAddress) }
         }
+        if failure == nil, sink.written >= Durability.writebackFrom { Durability.startWriteback(fd) }
         if close(fd) != 0, failure == nil { failure = Errno(rawValue: errno) }
         if let failure {
             _ = path.withPlatformString { unlink($0) }
@@ -142,8 +144,12 @@ public enum Files {
     }
 
     /// Where `create` writes: every byte handed over is written before `write` returns.
-    public struct FileSink {
+    public final class FileSink {
         let fd: Int32
+        /// Bytes written so far.
+        public private(set) var written = 0
+
+        init(fd: Int32) { self.fd = fd }
 
         public func write(_ buffer: UnsafeRawBufferPointer) throws(Errno) {
             var offset = 0
@@ -154,6 +160,7 @@ public enum Files {
                     throw Errno(rawValue: errno)
                 }
                 offset += n
+                written += n
             }
         }
     }

@@ -239,7 +239,13 @@ extension Repository {
         // The first piece says whether the blob is worth compressing (`withLooseOdb`).
         guard let first = next(min(buffer.count, size)), first > 0 else { return .changedWhileRead }  // shorter than its size said
         let incompressible = buffer.withUnsafeBytes { Incompressible.looks(UnsafeRawBufferPointer(rebasing: $0[..<first])) }
-        return try withLooseOdb(storing: incompressible) { target throws(GitError) -> FileBlob in
+        // With a batch, the file streams into its pack (one pass, never whole in memory): a folder
+        // of photos costs no loose object per file, and nothing to pack again later.
+        func target<T>(_ body: (OpaquePointer) throws(GitError) -> T) throws(GitError) -> T {
+            if let batch { return try batch.withStreamDatabase(stored: incompressible, body) }
+            return try withLooseOdb(storing: incompressible, body)
+        }
+        return try target { target throws(GitError) -> FileBlob in
             var stream: UnsafeMutablePointer<git_odb_stream>?
             try check(git_odb_open_wstream(&stream, target, git_object_size_t(size), GIT_OBJECT_BLOB), "git_odb_open_wstream(\(absolutePath))")
             defer { git_odb_stream_free(stream) }
@@ -259,7 +265,7 @@ extension Repository {
             if let stats, fstat(fd, &stats.pointee.after) != 0 { return .changedWhileRead }
             var out = git_oid()
             try check(git_odb_stream_finalize_write(&out, stream), "git_odb_stream_finalize_write(\(absolutePath))")
-            return .written(noteWritten(Oid(out)))
+            return .written(batch == nil ? noteWritten(Oid(out)) : Oid(out))
         }
     }
 }

@@ -27,11 +27,16 @@ public struct ObjectCopyLimits: Sendable {
     /// A copy of at least this many objects takes whole the peer's packs that hold at least this
     /// many of them (and are at least half made of them).
     public var wholePacksFrom: Int
-    public init(streamAbove: Int = 1 << 20, looseLimit: Int = 64, batchBytes: Int = 32 << 20, wholePacksFrom: Int = 256) {
+    /// So does a copy of at least this many bytes of blobs, for packs of at least this many bytes
+    /// (a pack of photos holds a few objects, each worth more than a thousand small files).
+    public var wholePackBytes: Int
+    public init(streamAbove: Int = 1 << 20, looseLimit: Int = 64, batchBytes: Int = 32 << 20, wholePacksFrom: Int = 256,
+                wholePackBytes: Int = 4 << 20) {
         self.streamAbove = streamAbove
         self.looseLimit = looseLimit
         self.batchBytes = batchBytes
         self.wholePacksFrom = wholePacksFrom
+        self.wholePackBytes = wholePackBytes
     }
 }
 
@@ -169,7 +174,7 @@ private struct ObjectCopier: ~Copyable {
             try planTree(try source.commit(id).tree, into: &missing, planned: &planned)
             missing.append((id, GIT_OBJECT_COMMIT))
         }
-        if missing.count >= limits.wholePacksFrom {
+        if missing.count >= limits.wholePacksFrom || blobBytes(of: missing, atLeast: limits.wholePackBytes) {
             let taken = try takeWholePacks(wanted: planned)
             if !taken.isEmpty { missing.removeAll { taken.contains($0.id) } }
         }
@@ -177,6 +182,21 @@ private struct ObjectCopier: ~Copyable {
             if type == GIT_OBJECT_BLOB { try copyBlob(id) } else { try copyWhole(id, expecting: type) }
         }
         try flush()
+    }
+
+    /// Whether the blobs among `missing` hold at least `limit` bytes (their headers, read until
+    /// the sum gets there).
+    func blobBytes(of missing: [(id: Oid, type: git_object_t)], atLeast limit: Int) -> Bool {
+        var sum = 0
+        for (id, type) in missing where type == GIT_OBJECT_BLOB {
+            var size = 0
+            var kind = GIT_OBJECT_INVALID
+            var raw = id.raw
+            guard git_odb_read_header(&size, &kind, sourceOdb, &raw) == 0 else { continue }  // (the copy reports it)
+            sum += size
+            if sum >= limit { return true }
+        }
+        return false
     }
 
     /// The objects of a tree this repository lacks, in the order they may be written: everything
@@ -219,7 +239,8 @@ private struct ObjectCopier: ~Copyable {
             let needed = transfer.ids.reduce(0) { $0 + (wanted.contains($1) ? 1 : 0) }
             // Mostly new here: whatever of it this store already has is stored twice until the
             // next roll-up of packs, which is cheaper than compressing the rest again.
-            if needed >= limits.wholePacksFrom, needed * 2 >= transfer.ids.count { candidates.append((transfer, needed)) }
+            guard needed > 0, needed * 2 >= transfer.ids.count else { continue }
+            if needed >= limits.wholePacksFrom || transfer.bytes >= limits.wholePackBytes { candidates.append((transfer, needed)) }
         }
         var taken = Set<Oid>()
         let progress = self.progress, snapshot = { [report] in report }

@@ -50,6 +50,7 @@ public final class PackBatch {
 
     deinit {
         writer?.abandon()
+        if let streamOdb { git_odb_free(streamOdb) }
         git_odb_free(odb)
     }
 
@@ -86,6 +87,54 @@ public final class PackBatch {
         return id
     }
 
+    /// A database whose only backend streams objects into this batch (`withStreamDatabase`).
+    private var streamOdb: OpaquePointer?
+    /// Whether the object streamed next is stored rather than deflated.
+    fileprivate var streamStored = false
+
+    /// Calls `body` with an object database whose `git_odb_open_wstream` writes into this batch's
+    /// pack: libgit2 hashes the pieces as they go through (collision detection included) and names
+    /// the object at the stream's end. A big file is so read once and never held whole; an object
+    /// the store or the batch has already, or a stream given up, is taken back out of the pack.
+    /// - Parameter stored: the object's bytes look incompressible (`Incompressible`).
+    public func withStreamDatabase<T>(stored: Bool, _ body: (OpaquePointer) throws(GitError) -> T) throws(GitError) -> T {
+        if let failed { throw failed }
+        if streamOdb == nil { streamOdb = try PackStreamBackend.database(for: self) }
+        streamStored = stored
+        return try body(streamOdb!)
+    }
+
+    /// Starts an object streamed in through `streamOdb`.
+    fileprivate func beginStream(type: git_object_t, size: UInt64) throws(GitError) -> PackFileWriter {
+        if let failed { throw failed }
+        do {
+            let writer: PackFileWriter
+            if let open = self.writer {
+                writer = open
+            } else {
+                writer = try PackFileWriter(packDir: gitDir.appending("objects").appending("pack"))
+                self.writer = writer
+            }
+            try writer.begin(type: type, size: size, stored: streamStored)
+            return writer
+        } catch {
+            failed = error
+            throw error
+        }
+    }
+
+    /// Ends the object being streamed in: it is `id`, and in the batch from now on.
+    fileprivate func endStream(_ writer: PackFileWriter, id: Oid) throws(GitError) {
+        do {
+            try writer.end(id: id)
+        } catch {
+            failed = error
+            throw error
+        }
+        waiting.insert(id)
+        if writer.size >= UInt64(flushBytes) { try flush() }
+    }
+
     /// Finishes the pack being written (with its index) and puts it beside the store's others.
     public func flush() throws(GitError) {
         if let failed { throw failed }
@@ -105,3 +154,99 @@ public final class PackBatch {
 
 @available(*, unavailable)
 extension PackBatch: Sendable {}
+
+/// The object database backend behind `PackBatch.withStreamDatabase`: `exists` asks the batch,
+/// `writestream` feeds the batch's pack. It holds the batch unretained (the batch owns the database).
+private enum PackStreamBackend {
+    static func batch(_ backend: UnsafeMutablePointer<git_odb_backend>) -> PackBatch {
+        Unmanaged<PackBatch>.fromOpaque(
+            UnsafeMutableRawPointer(backend).assumingMemoryBound(to: syncagent_odb_backend.self).pointee.owner).takeUnretainedValue()
+    }
+
+    static func database(for batch: PackBatch) throws(GitError) -> OpaquePointer {
+        var odb: OpaquePointer?
+        try check(git_odb_new(&odb), "git_odb_new")
+        let backend = UnsafeMutablePointer<syncagent_odb_backend>.allocate(capacity: 1)
+        backend.initialize(to: syncagent_odb_backend())
+        guard git_odb_init_backend(&backend.pointee.parent, UInt32(GIT_ODB_BACKEND_VERSION)) == 0 else {
+            backend.deallocate()
+            git_odb_free(odb)
+            throw GitError(code: GitError.Code.generic, errorClass: 0, message: "cannot start an object database backend", call: "git_odb_init_backend")
+        }
+        backend.pointee.owner = Unmanaged.passUnretained(batch).toOpaque()
+        backend.pointee.parent.writestream = openStream
+        backend.pointee.parent.exists = { raw, oid in
+            guard let raw, let oid else { return 0 }
+            return PackStreamBackend.batch(raw).has(Oid(oid.pointee)) ? 1 : 0
+        }
+        backend.pointee.parent.free = { raw in
+            guard let raw else { return }
+            UnsafeMutableRawPointer(raw).assumingMemoryBound(to: syncagent_odb_backend.self).deallocate()
+        }
+        let rc = backend.withMemoryRebound(to: git_odb_backend.self, capacity: 1) { git_odb_add_backend(odb, $0, 1) }
+        guard rc == 0 else {
+            let error = lastError(code: rc, call: "git_odb_add_backend")
+            backend.deallocate()
+            git_odb_free(odb)
+            throw error
+        }
+        return odb!
+    }
+
+    /// One object on its way into the batch's pack; dropped from it unless it was finished.
+    final class Stream {
+        let batch: PackBatch
+        let writer: PackFileWriter
+        var finished = false
+        init(batch: PackBatch, writer: PackFileWriter) {
+            self.batch = batch
+            self.writer = writer
+        }
+        deinit { if !finished { writer.drop() } }
+
+        static func of(_ raw: UnsafeMutablePointer<git_odb_stream>) -> Stream {
+            Unmanaged<Stream>.fromOpaque(UnsafeMutableRawPointer(raw).assumingMemoryBound(to: syncagent_odb_stream.self).pointee.owner)
+                .takeUnretainedValue()
+        }
+    }
+
+    static func fail(_ error: GitError) -> Int32 {
+        git_error_set_str(Int32(GIT_ERROR_OS.rawValue), error.message)
+        return -1
+    }
+
+    private static let openStream: @convention(c) (
+        UnsafeMutablePointer<UnsafeMutablePointer<git_odb_stream>?>?, UnsafeMutablePointer<git_odb_backend>?,
+        git_object_size_t, git_object_t
+    ) -> Int32 = { out, backend, size, type in
+        guard let out, let backend else { return -1 }
+        let owner = PackStreamBackend.batch(backend)
+        let writer: PackFileWriter
+        do throws(GitError) { writer = try owner.beginStream(type: type, size: UInt64(size)) } catch { return fail(error) }
+        let stream = UnsafeMutablePointer<syncagent_odb_stream>.allocate(capacity: 1)
+        stream.initialize(to: syncagent_odb_stream())
+        stream.pointee.parent.backend = backend
+        stream.pointee.parent.mode = UInt32(GIT_STREAM_WRONLY.rawValue)
+        stream.pointee.owner = Unmanaged.passRetained(Stream(batch: owner, writer: writer)).toOpaque()
+        stream.pointee.parent.write = { raw, buffer, length in
+            guard let raw else { return -1 }
+            do throws(GitError) { try Stream.of(raw).writer.feed(UnsafeRawBufferPointer(start: buffer, count: length)) } catch { return fail(error) }
+            return 0
+        }
+        stream.pointee.parent.finalize_write = { raw, oid in
+            guard let raw, let oid else { return -1 }
+            let own = Stream.of(raw)
+            own.finished = true
+            do throws(GitError) { try own.batch.endStream(own.writer, id: Oid(oid.pointee)) } catch { return fail(error) }
+            return 0
+        }
+        stream.pointee.parent.free = { raw in
+            guard let raw else { return }
+            let own = UnsafeMutableRawPointer(raw).assumingMemoryBound(to: syncagent_odb_stream.self)
+            Unmanaged<Stream>.fromOpaque(own.pointee.owner).release()  // an unfinished one is dropped
+            own.deallocate()
+        }
+        out.pointee = UnsafeMutableRawPointer(stream).assumingMemoryBound(to: git_odb_stream.self)
+        return 0
+    }
+}

@@ -71,15 +71,10 @@ final class PackFileWriter {
         if !finished { abandon() }
     }
 
-    /// Adds one whole object; `id` is its id (the caller hashed it).
-    func append(_ data: UnsafeRawBufferPointer, type: git_object_t, id: Oid) throws(GitError) {
-        if let broken { throw broken }
-        guard data.count <= Int(UInt32.max) else {
-            throw GitError(code: GitError.Code.generic, errorClass: 0, message: "object \(id) is too big for a pack batch (\(data.count) bytes)", call: "PackFileWriter.append")
-        }
-        // The object's header: its type and size, 4 bits then 7 at a time, low bits first.
+    /// An object's header in a pack: its type and size, 4 bits then 7 at a time, low bits first.
+    static func header(type: git_object_t, size: UInt64) -> [UInt8] {
         var header: [UInt8] = []
-        var rest = UInt64(data.count)
+        var rest = size
         var byte = UInt8(truncatingIfNeeded: (UInt64(type.rawValue) << 4) | (rest & 0x0f))
         rest >>= 4
         while rest > 0 {
@@ -88,6 +83,17 @@ final class PackFileWriter {
             rest >>= 7
         }
         header.append(byte)
+        return header
+    }
+
+    /// Adds one whole object; `id` is its id (the caller hashed it).
+    func append(_ data: UnsafeRawBufferPointer, type: git_object_t, id: Oid) throws(GitError) {
+        if let broken { throw broken }
+        precondition(streaming == nil, "an object is being streamed into this pack")
+        guard data.count <= Int(UInt32.max) else {
+            throw GitError(code: GitError.Code.generic, errorClass: 0, message: "object \(id) is too big for a pack batch (\(data.count) bytes)", call: "PackFileWriter.append")
+        }
+        let header = Self.header(type: type, size: UInt64(data.count))
 
         // Bytes that look random (photos, video, archives: already compressed) are stored as they
         // are: deflate would spend most of a batch's time on them for nothing. A stream per level
@@ -106,6 +112,89 @@ final class PackFileWriter {
         pending.append(contentsOf: scratch[..<produced])
         size += UInt64(header.count + produced)
         if pending.count >= 1 << 18 { try writePending() }
+    }
+
+    /// The object being streamed in (`begin`, `feed`, `end`): where it starts, the CRC-32 of what
+    /// of it was produced so far, and whether its bytes are stored rather than deflated.
+    private var streaming: (start: UInt64, crc: uLong, stored: Bool)?
+    /// Room for one piece of deflate's output while streaming.
+    private var piece: [UInt8] = []
+
+    /// Starts an object of `size` bytes whose bytes come in pieces (`feed`), and whose id is known
+    /// only at `end`: a big file is read, hashed and packed in one pass, never held whole.
+    /// `stored`: its bytes look incompressible (`Incompressible`), so deflate only frames them.
+    func begin(type: git_object_t, size objectSize: UInt64, stored: Bool) throws(GitError) {
+        if let broken { throw broken }
+        precondition(streaming == nil, "an object is already being streamed into this pack")
+        if stored, !storedStreamReady {
+            guard syncagent_deflate_init(&storedStream, 0) == Z_OK else { throw zlibFailed(nil) }
+            storedStreamReady = true
+        }
+        guard (stored ? deflateReset(&storedStream) : deflateReset(&stream)) == Z_OK else { throw zlibFailed(nil) }
+        if piece.isEmpty { piece = [UInt8](repeating: 0, count: 1 << 17) }
+        let header = Self.header(type: type, size: objectSize)
+        let crc = header.withUnsafeBufferPointer { crc32(0, $0.baseAddress, uInt($0.count)) }
+        streaming = (size, crc, stored)
+        pending.append(contentsOf: header)
+        size += UInt64(header.count)
+    }
+
+    /// Deflates the next piece of the object being streamed into the pack.
+    func feed(_ bytes: UnsafeRawBufferPointer) throws(GitError) {
+        try deflatePiece(bytes, finish: false)
+    }
+
+    /// Ends the object being streamed: `id` is its id, hashed from the pieces fed.
+    func end(id: Oid) throws(GitError) {
+        try deflatePiece(UnsafeRawBufferPointer(start: nil, count: 0), finish: true)
+        guard let object = streaming else { return }
+        streaming = nil
+        entries.append(Entry(id: id, offset: object.start, crc: UInt32(truncatingIfNeeded: object.crc)))
+    }
+
+    /// Takes the object being streamed back out of the pack (the store had it already, or its file
+    /// changed while it was read): the pack ends where it ended before `begin`.
+    func drop() {
+        guard let object = streaming else { return }
+        streaming = nil
+        let written = size - UInt64(pending.count)  // what is in the file already
+        if object.start >= written {
+            pending.removeLast(Int(size - object.start))
+        } else {
+            pending.removeAll(keepingCapacity: true)
+            if broken == nil, ftruncate(fd, off_t(object.start)) != 0 || lseek(fd, off_t(object.start), SEEK_SET) < 0 {
+                broken = ioFailed("cannot take an object back out of", errno)
+            }
+        }
+        size = object.start
+        writtenBack = min(writtenBack, size)
+    }
+
+    private func deflatePiece(_ bytes: UnsafeRawBufferPointer, finish: Bool) throws(GitError) {
+        if let broken { throw broken }
+        guard var object = streaming else { preconditionFailure("no object is being streamed into this pack") }
+        func run(_ zs: inout z_stream) throws(GitError) {
+            zs.next_in = UnsafeMutablePointer(mutating: bytes.baseAddress?.assumingMemoryBound(to: Bytef.self))
+            zs.avail_in = uInt(bytes.count)
+            defer { zs.next_in = nil }
+            while true {
+                let rc = piece.withUnsafeMutableBufferPointer { out -> Int32 in
+                    zs.next_out = out.baseAddress
+                    zs.avail_out = uInt(out.count)
+                    return deflate(&zs, finish ? Z_FINISH : Z_NO_FLUSH)
+                }
+                guard rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR else { throw zlibFailed(nil) }
+                let produced = piece.count - Int(zs.avail_out)
+                object.crc = piece.withUnsafeBufferPointer { crc32(object.crc, $0.baseAddress, uInt(produced)) }
+                pending.append(contentsOf: piece[..<produced])
+                size += UInt64(produced)
+                if pending.count >= 1 << 18 { try writePending() }
+                if finish ? rc == Z_STREAM_END : (zs.avail_in == 0 && zs.avail_out > 0) { return }
+            }
+        }
+        // (a piece is at most what a read returns: far below zlib's 32-bit counts)
+        if object.stored { try run(&storedStream) } else { try run(&stream) }
+        streaming = object
     }
 
     /// Deflates one whole object into `scratch`; returns how many bytes it took.
@@ -143,6 +232,7 @@ final class PackFileWriter {
     func finish(tick: (() -> Bool)? = nil) throws(GitError) -> String {
         do throws(GitError) {
             if let broken { throw broken }
+            drop()  // an object left half-streamed is not part of the pack
             try writePending()
             var count = UInt32(entries.count).bigEndian
             guard pwrite(fd, &count, 4, 8) == 4 else { throw ioFailed("cannot write the object count of", errno) }
@@ -175,6 +265,10 @@ final class PackFileWriter {
             guard wrote == 0 else {
                 _ = indexTemp.withPlatformString { unlink($0) }
                 throw ioFailed("cannot write the index of", wrote)
+            }
+            if size >= UInt64(Self.writebackStep) / 8 {
+                Self.startWriteback(fd, offset: writtenBack)
+                Self.startWriteback(indexFD)
             }
             _ = fchmod(fd, 0o444)
             _ = fchmod(indexFD, 0o444)
@@ -274,6 +368,23 @@ final class PackFileWriter {
             throw error
         }
         pending.removeAll(keepingCapacity: true)
+        // A big pack goes to the disk while it is written: the flush before a reference names its
+        // objects then waits for its tail only.
+        if size - writtenBack >= Self.writebackStep {
+            Self.startWriteback(fd, offset: writtenBack, count: size - writtenBack)
+            writtenBack = size
+        }
+    }
+
+    /// Bytes of the pack already handed to `startWriteback`.
+    private var writtenBack: UInt64 = 0
+    static let writebackStep: UInt64 = 8 << 20
+
+    /// Starts writing `fd`'s dirty pages in the range to the disk without waiting for them
+    /// (`sync_file_range(2)`, `SYNC_FILE_RANGE_WRITE`; 0 bytes: to the end). Not durable until the
+    /// flush that follows, as with git's `core.fsyncMethod=batch`.
+    static func startWriteback(_ fd: Int32, offset: UInt64 = 0, count: UInt64 = 0) {
+        _ = syncFileRange(fd, Int64(offset), Int64(count), 2 /* SYNC_FILE_RANGE_WRITE */)
     }
 
     /// 0, or the errno of the write that failed.
@@ -312,13 +423,16 @@ final class PackFileWriter {
                  call: "PackFileWriter")
     }
 
-    private func zlibFailed(_ id: Oid) -> GitError {
-        GitError(code: GitError.Code.generic, errorClass: 0, message: "zlib could not compress object \(id) for a pack in \(packDir) (out of memory?); nothing was stored, it is retried with the next commit", call: "deflate")
+    private func zlibFailed(_ id: Oid?) -> GitError {
+        GitError(code: GitError.Code.generic, errorClass: 0, message: "zlib could not compress \(id.map { "object \($0)" } ?? "an object") for a pack in \(packDir) (out of memory?); nothing was stored, it is retried with the next commit", call: "deflate")
     }
 }
 
 @available(*, unavailable)
 extension PackFileWriter: Sendable {}
+
+@_silgen_name("sync_file_range")
+private func syncFileRange(_ fd: Int32, _ offset: Int64, _ count: Int64, _ flags: UInt32) -> Int32
 
 /// SHA-1 over a stream of bytes (mbedTLS, which libgit2 links too): the trailers of packs and
 /// their indexes.

@@ -11,6 +11,8 @@ struct PackTransfer {
     /// The pack file (`objects/pack/pack-<id>.pack`) and the ids its index lists.
     let pack: FilePath
     let ids: [Oid]
+    /// The pack file's size when it was listed.
+    var bytes: Int = 0
 
     /// The packs of the store at `gitDir` that have an index, with their ids.
     static func packs(of gitDir: FilePath) throws(GitError) -> [PackTransfer] {
@@ -18,7 +20,9 @@ struct PackTransfer {
         for index in packIndexes(in: gitDir) {
             var pack = index
             pack.extension = "pack"
-            found.append(PackTransfer(pack: pack, ids: try ids(inIndex: index)))
+            var st = stat()
+            let bytes = pack.withPlatformString { lstat($0, &st) } == 0 ? Int(st.st_size) : 0
+            found.append(PackTransfer(pack: pack, ids: try ids(inIndex: index), bytes: bytes))
         }
         return found
     }
@@ -316,7 +320,12 @@ extension PackTransfer {
             }
             total += n
         }
-        guard total == size else { throw failed("copy", Errno(rawValue: EIO)) }
+        guard total == size else {
+            throw GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue),
+                           message: "\(source) changed while it was copied to \(target) (\(total) of its \(size) bytes read): the peer rewrote its pack; what it holds is copied object by object instead",
+                           call: "copy")
+        }
+        if size >= 1 << 20 { PackFileWriter.startWriteback(fd) }  // on its way to the disk before the flush
         return total
     }
 }

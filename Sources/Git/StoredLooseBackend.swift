@@ -194,6 +194,7 @@ enum StoredLooseBackend {
         /// Ends the zlib stream and puts the file at the object's name.
         func finish(_ id: Oid) -> Bool {
             guard write(UnsafeRawBufferPointer(start: nil, count: 0), finish: true) else { return false }
+            if lseek(fd, 0, SEEK_CUR) >= 1 << 20 { PackFileWriter.startWriteback(fd) }  // before the batch's flush
             fchmod(fd, 0o444)
             let closed = close(fd) == 0
             fd = -1

@@ -178,13 +178,15 @@ import TestSupport
 
     /// A commit of `count` files whose blobs the phone wrote into one pack (as a big batch is),
     /// the trees and the commit loose. Returns the commit and the files.
-    func packedBatch(_ t: TempDevice, _ repo: Repository, count: Int) throws -> (Oid, [String: [UInt8]]) {
+    func packedBatch(_ t: TempDevice, _ repo: Repository, count: Int, size: Int = 100) throws -> (Oid, [String: [UInt8]]) {
         var files: [String: [UInt8]] = [:]
         let batch = try PackBatch(gitDir: t.gitDir)
         let index = try repo.index()
+        var rng = SystemRandomNumberGenerator()
         for i in 0..<count {
             let path = "d\(i % 9)/f\(i)"
-            let bytes = (0..<(100 + i)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) }
+            let bytes = size > 1 << 20 ? (0..<size).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                : (0..<(size + i)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) }
             files[path] = bytes
             let url = URL(fileURLWithPath: t.data.appending(path).string)
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -232,6 +234,23 @@ import TestSupport
         for file in tree { #expect(try copied.blobData(file.oid) == files[file.path.string]) }
         #expect(try fsck(watch.gitDir) == 0)
         #expect(try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [tip]).objects == 0)
+    }
+
+    /// A few big files (photos) are worth a thousand small ones: their pack, 8 objects and 12 MB,
+    /// is taken whole, though it holds far fewer objects than `wholePacksFrom`.
+    @Test func aPackOfAFewPhotosIsTakenWhole() throws {
+        let phone = try TempDevice(), watch = try TempDevice()
+        let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+        let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+        let (tip, files) = try packedBatch(phone, source, count: 8, size: 1_500_000)
+        let report = try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [tip])
+        #expect(report.wholePacks == 1, "\(report)")
+        #expect(try packFiles(watch.gitDir).filter { $0.hasSuffix(".pack") } == packFiles(phone.gitDir).filter { $0.hasSuffix(".pack") })
+        let copied = try Repository.open(gitDir: watch.gitDir, workdir: watch.data)
+        let tree = try copied.treeFiles(try copied.commit(tip).tree)
+        #expect(tree.count == 8)
+        for file in tree { #expect(try copied.blobData(file.oid) == files[file.path.string]) }
+        #expect(try fsck(watch.gitDir) == 0)
     }
 
     /// A pack whose trees name blobs that are neither in it nor here is refused by the indexer and

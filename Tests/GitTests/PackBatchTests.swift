@@ -106,6 +106,57 @@ import TestSupport
         #expect(try packFiles(t.gitDir).allSatisfy { $0.hasPrefix("pack-") }, "no temporary left")
     }
 
+    /// Files over 1 MiB stream into the batch's pack (read once, never held whole): a photo, a big
+    /// text, the photo's copy and a file an earlier pack holds. Each id is git's; the copy and the
+    /// known file are taken back out of the pack (after the file had them: a photo passes the
+    /// 256 KiB the writer buffers), so every object is in the packs once and git verifies them all.
+    @Test func bigFilesStreamIntoThePackOnce() throws {
+        let t = try TempDevice()
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        var rng = SystemRandomNumberGenerator()
+        let photo = (0..<3_000_000).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        let text = Array(String(repeating: "a line of a big text file\n", count: 100_000).utf8)
+        let known = Array(String(repeating: "already in the store, loose\n", count: 60_000).utf8)
+        for (name, bytes) in [("photo.jpg", photo), ("big.txt", text), ("copy.jpg", photo), ("known.txt", known)] {
+            try Data(bytes).write(to: URL(fileURLWithPath: t.data.appending(name).string))
+        }
+        let first = try PackBatch(gitDir: t.gitDir)
+        guard case .written(let knownId) = try repo.writeBlob(fromFile: t.data.appending("known.txt"), batch: first) else {
+            Issue.record("known.txt was not stored")
+            return
+        }
+        try first.flush()
+        let batch = try PackBatch(gitDir: t.gitDir, flushBytes: 2 << 20)
+        var ids: [String: Oid] = [:]
+        for name in ["photo.jpg", "big.txt", "copy.jpg", "known.txt"] {
+            guard case .written(let id) = try repo.writeBlob(fromFile: t.data.appending(name), batch: batch) else {
+                Issue.record("\(name) was not stored")
+                return
+            }
+            ids[name] = id
+            let hashed = try git(t.gitDir, ["hash-object", t.data.appending(name).string])
+            #expect(String(decoding: hashed.out, as: UTF8.self).hasPrefix(id.hex), "\(name): git's id")
+        }
+        #expect(ids["copy.jpg"] == ids["photo.jpg"] && ids["known.txt"] == knownId)
+        try batch.flush()
+        #expect(batch.packs == 2, "the photo's pack passed 2 MiB and was finished: \(batch.packs)")
+        var objects = 0
+        for idx in try packFiles(t.gitDir) where idx.hasSuffix(".idx") {
+            let verify = try git(t.gitDir, ["verify-pack", "-v", t.gitDir.appending("objects/pack").appending(idx).string])
+            #expect(verify.status == 0, "git verify-pack: \(String(decoding: verify.out, as: UTF8.self))")
+            let text = String(decoding: verify.out, as: UTF8.self)
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("non delta: ") }) {
+                objects += Int(line.split(separator: " ")[2]) ?? 0
+            }
+        }
+        #expect(objects == 3, "the known file (first batch), the photo and the big text, once each: \(objects)")
+        for (name, bytes) in [("photo.jpg", photo), ("big.txt", text)] {
+            let shown = try git(t.gitDir, ["cat-file", "blob", ids[name]!.hex])
+            #expect(shown.status == 0 && Array(shown.out) == bytes, "git cat-file \(name)")
+        }
+        #expect(try gitFsck(t.gitDir, full: true) == 0)
+    }
+
     /// A batch dropped before its flush leaves nothing behind: no pack, no temporary.
     @Test func anUnflushedBatchLeavesNoFiles() throws {
         let t = try TempDevice()
