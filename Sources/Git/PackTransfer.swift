@@ -150,7 +150,7 @@ extension PackTransfer {
     /// when it is not for adopting (an object too big to read whole, a version 1 index, a pack
     /// of that name here already): the indexer's business then.
     ///
-    /// Both files are copied into a folder of their own (`objects/pack/tmp_pack_adopt_*`, which
+    /// Both files are linked or copied (`linkOrCopy`) into a folder of their own (`objects/pack/tmp_pack_adopt_*`, which
     /// no object database scans and start-up clears). There every object the copied index lists
     /// is checked against the copied pack: its bytes against the CRC-32 the index gives (read as
     /// a roll-up reads them, `PackRollUp.Index.forEachObject`), its id by reading it through its deltas and hashing it, and a tree, commit
@@ -184,8 +184,8 @@ extension PackTransfer {
             _ = tempIndex.withPlatformString { unlink($0) }
             _ = folder.withPlatformString { rmdir($0) }
         }
-        let bytes = try Self.copy(pack, to: tempPack)
-        _ = try Self.copy(index, to: tempIndex)
+        let bytes = try Self.linkOrCopy(pack, to: tempPack)
+        _ = try Self.linkOrCopy(index, to: tempIndex)
 
         // The index as a roll-up reads it: version 2, each object's bytes matching its CRC-32.
         guard let listed = try? PackRollUp.Index(tempIndex) else { return nil }
@@ -279,6 +279,22 @@ extension PackTransfer {
 
     /// Copies the file at `source` to a new file `target` (the kernel's copy when it can);
     /// returns the bytes. A copy shorter than the source's size is refused.
+    /// A hard link to `source` when both are on one file system, as `git clone --local` links a
+    /// local repository's objects: no byte written twice (a pack of photos is hundreds of
+    /// megabytes), and a pack file is never changed once it is in place (git and this agent
+    /// only ever write new packs and remove old ones, and the link keeps the inode alive). The
+    /// checks that follow read it all the same. Otherwise (another file system, a file this user
+    /// may not link) a copy. Returns the size.
+    static func linkOrCopy(_ source: FilePath, to target: FilePath) throws(GitError) -> Int {
+        let linked = source.withPlatformString { a in target.withPlatformString { b in link(a, b) } } == 0
+        var st = stat()
+        if linked, target.withPlatformString({ lstat($0, &st) }) == 0, (st.st_mode & S_IFMT) == S_IFREG {
+            return Int(st.st_size)
+        }
+        if linked { _ = target.withPlatformString { unlink($0) } }
+        return try copy(source, to: target)
+    }
+
     static func copy(_ source: FilePath, to target: FilePath) throws(GitError) -> Int {
         func failed(_ call: String, _ why: Errno) -> GitError {
             GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue),
