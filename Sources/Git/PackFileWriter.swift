@@ -237,7 +237,7 @@ final class PackFileWriter {
             var count = UInt32(entries.count).bigEndian
             guard pwrite(fd, &count, 4, 8) == 4 else { throw ioFailed("cannot write the object count of", errno) }
             // The pack's checksum: every byte of it, read back (the count is known only now).
-            var sha = StreamSHA1()
+            let sha = StreamSHA1()
             var chunk = [UInt8](repeating: 0, count: 1 << 20)
             var at: UInt64 = 0
             while at < size {
@@ -314,7 +314,7 @@ final class PackFileWriter {
     static func writeIndex(_ entries: [Entry], checksum: [UInt8], to fd: Int32) -> Int32 {
         var order = [Int32](0..<Int32(entries.count))
         order.sort { entries[Int($0)].id < entries[Int($1)].id }
-        var sha = StreamSHA1()
+        let sha = StreamSHA1()
         var buffer: [UInt8] = []
         buffer.reserveCapacity(1 << 16)
         var failed: Int32 = 0
@@ -434,26 +434,29 @@ extension PackFileWriter: Sendable {}
 @_silgen_name("sync_file_range")
 private func syncFileRange(_ fd: Int32, _ offset: Int64, _ count: Int64, _ flags: UInt32) -> Int32
 
-/// SHA-1 over a stream of bytes (mbedTLS, which libgit2 links too): the trailers of packs and
-/// their indexes.
-struct StreamSHA1 {
-    private var context = mbedtls_sha1_context()
+/// SHA-1 over a stream of bytes (OpenSSL's, which libgit2's ssh transport links too): the
+/// trailers of packs and their indexes, a checksum of bytes this process wrote, never an object's
+/// id (those are libgit2's, with collision detection). OpenSSL uses the CPU's SHA instructions:
+/// 2.1 GB/s here, where mbedTLS managed 1 GB/s and a pack of photos is re-read whole for it.
+final class StreamSHA1 {
+    private let context: OpaquePointer?
 
     init() {
-        mbedtls_sha1_init(&context)
-        _ = mbedtls_sha1_starts_ret(&context)
+        context = EVP_MD_CTX_new()
+        _ = EVP_DigestInit_ex(context, EVP_sha1(), nil)
     }
 
-    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    deinit { EVP_MD_CTX_free(context) }
+
+    func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
-        _ = mbedtls_sha1_update_ret(&context, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+        _ = EVP_DigestUpdate(context, base, bytes.count)
     }
 
-    mutating func finish() -> [UInt8] {
+    func finish() -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 20)
-        _ = mbedtls_sha1_finish_ret(&context, &out)
-        mbedtls_sha1_free(&context)
+        var length: UInt32 = 0
+        _ = EVP_DigestFinal_ex(context, &out, &length)
         return out
     }
 }
-
