@@ -123,6 +123,16 @@ public final class PackBatch {
         }
     }
 
+    /// The next piece of the object being streamed in; a failure fails the batch.
+    fileprivate func feedStream(_ writer: PackFileWriter, _ bytes: UnsafeRawBufferPointer) throws(GitError) {
+        do {
+            try writer.feed(bytes)
+        } catch {
+            failed = error
+            throw error
+        }
+    }
+
     /// Ends the object being streamed in: it is `id`, and in the batch from now on.
     fileprivate func endStream(_ writer: PackFileWriter, id: Oid) throws(GitError) {
         do {
@@ -230,7 +240,8 @@ private enum PackStreamBackend {
         stream.pointee.owner = Unmanaged.passRetained(Stream(batch: owner, writer: writer)).toOpaque()
         stream.pointee.parent.write = { raw, buffer, length in
             guard let raw else { return -1 }
-            do throws(GitError) { try Stream.of(raw).writer.feed(UnsafeRawBufferPointer(start: buffer, count: length)) } catch { return fail(error) }
+            let own = Stream.of(raw)
+            do throws(GitError) { try own.batch.feedStream(own.writer, UnsafeRawBufferPointer(start: buffer, count: length)) } catch { return fail(error) }
             return 0
         }
         stream.pointee.parent.finalize_write = { raw, oid in

@@ -89,7 +89,8 @@ final class PackFileWriter {
     /// Adds one whole object; `id` is its id (the caller hashed it).
     func append(_ data: UnsafeRawBufferPointer, type: git_object_t, id: Oid) throws(GitError) {
         if let broken { throw broken }
-        precondition(streaming == nil, "an object is being streamed into this pack")
+        drop()  // a stream libgit2 opened and never finished or freed is not part of the pack
+        if let broken { throw broken }
         guard data.count <= Int(UInt32.max) else {
             throw GitError(code: GitError.Code.generic, errorClass: 0, message: "object \(id) is too big for a pack batch (\(data.count) bytes)", call: "PackFileWriter.append")
         }
@@ -124,8 +125,8 @@ final class PackFileWriter {
     /// only at `end`: a big file is read, hashed and packed in one pass, never held whole.
     /// `stored`: its bytes look incompressible (`Incompressible`), so deflate only frames them.
     func begin(type: git_object_t, size objectSize: UInt64, stored: Bool) throws(GitError) {
+        drop()  // a stream libgit2 opened and never finished or freed is not part of the pack
         if let broken { throw broken }
-        precondition(streaming == nil, "an object is already being streamed into this pack")
         if stored, !storedStreamReady {
             guard syncagent_deflate_init(&storedStream, 0) == Z_OK else { throw zlibFailed(nil) }
             storedStreamReady = true
@@ -216,6 +217,7 @@ final class PackFileWriter {
     /// offset delta's base offset already rewritten for this pack); returns where it starts.
     @discardableResult
     func appendRaw(_ bytes: UnsafeRawBufferPointer, id: Oid) throws(GitError) -> UInt64 {
+        drop()
         if let broken { throw broken }
         let start = size
         let crc = crc32(0, bytes.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(bytes.count))
@@ -233,11 +235,12 @@ final class PackFileWriter {
         do throws(GitError) {
             if let broken { throw broken }
             drop()  // an object left half-streamed is not part of the pack
+            if let broken { throw broken }  // (the drop could not take it back out)
             try writePending()
             var count = UInt32(entries.count).bigEndian
             guard pwrite(fd, &count, 4, 8) == 4 else { throw ioFailed("cannot write the object count of", errno) }
             // The pack's checksum: every byte of it, read back (the count is known only now).
-            let sha = StreamSHA1()
+            let sha = try StreamSHA1()
             var chunk = [UInt8](repeating: 0, count: 1 << 20)
             var at: UInt64 = 0
             while at < size {
@@ -251,7 +254,7 @@ final class PackFileWriter {
                     throw GitError(code: GitError.Code.generic, errorClass: 0, message: "writing a pack into \(packDir) was stopped", call: "PackFileWriter.finish")
                 }
             }
-            let checksum = sha.finish()
+            let checksum = try sha.finish()
             pending = checksum
             try writePending()
             var sum = git_oid()
@@ -314,7 +317,7 @@ final class PackFileWriter {
     static func writeIndex(_ entries: [Entry], checksum: [UInt8], to fd: Int32) -> Int32 {
         var order = [Int32](0..<Int32(entries.count))
         order.sort { entries[Int($0)].id < entries[Int($1)].id }
-        let sha = StreamSHA1()
+        guard let sha = try? StreamSHA1() else { return EIO }
         var buffer: [UInt8] = []
         buffer.reserveCapacity(1 << 16)
         var failed: Int32 = 0
@@ -354,7 +357,7 @@ final class PackFileWriter {
         checksum.withUnsafeBytes { put($0) }
         flush()
         guard failed == 0 else { return failed }
-        let own = sha.finish()
+        guard let own = try? sha.finish() else { return EIO }
         return own.withUnsafeBytes { writeAll(fd, $0) }
     }
 
@@ -439,24 +442,36 @@ private func syncFileRange(_ fd: Int32, _ offset: Int64, _ count: Int64, _ flags
 /// id (those are libgit2's, with collision detection). OpenSSL uses the CPU's SHA instructions:
 /// 2.1 GB/s here, where mbedTLS managed 1 GB/s and a pack of photos is re-read whole for it.
 final class StreamSHA1 {
-    private let context: OpaquePointer?
+    private let context: OpaquePointer
 
-    init() {
-        context = EVP_MD_CTX_new()
-        _ = EVP_DigestInit_ex(context, EVP_sha1(), nil)
+    init() throws(GitError) {
+        guard let context = EVP_MD_CTX_new() else { throw Self.failed("EVP_MD_CTX_new") }
+        self.context = context
+        guard EVP_DigestInit_ex(context, EVP_sha1(), nil) == 1 else { throw Self.failed("EVP_DigestInit_ex") }
     }
 
     deinit { EVP_MD_CTX_free(context) }
 
+    /// A failed update is remembered: `finish` then throws.
+    private var failedUpdate = false
+
     func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
-        _ = EVP_DigestUpdate(context, base, bytes.count)
+        if EVP_DigestUpdate(context, base, bytes.count) != 1 { failedUpdate = true }
     }
 
-    func finish() -> [UInt8] {
+    func finish() throws(GitError) -> [UInt8] {
+        if failedUpdate { throw Self.failed("EVP_DigestUpdate") }
         var out = [UInt8](repeating: 0, count: 20)
         var length: UInt32 = 0
-        _ = EVP_DigestFinal_ex(context, &out, &length)
+        guard EVP_DigestFinal_ex(context, &out, &length) == 1, length == 20 else { throw Self.failed("EVP_DigestFinal_ex") }
         return out
+    }
+
+    /// A pack named by a checksum that was never computed would take the name of another: refused.
+    static func failed(_ call: String) -> GitError {
+        GitError(code: GitError.Code.generic, errorClass: 0,
+                 message: "OpenSSL could not compute a SHA-1 (\(call) failed: out of memory, or SHA-1 disabled in openssl.cnf); nothing was stored, check the system's OpenSSL configuration",
+                 call: call)
     }
 }

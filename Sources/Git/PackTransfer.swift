@@ -330,24 +330,26 @@ extension PackTransfer {
         }
     }
 
-    /// Copies the file at `source` to a new file `target` (the kernel's copy when it can);
-    /// returns the bytes. A copy shorter than the source's size is refused.
     /// A hard link to `source` when both are on one file system, as `git clone --local` links a
     /// local repository's objects: no byte written twice (a pack of photos is hundreds of
     /// megabytes), and a pack file is never changed once it is in place (git and this agent
-    /// only ever write new packs and remove old ones, and the link keeps the inode alive). The
-    /// checks that follow read it all the same. Otherwise (another file system, a file this user
-    /// may not link) a copy. Returns the size.
+    /// only ever write new packs and remove old ones, and the link keeps the inode alive). Only a
+    /// read-only file this user owns is kept linked: another user's could be made writable and
+    /// rewritten under this store. The checks that follow read it all the same. Otherwise
+    /// (another file system, another owner, a writable file) a copy. Returns the size.
     static func linkOrCopy(_ source: FilePath, to target: FilePath) throws(GitError) -> Int {
         let linked = source.withPlatformString { a in target.withPlatformString { b in link(a, b) } } == 0
         var st = stat()
-        if linked, target.withPlatformString({ lstat($0, &st) }) == 0, (st.st_mode & S_IFMT) == S_IFREG {
+        if linked, target.withPlatformString({ lstat($0, &st) }) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+           st.st_uid == geteuid(), st.st_mode & 0o222 == 0 {
             return Int(st.st_size)
         }
         if linked { _ = target.withPlatformString { unlink($0) } }
         return try copy(source, to: target)
     }
 
+    /// Copies the file at `source` to a new file `target` (the kernel's copy when it can);
+    /// returns the bytes. A copy shorter than the source's size is refused.
     static func copy(_ source: FilePath, to target: FilePath) throws(GitError) -> Int {
         func failed(_ call: String, _ why: Errno) -> GitError {
             GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue),

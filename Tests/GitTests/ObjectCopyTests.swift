@@ -261,6 +261,26 @@ import TestSupport
         #expect(try fsck(watch.gitDir) == 0)
     }
 
+    /// A peer's pack that is writable is copied, not linked: a later write to the peer's file must
+    /// not reach this store.
+    @Test func aWritablePeerPackIsCopiedNotLinked() throws {
+        let phone = try TempDevice(), watch = try TempDevice()
+        let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+        let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+        let (tip, _) = try packedBatch(phone, source, count: 4, size: 1_500_000)
+        let pack = try packFiles(phone.gitDir).first { $0.hasSuffix(".pack") }!
+        let peerPath = phone.gitDir.appending("objects/pack").appending(pack).string
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: peerPath)
+        let report = try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [tip])
+        #expect(report.wholePacks == 1, "\(report)")
+        let ours = watch.gitDir.appending("objects/pack").appending(pack).string
+        let inode = { (path: String) throws -> UInt64 in
+            (try FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as? UInt64) ?? 0
+        }
+        #expect(try inode(ours) != inode(peerPath), "a writable pack was linked")
+        #expect(try fsck(watch.gitDir) == 0)
+    }
+
     /// A pack whose trees name blobs that are neither in it nor here is refused by the indexer and
     /// leaves nothing behind; the copy takes the objects one by one instead, and all arrive.
     @Test func aPackThatIsNotWholeHereIsCopiedObjectByObject() throws {
