@@ -22,9 +22,13 @@ public struct WatchBatch: Sendable, Equatable {
 /// Collects changes until the tree has been quiet for `quiet`, or until `maxDelay` has passed since
 /// the first change of the batch, whichever comes first; a batch of only new and changed files is
 /// also due once it holds `maxPaths` paths, so a long copy reaches the peers while it runs (one
-/// slice committed and sent while the next is written). A batch in which something that may be
-/// tracked went away waits for quiet as before: the deletion guard must see a mass deletion whole,
-/// never in slices that each look small. A pure state machine: time is passed in.
+/// slice committed and sent while the next is written). Such a batch is also due `slice` after
+/// its first change with the files written and closed so far (`IN_CLOSE_WRITE`, or moved in
+/// whole): a folder of photos, a few hundred files of megabytes each, is committed and sent while
+/// the rest is copied; a file still open for writing waits for its close (or for quiet), so no
+/// half-written file is taken for a slice. A batch in which something that may be tracked went
+/// away waits for quiet as before: the deletion guard must see a mass deletion whole, never in
+/// slices that each look small. A pure state machine: time is passed in.
 public struct Debouncer: Sendable {
     public typealias Instant = ContinuousClock.Instant
 
@@ -39,11 +43,17 @@ public struct Debouncer: Sendable {
 
     /// The size at which a batch without removals is due (the commit's pre-hash chunk).
     public static let defaultMaxPaths = 4096
+    /// How long a batch of new and changed files gathers before its closed files are due.
+    public static let defaultSlice: Duration = .milliseconds(250)
 
     public let quiet: Duration
     public let maxDelay: Duration
     public let maxPaths: Int
+    /// nil: no slices by time.
+    public let slice: Duration?
     private var batch = WatchBatch()
+    /// Paths of the batch written (or made) and not closed since: a slice leaves them pending.
+    private var writing: Set<FilePath> = []
     private var firstChange: Instant?
     private var lastChange: Instant?
     /// Paths made within this batch (kept only while `removes` is false).
@@ -51,17 +61,26 @@ public struct Debouncer: Sendable {
     /// Something this batch did not make went away: the batch waits for quiet or `maxDelay`.
     private var removes = false
 
-    public init(quiet: Duration, maxDelay: Duration, maxPaths: Int = Debouncer.defaultMaxPaths) {
+    public init(quiet: Duration, maxDelay: Duration, maxPaths: Int = Debouncer.defaultMaxPaths, slice: Duration? = nil) {
         self.quiet = quiet
         self.maxDelay = max(maxDelay, quiet)
         self.maxPaths = max(1, maxPaths)
+        self.slice = slice
     }
 
     public var pendingCount: Int { batch.paths.count }
     public var isEmpty: Bool { batch.isEmpty }
 
-    public mutating func add(_ path: FilePath, at now: Instant, change: Change = .changed) {
+    /// - Parameter writing: true when the event says the file is being written (`IN_CREATE`,
+    ///   `IN_MODIFY`), false when it is whole (`IN_CLOSE_WRITE`, moved in), nil when it says
+    ///   neither (`IN_ATTRIB`).
+    public mutating func add(_ path: FilePath, at now: Instant, change: Change = .changed, writing: Bool? = nil) {
         batch.paths.insert(path)
+        if change == .removed || writing == false {
+            self.writing.remove(path)
+        } else if writing == true {
+            self.writing.insert(path)
+        }
         switch change {
         case .created:
             if !removes { made.insert(path) }
@@ -88,16 +107,27 @@ public struct Debouncer: Sendable {
         lastChange = now
     }
 
-    /// When the pending batch becomes due; nil when nothing is pending.
+    /// When the pending batch (or a slice of it) becomes due; nil when nothing is pending.
     public var deadline: Instant? {
         guard let firstChange, let lastChange else { return nil }
         if !removes, !batch.rescan, batch.paths.count >= maxPaths { return lastChange }
-        return min(lastChange + quiet, firstChange + maxDelay)
+        let due = min(lastChange + quiet, firstChange + maxDelay)
+        if let slice, !removes, !batch.rescan, batch.paths.count > writing.count { return min(due, firstChange + slice) }
+        return due
     }
 
-    /// The pending batch if it is due at `now`, emptying the debouncer.
+    /// The pending batch if it is due at `now`, emptying the debouncer; or, due as a slice only,
+    /// its closed files, the files still being written left pending.
     public mutating func takeIfDue(at now: Instant) -> WatchBatch? {
         guard let deadline, now >= deadline else { return nil }
+        if !writing.isEmpty, let firstChange, let lastChange, now < lastChange + quiet, now < firstChange + maxDelay,
+           batch.paths.count < maxPaths {
+            let closed = batch.paths.subtracting(writing)
+            batch.paths = writing
+            made.formIntersection(writing)  // the others are committed: their removal is a deletion
+            self.firstChange = now
+            return WatchBatch(paths: closed)
+        }
         return flush()
     }
 
@@ -109,6 +139,7 @@ public struct Debouncer: Sendable {
             firstChange = nil
             lastChange = nil
             made = []
+            writing = []
             removes = false
         }
         return batch

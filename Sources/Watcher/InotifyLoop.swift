@@ -190,8 +190,8 @@ final class Loop: @unchecked Sendable {
         output.yield(batch)
     }
 
-    private func changed(_ path: FilePath, _ change: Debouncer.Change = .changed) {
-        debouncer.add(path, at: .now, change: change)
+    private func changed(_ path: FilePath, _ change: Debouncer.Change = .changed, writing: Bool? = nil) {
+        debouncer.add(path, at: .now, change: change, writing: writing)
         pending.store(debouncer.pendingCount, ordering: .relaxed)
     }
 
@@ -241,8 +241,14 @@ final class Loop: @unchecked Sendable {
         let path = dir.appending(name)
         // Moved in is not made: it may replace a tracked file, whose removal later in the batch
         // is then a deletion (an editor's or rsync's temporary is made with IN_CREATE).
+        // A file is being written from its IN_CREATE or IN_MODIFY to its IN_CLOSE_WRITE; one moved
+        // in is whole (a slice of the batch takes only whole files).
+        let isFile = mask & UInt32(IN_ISDIR) == 0
+        let writing: Bool? = !isFile ? nil
+            : mask & UInt32(IN_CLOSE_WRITE | IN_MOVED_TO) != 0 ? false
+            : mask & UInt32(IN_CREATE | IN_MODIFY) != 0 ? true : nil
         changed(path, mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 ? .removed
-                      : mask & UInt32(IN_CREATE) != 0 ? .created : .changed)
+                      : mask & UInt32(IN_CREATE) != 0 ? .created : .changed, writing: writing)
         guard mask & UInt32(IN_ISDIR) != 0 else { return }
         if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
             // Files made before the new watch existed sent no event: report everything inside.

@@ -20,7 +20,9 @@ public final class Watcher: Sendable {
     ///   - handoff: batches wait in the watcher until taken (`takeReady`, `drain`); see `takeReady`.
     ///   - ignore: names (any path component) whose events are dropped, e.g. editor temporaries.
     ///   - fallbackScanInterval: how often to rescan everything when watches run out.
-    public init(root: FilePath, quiet: Duration, maxDelay: Duration,
+    ///   - slice: how long a batch of new and changed files gathers before its closed files are
+    ///     due without waiting for quiet (`Debouncer.slice`); nil for none.
+    public init(root: FilePath, quiet: Duration, maxDelay: Duration, slice: Duration? = Debouncer.defaultSlice,
                 fallbackScanInterval: Duration = .seconds(10),
                 handoff: Bool = false,
                 ignore: @escaping @Sendable (FilePath.Component) -> Bool = { _ in false },
@@ -28,7 +30,7 @@ public final class Watcher: Sendable {
         self.root = root
         let (stream, continuation) = AsyncStream.makeStream(of: WatchBatch.self, bufferingPolicy: .unbounded)
         batches = stream
-        loop = try Loop(root: root, debouncer: Debouncer(quiet: quiet, maxDelay: maxDelay),
+        loop = try Loop(root: root, debouncer: Debouncer(quiet: quiet, maxDelay: maxDelay, slice: slice),
                         fallbackScanInterval: fallbackScanInterval, handoff: handoff, ignore: ignore,
                         onProblem: onProblem, output: continuation)
     }

@@ -63,6 +63,38 @@ import Watcher
         #expect(d.takeIfDue(at: t0) == nil, "a new batch starts small")
     }
 
+    /// A copy of big files goes out in slices while it runs: `slice` after the batch's first change,
+    /// the files written and closed so far are due; one still being written stays pending until
+    /// its close, then goes with the next slice.
+    @Test func aSliceTakesClosedFilesAndLeavesOpenOnes() {
+        var d = Debouncer(quiet: .seconds(1), maxDelay: .seconds(60), slice: .milliseconds(250))
+        d.add("p1.jpg", at: t0, change: .created, writing: true)
+        d.add("p1.jpg", at: t0 + .milliseconds(5), writing: true)
+        d.add("p1.jpg", at: t0 + .milliseconds(10), writing: false)
+        d.add("p2.jpg", at: t0 + .milliseconds(200), change: .created, writing: true)
+        #expect(d.takeIfDue(at: t0 + .milliseconds(240)) == nil)
+        #expect(d.takeIfDue(at: t0 + .milliseconds(250)) == WatchBatch(paths: ["p1.jpg"]))
+        #expect(d.pendingCount == 1, "p2.jpg is still being written")
+        // Only an open file pending: no slice is due, whatever the time; its close makes it due.
+        #expect(d.takeIfDue(at: t0 + .milliseconds(600)) == nil)
+        d.add("p2.jpg", at: t0 + .milliseconds(700), writing: false)
+        #expect(d.takeIfDue(at: t0 + .milliseconds(700)) == WatchBatch(paths: ["p2.jpg"]), "its slice began at 250 ms")
+        #expect(d.isEmpty)
+    }
+
+    /// A file that never closes (a log kept open) still goes out with quiet, as without slices; a
+    /// batch with a removal takes no slice.
+    @Test func slicesNeverCutAnOpenFileOrARemoval() {
+        var d = Debouncer(quiet: .milliseconds(100), maxDelay: .seconds(60), slice: .milliseconds(250))
+        d.add("log", at: t0, change: .created, writing: true)
+        #expect(d.takeIfDue(at: t0 + .milliseconds(100)) == WatchBatch(paths: ["log"]), "quiet takes everything")
+        var r = Debouncer(quiet: .seconds(1), maxDelay: .seconds(60), slice: .milliseconds(250))
+        r.add("a", at: t0, change: .created, writing: false)
+        r.add("tracked", at: t0 + .milliseconds(10), change: .removed)
+        #expect(r.takeIfDue(at: t0 + .milliseconds(500)) == nil, "a removal waits for quiet")
+        #expect(r.takeIfDue(at: t0 + .milliseconds(1010))?.paths == ["a", "tracked"])
+    }
+
     /// An editor's temporary renamed over its file within the batch deletes nothing tracked.
     @Test func aTemporaryMadeAndRenamedInTheBatchIsNoRemoval() {
         var d = Debouncer(quiet: .seconds(1), maxDelay: .seconds(60), maxPaths: 10)
