@@ -221,7 +221,10 @@ extension PackTransfer {
             while sliceEnd < entries.count, entries[sliceEnd].offset - entries[sliceStart].offset < 256 << 20 { sliceEnd += 1 }
             let slice = sliceStart..<sliceEnd
             let sliceBytes = (sliceEnd < entries.count ? entries[sliceEnd].offset : UInt64(bytes)) - entries[sliceStart].offset
-            let workers = sliceBytes >= UInt64(Self.hashInParallelFrom) && slice.count >= 2 ? 2 : 1
+            // Big objects only (photos): a pack of many small files is cheap to hash, and a second
+            // handle on it would map its windows twice (a 100k-file first sync's peak memory).
+            let workers = sliceBytes >= UInt64(Self.hashInParallelFrom) && slice.count >= 2
+                && sliceBytes / UInt64(slice.count) >= UInt64(Self.hashInParallelAbove) ? 2 : 1
             if workers == 1 {
                 Self.hashRun(entries, slice, odb: odb, pack: pack, failure: failure)
             } else {
@@ -283,8 +286,9 @@ extension PackTransfer {
         }
     }
 
-    /// Packs from this size on are hashed on two cores.
+    /// Packs from this size on, of objects this big on average, are hashed on two cores.
     static let hashInParallelFrom = 8 << 20
+    static let hashInParallelAbove = 256 << 10
 
     /// The first error of the threads hashing one pack.
     final class FirstFailure: @unchecked Sendable {
