@@ -240,7 +240,9 @@ private struct ObjectCopier: ~Copyable {
             // Mostly new here: whatever of it this store already has is stored twice until the
             // next roll-up of packs, which is cheaper than compressing the rest again.
             guard needed > 0, needed * 2 >= transfer.ids.count else { continue }
-            if needed >= limits.wholePacksFrom || transfer.bytes >= limits.wholePackBytes { candidates.append((transfer, needed)) }
+            if needed >= limits.wholePacksFrom || (transfer.bytes >= limits.wholePackBytes && mostlyWanted(transfer, wanted)) {
+                candidates.append((transfer, needed))
+            }
         }
         var taken = Set<Oid>()
         let progress = self.progress, snapshot = { [report] in report }
@@ -267,6 +269,23 @@ private struct ObjectCopier: ~Copyable {
             candidates = rest
         }
         return taken
+    }
+
+    /// Whether at least half of a pack of a few big objects (photos) is wanted, in bytes: a pack of
+    /// ten photos of which this store has five would store those five twice (packs this big are
+    /// never rolled up). Packs of more than 1,024 objects are judged by count alone.
+    func mostlyWanted(_ transfer: PackTransfer, _ wanted: Set<Oid>) -> Bool {
+        guard transfer.ids.count <= 1024 else { return true }
+        var all = 0, needed = 0
+        for id in transfer.ids {
+            var size = 0
+            var kind = GIT_OBJECT_INVALID
+            var raw = id.raw
+            guard git_odb_read_header(&size, &kind, sourceOdb, &raw) == 0 else { return false }  // (the copy reports it)
+            all += size
+            if wanted.contains(id) { needed += size }
+        }
+        return needed * 2 >= all
     }
 
     mutating func copyBlob(_ id: Oid) throws(GitError) {

@@ -261,6 +261,41 @@ import TestSupport
         #expect(try fsck(watch.gitDir) == 0)
     }
 
+    /// A pack of which this store has the bigger part already, in bytes, is not taken whole: four
+    /// 3 MB photos here, four 1.1 MB files wanted (half of the pack by count, 4.4 MB) would store
+    /// the photos twice, in a pack too big to be rolled up. The four come one by one.
+    @Test func aPackMostlyHereInBytesIsNotTakenWhole() throws {
+        let phone = try TempDevice(), watch = try TempDevice()
+        let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+        let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+        var rng = SystemRandomNumberGenerator()
+        var files: [String: [UInt8]] = [:]
+        for i in 0..<4 { files["p\(i).jpg"] = (0..<3_000_000).map { _ in UInt8.random(in: 0...255, using: &rng) } }
+        for i in 0..<4 { files["n\(i).raw"] = (0..<1_100_000).map { _ in UInt8.random(in: 0...255, using: &rng) } }
+        let batch = try PackBatch(gitDir: phone.gitDir)
+        let index = try source.index()
+        for (path, bytes) in files.sorted(by: { $0.key < $1.key }) {
+            try index.add(FilePath(path), blob: try bytes.withUnsafeBytes { try batch.write($0) }, mode: 0o100644)
+        }
+        try batch.flush()
+        source.refreshObjects()
+        let tip = try source.createCommit(tree: try index.writeTree(), parents: [], author: sig, committer: sig, message: "c\n",
+                                          updateRef: "refs/heads/main")
+        let held = try PackBatch(gitDir: watch.gitDir)
+        for i in 0..<4 { _ = try files["p\(i).jpg"]!.withUnsafeBytes { try held.write($0) } }
+        try held.flush()
+        target.refreshObjects()
+        let report = try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [tip])
+        #expect(report.wholePacks == 0, "\(report)")
+        let copied = try Repository.open(gitDir: watch.gitDir, workdir: watch.data)
+        for file in try copied.treeFiles(try copied.commit(tip).tree) { #expect(try copied.blobData(file.oid) == files[file.path.string]) }
+        let stats = try git(watch.gitDir, ["count-objects", "-v"])
+        let sizePack = String(decoding: stats.out, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("size-pack: ") }
+            .map { Int($0.dropFirst(11)) ?? 0 } ?? 0
+        #expect(sizePack < 18_000, "the photos once: \(sizePack) KiB of packs")
+        #expect(try fsck(watch.gitDir) == 0)
+    }
+
     /// A peer's pack that is writable is copied, not linked: a later write to the peer's file must
     /// not reach this store.
     @Test func aWritablePeerPackIsCopiedNotLinked() throws {
