@@ -238,6 +238,29 @@ final class StoreFixture {
         for path in kept { #expect(FileManager.default.fileExists(atPath: path.string)) }
         #expect(try f.headContents() == ["a": "1"])
     }
+
+    /// A pack left without its index by a write killed between the two (an hour ago) goes at
+    /// start-up; a younger one (a write in progress) and every pack with its index stay.
+    @Test func aPackWithoutItsIndexGoesOnceItIsAnHourOld() throws {
+        let f = try StoreFixture()
+        try f.write("a", "1")
+        _ = try f.store.commit(paths: ["a"])
+        #expect(try git(f.gitDir, ["repack", "-a", "-d", "-q"]).status == 0)
+        let packs = f.gitDir.appending("objects/pack")
+        let whole = try FileManager.default.contentsOfDirectory(atPath: packs.string).filter { $0.hasSuffix(".pack") }
+        #expect(whole.count == 1)
+        let old = packs.appending("pack-0000000000000000000000000000000000000001.pack")
+        let fresh = packs.appending("pack-0000000000000000000000000000000000000002.pack")
+        for path in [old, fresh] { #expect(FileManager.default.createFile(atPath: path.string, contents: Data("PACK".utf8))) }
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -7200)], ofItemAtPath: old.string)
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -7200)],
+                                              ofItemAtPath: packs.appending(whole[0]).string)
+        #expect(Store.clearStaleLocks(gitDir: f.gitDir).contains(old))
+        #expect(!FileManager.default.fileExists(atPath: old.string))
+        #expect(FileManager.default.fileExists(atPath: fresh.string), "a write in progress")
+        #expect(FileManager.default.fileExists(atPath: packs.appending(whole[0]).string), "a pack with its index")
+        #expect(try f.headContents() == ["a": "1"])
+    }
 }
 
 @Suite struct PathRulesTests {

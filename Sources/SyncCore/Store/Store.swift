@@ -173,6 +173,24 @@ extension Store {
                 if (try? isFolder ? Files.removeTree(path) : Files.remove(path)) != nil { removed.append(path) }
             }
         }
+        removed += removeOrphanPacks(in: objects.appending("pack"))
+        return removed
+    }
+
+    /// A pack file without its index, an hour old: a write killed between putting the pack and its
+    /// index in place (git, libgit2 and this agent all link or rename the pack first). Nobody
+    /// reads it (a pack is found by its index), and it may be hundreds of megabytes. A younger
+    /// one may be a write in progress, here or on a hub.
+    static func removeOrphanPacks(in packDir: FilePath, olderThan seconds: Int64 = 3600) -> [FilePath] {
+        let names = Set(((try? Directory.entries(of: packDir)) ?? []).map(\.name))
+        let before = Int64(Date().timeIntervalSince1970) - seconds
+        var removed: [FilePath] = []
+        for name in names where name.string.hasPrefix("pack-") && name.extension == "pack" {
+            guard let index = FilePath.Component(name.stem + ".idx"), !names.contains(index) else { continue }
+            let path = packDir.appending(name)
+            guard let stat = (try? FileStat.of(path)) ?? nil, stat.kind == .regular, stat.mtimeSeconds < before else { continue }
+            if (try? Files.remove(path)) != nil { removed.append(path) }
+        }
         return removed
     }
 }
