@@ -189,14 +189,18 @@ private struct ObjectCopier: ~Copyable {
     func blobBytes(of missing: [(id: Oid, type: git_object_t)], atLeast limit: Int) -> Bool {
         var sum = 0
         for (id, type) in missing where type == GIT_OBJECT_BLOB {
-            var size = 0
-            var kind = GIT_OBJECT_INVALID
-            var raw = id.raw
-            guard git_odb_read_header(&size, &kind, sourceOdb, &raw) == 0 else { continue }  // (the copy reports it)
-            sum += size
+            sum += sourceSize(id) ?? 0  // (an unreadable one: the copy reports it)
             if sum >= limit { return true }
         }
         return false
+    }
+
+    /// An object's size in the peer's store, from its header; nil when it cannot be read.
+    func sourceSize(_ id: Oid) -> Int? {
+        var size = 0
+        var kind = GIT_OBJECT_INVALID
+        var raw = id.raw
+        return git_odb_read_header(&size, &kind, sourceOdb, &raw) == 0 ? size : nil
     }
 
     /// The objects of a tree this repository lacks, in the order they may be written: everything
@@ -278,10 +282,7 @@ private struct ObjectCopier: ~Copyable {
         guard transfer.ids.count <= 1024 else { return true }
         var all = 0, needed = 0
         for id in transfer.ids {
-            var size = 0
-            var kind = GIT_OBJECT_INVALID
-            var raw = id.raw
-            guard git_odb_read_header(&size, &kind, sourceOdb, &raw) == 0 else { return false }  // (the copy reports it)
+            guard let size = sourceSize(id) else { return false }  // (the copy reports it)
             all += size
             if wanted.contains(id) { needed += size }
         }

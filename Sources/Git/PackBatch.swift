@@ -69,19 +69,7 @@ public final class PackBatch {
         let id = Oid(out)
         if let failed { throw failed }
         guard !has(id) else { return id }
-        do {
-            let writer: PackFileWriter
-            if let open = self.writer {
-                writer = open
-            } else {
-                writer = try PackFileWriter(packDir: gitDir.appending("objects").appending("pack"))
-                self.writer = writer
-            }
-            try writer.append(data, type: type, id: id)
-        } catch {
-            failed = error
-            throw error
-        }
+        try failing { () throws(GitError) in try openWriter().append(data, type: type, id: id) }
         waiting.insert(id)
         if let writer, writer.size >= UInt64(flushBytes) { try flush() }
         return id
@@ -107,26 +95,30 @@ public final class PackBatch {
     /// Starts an object streamed in through `streamOdb`.
     fileprivate func beginStream(type: git_object_t, size: UInt64) throws(GitError) -> PackFileWriter {
         if let failed { throw failed }
-        do {
-            let writer: PackFileWriter
-            if let open = self.writer {
-                writer = open
-            } else {
-                writer = try PackFileWriter(packDir: gitDir.appending("objects").appending("pack"))
-                self.writer = writer
-            }
+        return try failing { () throws(GitError) in
+            let writer = try openWriter()
             try writer.begin(type: type, size: size, stored: streamStored)
             return writer
-        } catch {
-            failed = error
-            throw error
         }
     }
 
     /// The next piece of the object being streamed in; a failure fails the batch.
     fileprivate func feedStream(_ writer: PackFileWriter, _ bytes: UnsafeRawBufferPointer) throws(GitError) {
+        try failing { () throws(GitError) in try writer.feed(bytes) }
+    }
+
+    /// The pack being written, started on first use.
+    private func openWriter() throws(GitError) -> PackFileWriter {
+        if let writer { return writer }
+        let made = try PackFileWriter(packDir: gitDir.appending("objects").appending("pack"))
+        writer = made
+        return made
+    }
+
+    /// `body`, and when it throws, the batch fails with its error (every later call throws it).
+    private func failing<T>(_ body: () throws(GitError) -> T) throws(GitError) -> T {
         do {
-            try writer.feed(bytes)
+            return try body()
         } catch {
             failed = error
             throw error
@@ -135,12 +127,7 @@ public final class PackBatch {
 
     /// Ends the object being streamed in: it is `id`, and in the batch from now on.
     fileprivate func endStream(_ writer: PackFileWriter, id: Oid) throws(GitError) {
-        do {
-            try writer.end(id: id)
-        } catch {
-            failed = error
-            throw error
-        }
+        try failing { () throws(GitError) in try writer.end(id: id) }
         waiting.insert(id)
         if writer.size >= UInt64(flushBytes) { try flush() }
     }
@@ -151,12 +138,8 @@ public final class PackBatch {
         guard let writer else { return }
         self.writer = nil
         defer { waiting.removeAll(keepingCapacity: true) }  // in the store now, or abandoned
-        do {
-            names.append(String(try writer.finish(tick: onProgress).dropFirst("pack-".count)))
-        } catch {
-            failed = error
-            throw error
-        }
+        let name = try failing { () throws(GitError) in try writer.finish(tick: onProgress) }
+        names.append(String(name.dropFirst("pack-".count)))
         _ = git_odb_refresh(odb)  // the new pack: what it holds is still found by `has`
         packs += 1
     }
@@ -169,38 +152,22 @@ extension PackBatch: Sendable {}
 /// `writestream` feeds the batch's pack. It holds the batch unretained (the batch owns the database).
 private enum PackStreamBackend {
     static func batch(_ backend: UnsafeMutablePointer<git_odb_backend>) -> PackBatch {
-        Unmanaged<PackBatch>.fromOpaque(
-            UnsafeMutableRawPointer(backend).assumingMemoryBound(to: syncagent_odb_backend.self).pointee.owner).takeUnretainedValue()
+        Unmanaged<PackBatch>.fromOpaque(CustomOdb.owner(backend)).takeUnretainedValue()
     }
 
     static func database(for batch: PackBatch) throws(GitError) -> OpaquePointer {
-        var odb: OpaquePointer?
-        try check(git_odb_new(&odb), "git_odb_new")
-        let backend = UnsafeMutablePointer<syncagent_odb_backend>.allocate(capacity: 1)
-        backend.initialize(to: syncagent_odb_backend())
-        guard git_odb_init_backend(&backend.pointee.parent, UInt32(GIT_ODB_BACKEND_VERSION)) == 0 else {
-            backend.deallocate()
-            git_odb_free(odb)
-            throw GitError(code: GitError.Code.generic, errorClass: 0, message: "cannot start an object database backend", call: "git_odb_init_backend")
+        try CustomOdb.database { backend in
+            backend.pointee.owner = Unmanaged.passUnretained(batch).toOpaque()
+            backend.pointee.parent.writestream = openStream
+            backend.pointee.parent.exists = { raw, oid in
+                guard let raw, let oid else { return 0 }
+                return PackStreamBackend.batch(raw).has(Oid(oid.pointee)) ? 1 : 0
+            }
+            backend.pointee.parent.free = { raw in
+                guard let raw else { return }
+                UnsafeMutableRawPointer(raw).assumingMemoryBound(to: syncagent_odb_backend.self).deallocate()
+            }
         }
-        backend.pointee.owner = Unmanaged.passUnretained(batch).toOpaque()
-        backend.pointee.parent.writestream = openStream
-        backend.pointee.parent.exists = { raw, oid in
-            guard let raw, let oid else { return 0 }
-            return PackStreamBackend.batch(raw).has(Oid(oid.pointee)) ? 1 : 0
-        }
-        backend.pointee.parent.free = { raw in
-            guard let raw else { return }
-            UnsafeMutableRawPointer(raw).assumingMemoryBound(to: syncagent_odb_backend.self).deallocate()
-        }
-        let rc = backend.withMemoryRebound(to: git_odb_backend.self, capacity: 1) { git_odb_add_backend(odb, $0, 1) }
-        guard rc == 0 else {
-            let error = lastError(code: rc, call: "git_odb_add_backend")
-            backend.deallocate()
-            git_odb_free(odb)
-            throw error
-        }
-        return odb!
     }
 
     /// One object on its way into the batch's pack; dropped from it unless it was finished.

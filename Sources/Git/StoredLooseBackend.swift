@@ -19,37 +19,20 @@ enum StoredLooseBackend {
     ///   stream's finish). Taken over: freed with the backend, or here when this throws.
     static func database(objects: FilePath, existing: OpaquePointer) throws(GitError) -> OpaquePointer {
         let directory = Directory(objects: objects, existing: existing)  // from here on it owns `existing`
-        var odb: OpaquePointer?
-        try check(git_odb_new(&odb), "git_odb_new")
-        let backend = UnsafeMutablePointer<syncagent_odb_backend>.allocate(capacity: 1)
-        backend.initialize(to: syncagent_odb_backend())
-        guard git_odb_init_backend(&backend.pointee.parent, UInt32(GIT_ODB_BACKEND_VERSION)) == 0 else {
-            backend.deallocate()
-            git_odb_free(odb)
-            throw GitError(code: GitError.Code.generic, errorClass: 0, message: "cannot start an object database backend", call: "git_odb_init_backend")
+        return try CustomOdb.database { backend in
+            backend.pointee.owner = Unmanaged.passRetained(directory).toOpaque()
+            backend.pointee.parent.writestream = openStream
+            backend.pointee.parent.exists = { raw, oid in
+                guard let raw, let oid else { return 0 }
+                let directory = Unmanaged<Directory>.fromOpaque(CustomOdb.owner(raw)).takeUnretainedValue()
+                return git_odb_exists_ext(directory.existing, oid, UInt32(GIT_ODB_LOOKUP_NO_REFRESH.rawValue))  // (a pack made meanwhile: a second copy, harmless)
+            }
+            backend.pointee.parent.free = { raw in
+                guard let raw else { return }
+                Unmanaged<Directory>.fromOpaque(CustomOdb.owner(raw)).release()
+                UnsafeMutableRawPointer(raw).assumingMemoryBound(to: syncagent_odb_backend.self).deallocate()
+            }
         }
-        backend.pointee.owner = Unmanaged.passRetained(directory).toOpaque()
-        backend.pointee.parent.writestream = openStream
-        backend.pointee.parent.exists = { raw, oid in
-            guard let raw, let oid else { return 0 }
-            let directory = Unmanaged<Directory>.fromOpaque(
-                UnsafeMutableRawPointer(raw).assumingMemoryBound(to: syncagent_odb_backend.self).pointee.owner).takeUnretainedValue()
-            return git_odb_exists_ext(directory.existing, oid, UInt32(GIT_ODB_LOOKUP_NO_REFRESH.rawValue))  // (a pack made meanwhile: a second copy, harmless)
-        }
-        backend.pointee.parent.free = { raw in
-            guard let raw else { return }
-            let own = UnsafeMutableRawPointer(raw).assumingMemoryBound(to: syncagent_odb_backend.self)
-            Unmanaged<Directory>.fromOpaque(own.pointee.owner).release()
-            own.deallocate()
-        }
-        let rc = backend.withMemoryRebound(to: git_odb_backend.self, capacity: 1) { git_odb_add_backend(odb, $0, 1) }
-        guard rc == 0 else {
-            let error = lastError(code: rc, call: "git_odb_add_backend")
-            backend.pointee.parent.free(&backend.pointee.parent)
-            git_odb_free(odb)
-            throw error
-        }
-        return odb!
     }
 
     final class Directory {
@@ -68,8 +51,7 @@ enum StoredLooseBackend {
         git_object_size_t, git_object_t
     ) -> Int32 = { out, backend, size, type in
         guard let out, let backend else { return -1 }
-        let directory = Unmanaged<Directory>.fromOpaque(
-            UnsafeMutableRawPointer(backend).assumingMemoryBound(to: syncagent_odb_backend.self).pointee.owner).takeUnretainedValue()
+        let directory = Unmanaged<Directory>.fromOpaque(CustomOdb.owner(backend)).takeUnretainedValue()
         guard let writer = Writer(objects: directory.objects, size: UInt64(size), type: type) else {
             return -1
         }
