@@ -291,7 +291,9 @@ final class Loop: @unchecked Sendable {
             let path = dir.pushing(sub)
             if let last = path.lastComponent, ignore(last) { return }
             if kind == .directory { watch(path) }
-            if report { changed(path) }
+            // Found by a walk, not an event: it may still be open for writing (made before the
+            // new directory's watch), so it is never taken for a slice, only with the batch.
+            if report { changed(path, writing: kind == .directory ? nil : true) }
         })
     }
 
