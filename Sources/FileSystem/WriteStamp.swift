@@ -18,12 +18,25 @@ public enum WriteStamp {
 
     /// The next stamp: CLOCK_REALTIME_COARSE minus 10 ns to 1 ms, ending in 1 ns.
     public static func next() -> timespec {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME_COARSE, &now)
+        let now = coarseNow()
         let back = 10 * Int(1 + counter.wrappingAdd(1, ordering: .relaxed).oldValue % 100_000)
         var total = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec) - Int64(back)
         total = total - total % 10 + 1  // still before `now`: at least 9 ns
         return timespec(tv_sec: Int(total / 1_000_000_000), tv_nsec: Int(total % 1_000_000_000))
+    }
+
+    /// CLOCK_REALTIME_COARSE now: no file's modification time set by a write after this reading
+    /// is earlier (the kernel stamps writes from the same clock, or a finer one).
+    public static func coarseNow() -> timespec {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME_COARSE, &now)
+        return now
+    }
+
+    /// Whether `stat`'s modification time is strictly earlier than `clock`.
+    public static func modified(_ stat: FileStat, before clock: timespec) -> Bool {
+        stat.mtimeSeconds < Int64(clock.tv_sec)
+            || (stat.mtimeSeconds == Int64(clock.tv_sec) && stat.mtimeNanoseconds < Int64(clock.tv_nsec))
     }
 
     /// Whether `stat` shows exactly this stamp as its modification time.

@@ -1,3 +1,4 @@
+import FileSystem
 import Foundation
 import Git
 import SystemPackage
@@ -33,7 +34,7 @@ import TestSupport
         try t.phone.write(path.string, text)
         var counter: UInt64 = 0
         return try disk.place(incoming, at: path, repo: repo, counter: &counter, displace: false) { displaced in
-            disk.fileHolds(displaced, planned, entry: nil)
+            disk.fileHolds(displaced, planned, entry: nil) ? .remove : .putBack
         }
     }
 
@@ -65,6 +66,79 @@ import TestSupport
         try t.phone.write("gone.txt", "the version the merge planned to replace\n")
         #expect(try disk.remove("gone.txt", expected: [old], entry: nil, counter: &counter))
         #expect(t.phone.read("gone.txt") == nil)
+        #expect(try leftovers().isEmpty)
+    }
+
+    /// A file written a while ago, seen by the check (its stat data and the clock read before).
+    private func sighting(of path: FilePath, _ text: String) throws -> DataDirectory.Sighting {
+        try t.phone.write(path.string, text)
+        let abs = t.phone.data.pushing(path)
+        let written = try #require(try FileStat.of(abs))
+        // A check sees a file whose time is behind the clock (the file was written before).
+        while !WriteStamp.modified(written, before: WriteStamp.coarseNow()) { sched_yield() }
+        let clock = WriteStamp.coarseNow()
+        return DataDirectory.Sighting(stat: try #require(try FileStat.of(abs)), clock: clock)
+    }
+
+    /// Places the incoming version checked by stat data alone against `seen`, as a modified path's
+    /// apply does; `between` runs between the check and the swap.
+    private func placeBySight(_ seen: DataDirectory.Sighting, at path: FilePath, between: () throws -> Void) throws -> DataDirectory.PlaceOutcome {
+        try between()
+        var counter: UInt64 = 0
+        return try disk.place(incoming, at: path, repo: repo, counter: &counter, displace: false, seen: seen.stat) { displaced in
+            guard let stat = (try? FileStat.of(displaced)) ?? nil, DataDirectory.untouched(stat, since: seen) else {
+                return disk.fileHolds(displaced, old, entry: nil) ? .remove : .putBack
+            }
+            return .remove
+        }
+    }
+
+    @Test func aSameSizeWriteAfterTheCheckShowsInTheStatDataAlone() throws {
+        let seen = try sighting(of: "notes.txt", "the version the merge planned to replace\n")
+        let rewrite = "written by the app right after the check\n"
+        #expect(rewrite.utf8.count == "the version the merge planned to replace\n".utf8.count)
+        let outcome = try placeBySight(seen, at: "notes.txt") {
+            // In place: same inode, same size; only the modification time can tell.
+            let handle = try #require(FileHandle(forWritingAtPath: t.phone.data.appending("notes.txt").string))
+            try handle.write(contentsOf: Data(rewrite.utf8))
+            try handle.close()
+            let now = try #require(try FileStat.of(t.phone.data.appending("notes.txt")))
+            #expect(now.inode == seen.stat.inode && now.size == seen.stat.size)
+            #expect(!DataDirectory.untouched(now, since: seen))
+        }
+        guard case .keptNewer = outcome else { Issue.record("replaced: \(outcome)"); return }
+        #expect(t.phone.read("notes.txt") == rewrite)
+        #expect(try leftovers().isEmpty)
+    }
+
+    @Test func anUntouchedFileIsReplacedThoughTheSwapMovedItsChangeTime() throws {
+        let seen = try sighting(of: "notes.txt", "the version the merge planned to replace\n")
+        var displacedStat: FileStat?
+        var counter: UInt64 = 0
+        let outcome = try disk.place(incoming, at: "notes.txt", repo: repo, counter: &counter, displace: false, seen: seen.stat) { displaced in
+            displacedStat = (try? FileStat.of(displaced)) ?? nil
+            return .remove
+        }
+        guard case .placed = outcome else { Issue.record("not placed: \(outcome)"); return }
+        let stat = try #require(displacedStat)
+        #expect(DataDirectory.untouched(stat, since: seen))
+        #expect(t.phone.read("notes.txt") == "the peer's version\n")
+    }
+
+    @Test func aFileWrittenInTheSameClockTickAsTheCheckIsNotTrustedByItsTime() throws {
+        try t.phone.write("notes.txt", "the version the merge planned to replace\n")
+        let stat = try #require(try FileStat.of(t.phone.data.appending("notes.txt")))
+        // The clock read before the look is not past the file's time: a write right after the
+        // look could carry the very same time.
+        let clock = timespec(tv_sec: Int(stat.mtimeSeconds), tv_nsec: Int(stat.mtimeNanoseconds))
+        #expect(!DataDirectory.untouched(stat, since: DataDirectory.Sighting(stat: stat, clock: clock)))
+    }
+
+    @Test func aFileRemovedAfterTheCheckTakesTheNewVersionOnlyIfStillAbsent() throws {
+        let seen = try sighting(of: "notes.txt", "the version the merge planned to replace\n")
+        let outcome = try placeBySight(seen, at: "notes.txt") { try FileManager.default.removeItem(atPath: t.phone.data.appending("notes.txt").string) }
+        guard case .placed = outcome else { Issue.record("not placed: \(outcome)"); return }
+        #expect(t.phone.read("notes.txt") == "the peer's version\n")
         #expect(try leftovers().isEmpty)
     }
 }

@@ -55,6 +55,23 @@ final class TwoDevices {
         #expect(t.phone.read("a.txt") == "edited on watch")
     }
 
+    /// A big apply (many paths, on every core) replaces each old file through a temporary, and
+    /// removes the old files only once every new one has landed: none is left behind.
+    @Test func aBigApplyOfModifiedFilesLeavesNoTemporaries() throws {
+        let t = try TwoDevices()
+        let paths = (0..<300).map { FilePath("d\($0 % 7)/f\($0).txt") }
+        for (i, path) in paths.enumerated() { try t.phone.write(path.string, "file \(i) version 0\n") }
+        _ = try t.phone.store.commit(paths: Set(paths))
+        _ = try t.watch.pull(from: t.phone)
+        for (i, path) in paths.enumerated() { try t.phone.write(path.string, "file \(i) version 1, longer\n") }
+        _ = try t.phone.store.commit(paths: Set(paths))
+        #expect(try t.watch.pull(from: t.phone).action == .fastForward)
+        for (i, path) in paths.enumerated() { #expect(t.watch.read(path.string) == "file \(i) version 1, longer\n") }
+        let names = FileManager.default.enumerator(atPath: t.watch.data.string)?.compactMap { $0 as? String } ?? []
+        #expect(names.filter { $0.contains(".syncagent-") }.isEmpty)
+        #expect(names.count == 300 + 7)
+    }
+
     @Test func independentStoresMergeAndConverge() throws {
         let t = try TwoDevices()
         try t.phone.write("p.txt", "p")

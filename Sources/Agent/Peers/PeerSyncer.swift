@@ -248,6 +248,50 @@ final class PeerSyncer: Sendable {
         waiter?.continuation.resume(returning: result)
     }
 
+    /// The first round's fetch, when it was started with the agent (`fetchEarly`).
+    private struct EarlyFetch: Sendable {
+        let attempt: FetchRunner.Attempt
+        let task: Task<[String], any Error>
+    }
+    private let early = Mutex<EarlyFetch?>(nil)
+
+    /// Starts the first round's fetch now, on its own thread, while the engine commits what changed
+    /// while the agent was stopped: a restarted device copies the peer's new objects during its
+    /// start-up scan instead of after it. Merging waits for the first round, as always. A peer
+    /// whose credentials are wrong is left to that round to report.
+    func fetchEarly() {
+        guard KnownHosts.credentialsProblem(link.config) == nil else { return }
+        let attempt = FetchRunner.Attempt()
+        let task = Task { [self] in try await fetch(attempt: attempt) }
+        early.withLock { $0 = EarlyFetch(attempt: attempt, task: task) }
+    }
+
+    /// Stops an early fetch that no round will take (the agent stops during its start-up).
+    func cancelEarlyFetch() {
+        early.withLock { slot in
+            slot?.attempt.cancelled.store(true, ordering: .relaxed)
+            slot = nil
+        }
+    }
+
+    /// Fetches from the peer (a hub: every device's branch); returns the hub's devices with new
+    /// work (none for a direct peer).
+    private func fetch(attempt: FetchRunner.Attempt) async throws -> [String] {
+        if link.localGitDir == nil { try await FetchRunner.probe(url: link.configuredURL, timeout: .seconds(5)) }
+        if link.hub {
+            let (gitDir, data, hub, url, device, auth) = (config.storePath, config.data, link.name, link.fetchURL, config.device, link.auth)
+            let local = link.localGitDir
+            return try await FetchRunner.perform(label: "fetch-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
+                try Store.hubFetch(gitDir: gitDir, data: data, hub: hub, url: url, device: device, localGitDir: local,
+                                   auth: auth, shouldCancel: cancel)
+            }
+        }
+        try await FetchRunner.fetch(gitDir: config.storePath, data: config.data, peer: link.name,
+                                    url: link.fetchURL, localGitDir: link.localGitDir, auth: link.auth,
+                                    timeout: fetchTimeout, attempt: attempt)
+        return []
+    }
+
     /// One fetch + merge; nil when it succeeded, else what went wrong.
     func round() async -> SyncError? {
         state.withLock { $0.inProgress = true }
@@ -263,34 +307,28 @@ final class PeerSyncer: Sendable {
         if let problem = KnownHosts.credentialsProblem(link.config) {
             return await finish(SyncError(.auth, problem), unreachable: false)
         }
-        let attempt = FetchRunner.Attempt()
+        var attempt = FetchRunner.Attempt()
         var merges = [link.name]
         var hubDevices: [String] = []
         do {
-            if link.localGitDir == nil { try await FetchRunner.probe(url: link.configuredURL, timeout: .seconds(5)) }
-            // What this device committed goes out first: the other devices (told at once by their
-            // notify channels) need not wait for this fetch. Nothing to push costs no connection.
-            // Only while a notify channel is open (the hub is up, and the other devices hear of the
-            // push at once) and after a round that went well: a failure here (a name clash) is met
-            // again, and told, by the push after the fetch. Elsewhere an early push is one more
-            // transfer that a black-holed network can leave stuck (test_hub_netns).
-            if link.hub, channel?.isListening == true, state.withLock({ $0.rounds > 0 && $0.lastError == nil }) {
-                _ = await pushToHub()
-            }
-            if link.hub {
-                let (gitDir, data, hub, url, device, auth) = (config.storePath, config.data, link.name, link.fetchURL, config.device, link.auth)
-                let local = link.localGitDir
-                let devices = try await FetchRunner.perform(label: "fetch-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
-                    try Store.hubFetch(gitDir: gitDir, data: data, hub: hub, url: url, device: device, localGitDir: local,
-                                       auth: auth, shouldCancel: cancel)
-                }
-                hubDevices = devices
-                merges = devices.map { Store.hubPeer(hub, device: $0) }
+            if let started = early.withLock({ slot in defer { slot = nil }; return slot }) {
+                // The first round's fetch, started with the agent (`fetchEarly`).
+                attempt = started.attempt
+                hubDevices = try await started.task.value
             } else {
-                try await FetchRunner.fetch(gitDir: config.storePath, data: config.data, peer: link.name,
-                                            url: link.fetchURL, localGitDir: link.localGitDir, auth: link.auth,
-                                            timeout: fetchTimeout, attempt: attempt)
+                // What this device committed goes out first: the other devices (told at once by
+                // their notify channels) need not wait for this fetch. Nothing to push costs no
+                // connection. Only while a notify channel is open (the hub is up, and the other
+                // devices hear of the push at once) and after a round that went well: a failure
+                // here (a name clash) is met again, and told, by the push after the fetch.
+                // Elsewhere an early push is one more transfer that a black-holed network can
+                // leave stuck (test_hub_netns).
+                if link.hub, channel?.isListening == true, state.withLock({ $0.rounds > 0 && $0.lastError == nil }) {
+                    _ = await pushToHub()
+                }
+                hubDevices = try await fetch(attempt: attempt)
             }
+            if link.hub { merges = hubDevices.map { Store.hubPeer(link.name, device: $0) } }
         } catch {
             // Only a fetch abandoned after its timeout can still have a thread blocked in libgit2. A
             // probe that failed started none: counting it as stuck made three refused connections

@@ -99,9 +99,13 @@ public final class AgentService: Service, Sendable {
         await withTaskCancellationOrGracefulShutdownHandler {
             // What changed while the agent was stopped (the watches are already in place, so nothing
             // that changes from now on is missed), in chunks so that a stop request is heard between them.
+            // Each peer's first fetch copies its new objects meanwhile; merging waits for the
+            // peers' rounds, after the start-up commit.
+            for peer in peers { peer.fetchEarly() }
             await engine.keepIndexInMemory()
             await engine.commitStartupChanges(stopping: { stopping.isSet })
             guard !stopping.isSet else {  // stopped during the start-up commit: no peer round begins
+                for peer in peers { peer.cancelEarlyFetch() }
                 await engine.saveIndex(now: true)
                 return
             }

@@ -43,15 +43,52 @@ struct DataDirectory: Sendable {
         case failed(Errno)
     }
 
+    /// What the check saw at a path whose stat data showed this device's version, with the coarse
+    /// clock read just before that look (see `untouched`).
+    struct Sighting {
+        let stat: FileStat
+        let clock: timespec
+    }
+
+    /// Whether `displaced` (the file a swap just took out of a path) is the very file `seen` saw,
+    /// unwritten since: the same inode, mode, size and modification time, that time earlier than
+    /// the clock read before the look. A write since sets the modification time from the kernel's
+    /// clock, never earlier than that reading, so it shows; the change time cannot tell (the swap
+    /// itself sets it). What this misses is what stat data miss for every tool that trusts them: a
+    /// same-size write whose time is then set back to the very nanosecond, or one made while the
+    /// wall clock was set back. The file is not read (the read-back was a sixth of an apply).
+    static func untouched(_ displaced: FileStat, since seen: Sighting) -> Bool {
+        displaced.kind == .regular && displaced.inode == seen.stat.inode && displaced.device == seen.stat.device
+            && displaced.mode == seen.stat.mode && displaced.size == seen.stat.size
+            && displaced.mtimeSeconds == seen.stat.mtimeSeconds && displaced.mtimeNanoseconds == seen.stat.mtimeNanoseconds
+            && WriteStamp.modified(seen.stat, before: seen.clock)
+    }
+
+    /// Displaced files up to this size are removed after the slice's files have landed (`leftovers`),
+    /// bigger ones at once (their room may be needed).
+    static let removeLaterLimit: Int64 = 1 << 20
+
     /// Whether `item`'s path may take the new version (it holds the baseline, or nothing changed
-    /// since an earlier failure), and if so writes it.
-    func placeChecked(_ item: PlaceItem, repo: Repository, counter: inout UInt64) -> Placement {
+    /// since an earlier failure), and if so writes it. The old file it replaces, when small, goes
+    /// into `leftovers` for the caller to remove once every file has landed.
+    func placeChecked(_ item: PlaceItem, repo: Repository, counter: inout UInt64, leftovers: inout [FilePath]) -> Placement {
         let path = item.change.path, new = item.change.new!
         // The common case first, from stat data alone: a modified path still holds the version
         // this device has (its index entry's stat data match). Then it is neither an obstacle
         // nor the new version already, and nothing is read (a file read and hashed per path was
         // a tenth of a 10k-file apply).
-        let holdsBaseline = !item.replacing && item.change.old != nil && diskMatches(path, item.change.old, entry: item.entry)
+        var sighting: Sighting?
+        var holdsBaseline = false
+        if !item.replacing, let old = item.change.old {
+            if !DirectoryMarker.isMarker(path), let entry = item.entry, entry.oid == old.oid, entry.mode == old.mode {
+                let clock = WriteStamp.coarseNow()
+                if let stat = (try? FileStat.of(root.pushing(path))) ?? nil, Store.statMatches(entry, stat) {
+                    holdsBaseline = true
+                    if stat.kind == .regular { sighting = Sighting(stat: stat, clock: clock) }
+                }
+            }
+            if !holdsBaseline { holdsBaseline = diskMatches(path, old, entry: item.entry) }
+        }
         // A new path where nothing stands, nor anything but directories above it: no obstacle,
         // not the new version already, and absent is what this device has. One lstat.
         let newAndFree = !holdsBaseline && !item.replacing && item.change.old == nil && item.unappliedOld == nil
@@ -73,10 +110,18 @@ struct DataDirectory: Sendable {
                 }
             }
             // What the check above saw may change before the new version lands (a program saving
-            // the file right then): the swap itself says what it replaced.
+            // the file right then): the swap itself says what it replaced. Its stat data say it
+            // when the check saw the file by them; otherwise its bytes are read.
             let expected = [item.change.old] + (item.unappliedOld.map { [$0] } ?? [])
-            let outcome = try place(new, at: path, repo: repo, counter: &counter, displace: false) { displaced in
-                expected.contains { fileHolds(displaced, $0, entry: item.entry) }
+            var taken: FilePath?
+            defer { if let taken { leftovers.append(taken) } }
+            let outcome = try place(new, at: path, repo: repo, counter: &counter, displace: false, seen: sighting?.stat) { displaced in
+                if let sighting, let stat = (try? FileStat.of(displaced)) ?? nil, Self.untouched(stat, since: sighting) {
+                    guard stat.size <= Self.removeLaterLimit else { return .remove }
+                    taken = displaced
+                    return .taken
+                }
+                return expected.contains { fileHolds(displaced, $0, entry: item.entry) } ? .remove : .putBack
             }
             switch outcome {
             case .keptNewer: return .localChange
@@ -200,6 +245,16 @@ struct DataDirectory: Sendable {
         return false
     }
 
+    /// What becomes of the file a checked swap took out of the path.
+    enum Verdict {
+        /// It was written after the check: it goes back, the new version does not land.
+        case putBack
+        /// It is what the check saw: removed now.
+        case remove
+        /// It is what the check saw, and the verifier took its temporary name to remove it later.
+        case taken
+    }
+
     /// `landing` (see `Landing`) in each case that placed the new version.
     enum PlaceOutcome {
         case placed(landing: Landing)
@@ -214,9 +269,10 @@ struct DataDirectory: Sendable {
     /// the path is exchanged with the new version (`RENAME_EXCHANGE`), and when `verify` refuses
     /// what came out, it goes straight back; an empty path takes the new version only if it is
     /// still empty (`RENAME_NOREPLACE`). So bytes written between the caller's check and the swap
-    /// are never replaced.
+    /// are never replaced. `seen`: the regular file the caller just saw at the path (its own look
+    /// spares two).
     func place(_ side: ConflictSide, at path: FilePath, repo: Repository, counter: inout UInt64, displace: Bool,
-               verify: ((FilePath) -> Bool)?) throws(Errno) -> PlaceOutcome {
+               seen: FileStat? = nil, verify: ((FilePath) -> Verdict)?) throws(Errno) -> PlaceOutcome {
         let target = root.pushing(path)
         let dir = target.removingLastComponent()
         // Never write through a link: a directory above the path that is now a symbolic link (not
@@ -231,7 +287,7 @@ struct DataDirectory: Sendable {
             }
             if stat.kind != .directory { throw .fileExists }
         }
-        if let stat = try FileStat.of(target), stat.kind == .directory {
+        if seen == nil, let stat = try FileStat.of(target), stat.kind == .directory {
             // Its tracked files were removed above; what is left is not ours to delete.
             guard Files.removeDirectoryWithoutFiles(target) else { throw .directoryNotEmpty }
         }
@@ -259,25 +315,42 @@ struct DataDirectory: Sendable {
             }
         }
         do {
-            let old = try FileStat.of(target)
-            if displace || verify != nil, let old, old.isStorable {
+            var old = seen
+            if old == nil { old = try FileStat.of(target) }
+            var swapped = false
+            if displace || verify != nil, let stat = old, stat.isStorable {
                 do {
                     try Files.exchange(temp, target)
-                    guard let verify else { return .displaced(temp, landing: landed()) }
-                    if verify(temp) {
-                        try? Files.remove(temp)
-                        return .placed(landing: landed())
-                    }
-                    // Written meanwhile: the newer bytes go back. (Written yet again between
-                    // the two swaps: those came out now, and they are the newest.)
-                    try Files.exchange(temp, target)
-                    if fileHolds(temp, side, entry: nil) { try? Files.remove(temp) } else { try Files.rename(temp, to: target) }
-                    return .keptNewer
+                    swapped = true
+                } catch where error == .noSuchFileOrDirectory && seen != nil {
+                    old = nil  // removed since the caller's look: as for an empty path
                 } catch where error == .invalidArgument || error == .notSupported {
                     // A file system without RENAME_EXCHANGE: replace as usual (with `displace`,
                     // the bytes kept before the merge are what is kept).
                 }
-            } else if verify != nil, old == nil {
+            }
+            if swapped {
+                guard let verify else { return .displaced(temp, landing: landed()) }
+                switch verify(temp) {
+                case .remove:
+                    try? Files.remove(temp)
+                    return .placed(landing: landed())
+                case .taken:
+                    return .placed(landing: landed())
+                case .putBack:
+                    // Written meanwhile: the newer bytes go back. (Written yet again between the
+                    // two swaps: those came out now, and they are the newest.)
+                    do {
+                        try Files.exchange(temp, target)
+                    } catch where error == .noSuchFileOrDirectory {
+                        try Files.renameNoReplace(temp, to: target)  // ours was removed meanwhile
+                        return .keptNewer
+                    }
+                    if fileHolds(temp, side, entry: nil) { try? Files.remove(temp) } else { try Files.rename(temp, to: target) }
+                    return .keptNewer
+                }
+            }
+            if verify != nil, old == nil {
                 do {
                     try Files.renameNoReplace(temp, to: target)
                     return .placed(landing: landed())

@@ -81,26 +81,52 @@ extension Store {
 
     /// Checks and writes each item's path, on every core (at most 4) when there are many, each
     /// worker with a repository handle of its own. A path is checked right before it is written.
-    func placeAll(_ items: [DataDirectory.PlaceItem]) -> [DataDirectory.Placement] {
+    /// The small old files the new versions displaced are left at temporary names in `leftovers`
+    /// (`removeLeftovers` removes them once every file has landed).
+    func placeAll(_ items: [DataDirectory.PlaceItem], leftovers: inout [FilePath]) -> [DataDirectory.Placement] {
         let workers = items.count >= 64 ? max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)) : 1
         let disk = self.disk
         guard workers > 1 else {
             var counter: UInt64 = 0
-            return items.map { disk.placeChecked($0, repo: repo, counter: &counter) }
+            return items.map { disk.placeChecked($0, repo: repo, counter: &counter, leftovers: &leftovers) }
         }
         let gitDir = self.gitDir
-        let results = Mutex<[DataDirectory.Placement?]>(Array(repeating: nil, count: items.count))
+        let results = Mutex<([DataDirectory.Placement?], [FilePath])>((Array(repeating: nil, count: items.count), []))
+        // Contiguous runs of the sorted paths (workers seldom meet in one directory), taken in turn
+        // by whichever worker is free: one slow run does not leave the other cores idle at the end.
+        let run = max(32, items.count / (workers * 8))
+        let nextRun = Atomic<Int>(0)
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
             var counter = UInt64(worker) << 40  // temporary names never meet another worker's
             guard let repo = try? Repository.openForReading(gitDir: gitDir) else { return }  // its paths: .failed(.ioError)
             var mine: [(Int, DataDirectory.Placement)] = []
-            // A contiguous run of the sorted paths each: workers do not meet in one directory.
-            for i in (items.count * worker / workers)..<(items.count * (worker + 1) / workers) {
-                mine.append((i, disk.placeChecked(items[i], repo: repo, counter: &counter)))
+            var displaced: [FilePath] = []
+            while true {
+                let start = nextRun.add(run, ordering: .relaxed).oldValue
+                guard start < items.count else { break }
+                for i in start..<min(start + run, items.count) {
+                    mine.append((i, disk.placeChecked(items[i], repo: repo, counter: &counter, leftovers: &displaced)))
+                }
             }
-            results.withLock { all in for (i, placement) in mine { all[i] = placement } }
+            results.withLock { all in
+                for (i, placement) in mine { all.0[i] = placement }
+                all.1 += displaced
+            }
         }
-        return results.withLock { $0.map { $0 ?? .failed(.ioError) } }
+        return results.withLock { all in
+            leftovers += all.1
+            return all.0.map { $0 ?? .failed(.ioError) }
+        }
+    }
+
+    /// Removes the displaced old files `placeAll` left, on every core when there are many.
+    func removeLeftovers(_ paths: [FilePath]) {
+        let workers = paths.count >= 256 ? max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)) : 1
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            for i in (paths.count * worker / workers)..<(paths.count * (worker + 1) / workers) {
+                try? Files.remove(paths[i])
+            }
+        }
     }
 
     /// Moves the data directory along `changes` (from the tree it holds to a new tree), path by path.
@@ -215,13 +241,17 @@ extension Store {
         }
         // Written in slices, each on every core; what each path came to is recorded in order.
         var done = 0
+        // Old files the new versions displaced: removed once every file has landed (and if this
+        // throws; a killed agent's are removed at its next start).
+        var leftovers: [FilePath] = []
+        defer { removeLeftovers(leftovers) }
         for start in stride(from: 0, to: additions.count, by: Self.applySlice) {
             let slice = additions[start..<min(start + Self.applySlice, additions.count)].map { changes[$0] }
             let items = slice.map { change in
                 DataDirectory.PlaceItem(change: change, entry: index.entry(change.path), replacing: replace.contains(change.path),
                           unappliedOld: unapplied[change.path].map { $0 == Self.absent ? nil : $0 })
             }
-            let outcomes = placeAll(items)
+            let outcomes = placeAll(items, leftovers: &leftovers)
             for (item, outcome) in zip(items, outcomes) {
                 let path = item.change.path, new = item.change.new!
                 switch outcome {
