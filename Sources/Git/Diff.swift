@@ -25,7 +25,10 @@ extension Repository {
     public func diffTrees(_ old: Oid?, _ new: Oid) throws(GitError) -> [TreeChange] {
         var changes: [TreeChange] = []
         try diffTree(old, new, prefix: [], into: &changes)
-        changes.sort { $0.path.precedesInBytes($1.path) }
+        // Trees in git's order give the paths in byte order already; a hand-made tree may not.
+        if !zip(changes, changes.dropFirst()).allSatisfy({ $0.path.precedesInBytes($1.path) }) {
+            changes.sort { $0.path.precedesInBytes($1.path) }
+        }
         return changes
     }
 
@@ -35,38 +38,76 @@ extension Repository {
         let id: Oid
         let mode: UInt32
         var isTree: Bool { mode == 0o040000 }
+
+        /// Git's order of tree entries: names as bytes, a subtree's name with a '/' after it (so
+        /// the order of the full paths' bytes).
+        static func order(_ a: Entry, _ b: Entry) -> Int {
+            let n = min(a.name.count, b.name.count)
+            for k in 0..<n where a.name[k] != b.name[k] { return a.name[k] < b.name[k] ? -1 : 1 }
+            let x: UInt8 = a.name.count > n ? a.name[n] : a.isTree ? 0x2f : 0
+            let y: UInt8 = b.name.count > n ? b.name[n] : b.isTree ? 0x2f : 0
+            return x < y ? -1 : x > y ? 1 : 0
+        }
     }
 
-    private func entries(of tree: Oid?) throws(GitError) -> [[UInt8]: Entry] {
-        guard var raw = tree?.raw else { return [:] }
+    /// A tree's entries as it lists them; `ordered` says whether that is git's order (a tree a peer
+    /// made by hand may list them otherwise).
+    private func entries(of tree: Oid?) throws(GitError) -> (entries: [Entry], ordered: Bool) {
+        guard var raw = tree?.raw else { return ([], true) }
         var obj: OpaquePointer?
         try check(git_tree_lookup(&obj, handle, &raw), "git_tree_lookup(\(tree!))")
         defer { git_tree_free(obj) }
-        var out: [[UInt8]: Entry] = [:]
         let count = git_tree_entrycount(obj)
+        var out: [Entry] = []
         out.reserveCapacity(count)
+        var ordered = true
         for i in 0..<count {
             guard let e = git_tree_entry_byindex(obj, i), let cName = git_tree_entry_name(e) else { continue }
             let name = Array(UnsafeBufferPointer(start: UnsafeRawPointer(cName).assumingMemoryBound(to: UInt8.self), count: strlen(cName)))
-            out[name] = Entry(name: name, id: Oid(git_tree_entry_id(e)), mode: git_tree_entry_filemode(e).rawValue)
+            let entry = Entry(name: name, id: Oid(git_tree_entry_id(e)), mode: git_tree_entry_filemode(e).rawValue)
+            if let last = out.last, Entry.order(last, entry) >= 0 { ordered = false }
+            out.append(entry)
         }
-        return out
+        return (out, ordered)
     }
 
+    /// Both trees' entries side by side in git's order (one walk of each), or, when either is not
+    /// in that order, matched by name.
     private func diffTree(_ old: Oid?, _ new: Oid?, prefix: [UInt8], into changes: inout [TreeChange]) throws(GitError) {
         guard old != new else { return }
-        let a = try entries(of: old), b = try entries(of: new)
-        func path(_ name: [UInt8]) -> FilePath { FilePath(bytes: prefix.isEmpty ? name : prefix + [UInt8(ascii: "/")] + name) }
+        let (a, aOrdered) = try entries(of: old), (b, bOrdered) = try entries(of: new)
         func sub(_ name: [UInt8]) -> [UInt8] { prefix.isEmpty ? name : prefix + [UInt8(ascii: "/")] + name }
-        for name in Set(a.keys).union(b.keys) {
-            let x = a[name], y = b[name]
+        func pair(_ x: Entry?, _ y: Entry?) throws(GitError) {
             let oldTree = x?.isTree == true ? x?.id : nil, newTree = y?.isTree == true ? y?.id : nil
+            let name = (x ?? y)!.name
             if oldTree != nil || newTree != nil {
                 try diffTree(oldTree, newTree, prefix: sub(name), into: &changes)
             }
             let oldLeaf = x.flatMap { $0.isTree ? nil : ConflictSide(oid: $0.id, mode: $0.mode) }
             let newLeaf = y.flatMap { $0.isTree ? nil : ConflictSide(oid: $0.id, mode: $0.mode) }
-            if oldLeaf != newLeaf { changes.append(TreeChange(path: path(name), old: oldLeaf, new: newLeaf)) }
+            if oldLeaf != newLeaf { changes.append(TreeChange(path: FilePath(bytes: sub(name)), old: oldLeaf, new: newLeaf)) }
+        }
+        guard aOrdered && bOrdered else {
+            var byName: [[UInt8]: (Entry?, Entry?)] = [:]
+            for x in a { byName[x.name, default: (nil, nil)].0 = x }
+            for y in b { byName[y.name, default: (nil, nil)].1 = y }
+            for (x, y) in byName.values { try pair(x, y) }
+            return
+        }
+        var i = 0, j = 0
+        while i < a.count || j < b.count {
+            let order = i == a.count ? 1 : j == b.count ? -1 : Entry.order(a[i], b[j])
+            if order < 0 {
+                try pair(a[i], nil)
+                i += 1
+            } else if order > 0 {
+                try pair(nil, b[j])
+                j += 1
+            } else {
+                try pair(a[i], b[j])
+                i += 1
+                j += 1
+            }
         }
     }
 

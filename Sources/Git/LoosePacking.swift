@@ -14,25 +14,44 @@ extension Repository {
     /// Up to `limit` loose objects, fan-out directory by directory (`objects/00` .. `objects/ff`),
     /// starting at `from` (0...255) and wrapping around. Costs one `readdir` per directory read.
     public func looseObjects(limit: Int, from start: Int = 0) -> [LooseFile] {
-        let objects = gitDir.appending("objects")
         var found: [LooseFile] = []
-        for step in 0..<256 where found.count < limit {
+        forEachLooseObject(from: start) { id, path in
+            var st = stat()
+            if path.withPlatformString({ lstat($0, &st) }) == 0 {
+                found.append(LooseFile(id: id, path: path, bytes: Int(st.st_size)))
+            }
+            return found.count < limit
+        }
+        return found
+    }
+
+    /// The ids of every loose object (a `readdir` per fan-out directory; nothing else is read).
+    func looseObjectIds() -> Set<Oid> {
+        var ids = Set<Oid>()
+        forEachLooseObject { id, _ in
+            ids.insert(id)
+            return true
+        }
+        return ids
+    }
+
+    /// Each loose object's id and file, fan-out directory by directory from `start`, until `body`
+    /// returns false.
+    private func forEachLooseObject(from start: Int = 0, _ body: (Oid, FilePath) -> Bool) {
+        let objects = gitDir.appending("objects")
+        for step in 0..<256 {
             let fan = String((start + step) % 256, radix: 16).leftPaddedHex
             let dir = objects.appending(fan)
             guard let handle = dir.withPlatformString({ opendir($0) }) else { continue }
             defer { closedir(handle) }
-            while found.count < limit, let entry = readdir(handle) {
+            while let entry = readdir(handle) {
                 let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                     String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
                 }
                 guard name.count == 38, let id = Oid(hex: fan + name) else { continue }  // tmp_obj_* and the like
-                let path = dir.appending(name)
-                var st = stat()
-                guard path.withPlatformString({ lstat($0, &st) }) == 0 else { continue }
-                found.append(LooseFile(id: id, path: path, bytes: Int(st.st_size)))
+                guard body(id, dir.appending(name)) else { return }
             }
         }
-        return found
     }
 
     /// An object's type and size, read from its header only (a loose object's first bytes).

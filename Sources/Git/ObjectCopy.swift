@@ -85,6 +85,20 @@ private struct ObjectCopier: ~Copyable {
     var loose = 0
     /// Objects waiting in memory for the next pack (opened at the first object past the loose ones).
     var batch: PackBatch?
+    /// Lookups of objects this store lacks, made cheap once there are many (`has`).
+    let misses = Misses()
+
+    /// libgit2 asks the file system once per missing object (`access` of its loose path): half of
+    /// a 10k-object copy. Past `listAfter` misses, the loose objects are listed once (a `readdir`
+    /// per fan-out directory) and lookups go to the packs only, then to that list.
+    final class Misses {
+        static let listAfter = 64
+        var count = 0
+        /// The store's packs alone, and its loose objects (with those this copy wrote loose).
+        var packs: OpaquePointer?
+        var loose = Set<Oid>()
+        deinit { if let packs { git_odb_free(packs) } }
+    }
 
     init(from source: Repository, to target: Repository, limits: ObjectCopyLimits,
          progress: @escaping (ObjectCopyReport) -> Bool) throws(GitError) {
@@ -116,8 +130,41 @@ private struct ObjectCopier: ~Copyable {
         var raw = id.raw
         // No re-reading of the pack directory on a miss (most objects of a copy are missing):
         // this database was opened for this copy, and only this copy writes into it.
-        if git_odb_exists_ext(odb, &raw, UInt32(GIT_ODB_LOOKUP_NO_REFRESH.rawValue)) == 1 { return true }
-        return batch?.has(id) ?? false
+        let noRefresh = UInt32(GIT_ODB_LOOKUP_NO_REFRESH.rawValue)
+        if let packs = misses.packs {
+            if misses.loose.contains(id) || git_odb_exists_ext(packs, &raw, noRefresh) == 1 { return true }
+            return batch?.has(id) ?? false
+        }
+        if git_odb_exists_ext(odb, &raw, noRefresh) == 1 { return true }
+        if batch?.has(id) == true { return true }
+        misses.count += 1
+        if misses.count == Misses.listAfter { listLooseObjects() }
+        return false
+    }
+
+    /// Switches `has` to the packs and a listing of the loose objects (see `Misses`).
+    func listLooseObjects() {
+        var packs: OpaquePointer?
+        var backend: UnsafeMutablePointer<git_odb_backend>?
+        guard git_odb_new(&packs) == 0 else { return }
+        let objects = target.gitDir.appending("objects")
+        guard objects.withPlatformString({ git_odb_backend_pack(&backend, $0) }) == 0, let backend else {
+            git_odb_free(packs)
+            return
+        }
+        guard git_odb_add_backend(packs, backend, 1) == 0 else {
+            backend.pointee.free(backend)  // not added: still ours
+            git_odb_free(packs)
+            return
+        }
+        misses.loose = target.looseObjectIds()
+        misses.packs = packs
+    }
+
+    /// Packs adopted since the lookups' databases last looked are seen from now on.
+    func refreshLookups() {
+        _ = git_odb_refresh(odb)
+        if let packs = misses.packs { _ = git_odb_refresh(packs) }
     }
 
     /// Writes a small object: loose for the first few, then into the batch for the next pack.
@@ -129,6 +176,7 @@ private struct ObjectCopier: ~Copyable {
             try check(target.withLooseOdb(storing: incompressible) { git_odb_write(&out, $0, data, size, type) }, "git_odb_write(\(id))")
             try verify(Oid(out), id)
             report.looseIds.append(id)
+            if misses.packs != nil { misses.loose.insert(id) }
         } else {
             let batch = try openBatch()
             try verify(try batch.write(UnsafeRawBufferPointer(start: data, count: size), type: type), id)
@@ -258,7 +306,7 @@ private struct ObjectCopier: ~Copyable {
                 do {
                     let bytes = try candidate.transfer.adopt(into: target.gitDir, has: { has($0) }) { progress(snapshot()) }
                         ?? candidate.transfer.index(into: target.gitDir) { progress(snapshot()) }
-                    _ = git_odb_refresh(odb)  // the next pack's checks see this one
+                    refreshLookups()  // the next pack's checks see this one
                     // What is here now, not what the listing said (the peer may have rolled its packs up).
                     for id in candidate.transfer.ids where wanted.contains(id) && has(id) { taken.insert(id) }
                     report.objects += candidate.needed

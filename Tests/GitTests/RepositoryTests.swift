@@ -57,6 +57,40 @@ import TestSupport
         #expect(index.count == 0)
     }
 
+    /// `diffTrees` walks both trees in git's order (a subtree sorts as "name/"), so names that
+    /// sort differently as entries and as paths ("a", "a.b", "a/") come out in path byte order,
+    /// the same set libgit2's diff finds. A tree a peer made out of order gives the same answer.
+    @Test func treeDiffInGitOrderAndOutOfOrder() throws {
+        let t = try TempDevice()
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let x = try repo.createBlob(Array("x\n".utf8)), y = try repo.createBlob(Array("y\n".utf8))
+        func tree(_ lines: String) throws -> Oid {
+            let file = t.root.appending("tree.txt")
+            try Data(lines.utf8).write(to: URL(fileURLWithPath: file.string))
+            let made = try runProgram("/bin/sh", ["-c", "git --git-dir='\(t.gitDir)' mktree < '\(file)'"])
+            return try #require(Oid(hex: String(decoding: made.out, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
+        }
+        let sub = try tree("100644 blob \(x)\tin\n")
+        let subChanged = try tree("100644 blob \(y)\tin\n100644 blob \(x)\tnew\n")
+        let old = try tree("100644 blob \(x)\ta\n100644 blob \(x)\ta.b\n040000 tree \(sub)\ta-\n100644 blob \(x)\tz\n")
+        // "a" becomes a directory, "a.b" changes, "a-/" changes inside, "z" goes, "b" comes.
+        let new = try tree("040000 tree \(subChanged)\ta\n100644 blob \(y)\ta.b\n040000 tree \(subChanged)\ta-\n100644 blob \(x)\tb\n")
+        let changes = try repo.diffTrees(old, new)
+        #expect(changes.map(\.path) == ["a", "a-/in", "a-/new", "a.b", "a/in", "a/new", "b", "z"])
+        #expect(changes == (try repo.diffTreesReadingEverything(old, new)))
+        // The same entries as `new`, listed in reverse (git mktree would sort them): raw bytes.
+        var raw: [UInt8] = []
+        for (mode, name, id) in [("100644", "b", x), ("40000", "a-", subChanged), ("100644", "a.b", y), ("40000", "a", subChanged)] {
+            raw += Array("\(mode) \(name)".utf8) + [0] + withUnsafeBytes(of: id.raw.id) { Array($0) }
+        }
+        let file = t.root.appending("tree.raw")
+        try Data(raw).write(to: URL(fileURLWithPath: file.string))
+        let hashed = try git(t.gitDir, ["hash-object", "-t", "tree", "--literally", "-w", file.string])
+        let unordered = try #require(Oid(hex: String(decoding: hashed.out, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(unordered != new)
+        #expect(try repo.diffTrees(old, unordered) == changes)
+    }
+
     @Test func commitWithStaleParentIsRefused() throws {
         let t = try TempDevice()
         try t.write("a", "1")

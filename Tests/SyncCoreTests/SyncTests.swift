@@ -252,4 +252,29 @@ final class TwoDevices {
         #expect(!FileManager.default.fileExists(atPath: t.root.appending("phone/escape").string))
         #expect(try t.phone.store.head() == nil)
     }
+
+    /// A crafted tree holding a link and a directory of the same name: the directory's files would
+    /// be written through the link (outside the data directory). Refused, every such path named
+    /// (the directories above each are looked at once per directory).
+    @Test func pathsThroughALinkOfTheSameNameAreRefused() throws {
+        let t = try TwoDevices()
+        try t.watch.write("fine.txt", "fine")
+        try t.watch.commit("fine.txt")
+        let blob = try git(t.watch.gitDir, ["hash-object", "-w", "--stdin"], input: "owned\n")
+        let target = try git(t.watch.gitDir, ["hash-object", "-w", "--stdin"], input: "..")
+        let inner = try git(t.watch.gitDir, ["mktree"], input: "100644 blob \(blob)\tescape\n100644 blob \(blob)\tescape2\n")
+        let root = try git(t.watch.gitDir, ["mktree"], input: "120000 blob \(target)\tlnk\n040000 tree \(inner)\tlnk\n100644 blob \(blob)\tfine.txt\n")
+        let head = try git(t.watch.gitDir, ["rev-parse", "HEAD"])
+        let commit = try git(t.watch.gitDir, ["commit-tree", root, "-p", head, "-m", "evil"])
+        _ = try git(t.watch.gitDir, ["update-ref", "refs/heads/main", commit])
+        do {
+            _ = try t.phone.pull(from: t.watch)
+            Issue.record("a history writing through a link must be refused")
+        } catch let refusal as SyncRefusal {
+            #expect(refusal.description.contains("lnk/escape: would be written through the symbolic link lnk"))
+            #expect(refusal.description.contains("lnk/escape2: would be written through the symbolic link lnk"))
+        }
+        #expect(!FileManager.default.fileExists(atPath: t.root.appending("phone/escape").string))
+        #expect(try t.phone.store.head() == nil)
+    }
 }

@@ -510,30 +510,43 @@ extension Store {
     func checkSafe(_ changes: [TreeChange], tree: Oid, peer: String) throws {
         var reasons: [String] = []
         var linkCache: [FilePath: Bool] = [:]
+        // The directories above a path are looked at once per directory, not once per path.
+        var throughLink: [FilePath: FilePath?] = [:]  // a parent directory: the link above it, if any
         for change in changes where change.new != nil {
-            let names = change.path.components.map { $0.bytes }
-            if names.contains(where: { $0 == [0x2e] || $0 == [0x2e, 0x2e] || Self.isDotGit($0) }) {
+            let bytes = change.path.bytes
+            if bytes.split(separator: 0x2f, omittingEmptySubsequences: false).contains(where: {
+                $0.elementsEqual([0x2e]) || $0.elementsEqual([0x2e, 0x2e]) || Self.isDotGit($0)
+            }) {
                 reasons.append("\(change.path.display): a '.', '..' or '.git' entry")
                 continue
             }
-            var prefix = FilePath("")
-            for component in change.path.components.dropLast() {
-                prefix.append(component)
-                let isLink: Bool
-                if let known = linkCache[prefix] { isLink = known } else {
-                    isLink = (try repo.entry(at: prefix, inTree: tree))?.mode == EntryMode.link
-                    linkCache[prefix] = isLink
+            let parent = change.path.removingLastComponent()
+            guard !parent.isEmpty else { continue }
+            if throughLink[parent] == nil {
+                var found: FilePath?
+                var prefix = FilePath("")
+                for component in parent.components {
+                    prefix.append(component)
+                    let isLink: Bool
+                    if let known = linkCache[prefix] { isLink = known } else {
+                        isLink = (try repo.entry(at: prefix, inTree: tree))?.mode == EntryMode.link
+                        linkCache[prefix] = isLink
+                    }
+                    if isLink {
+                        found = prefix
+                        break
+                    }
                 }
-                if isLink {
-                    reasons.append("\(change.path.display): would be written through the symbolic link \(prefix.display)")
-                    break
-                }
+                throughLink[parent] = .some(found)
+            }
+            if case .some(.some(let link)) = throughLink[parent] {
+                reasons.append("\(change.path.display): would be written through the symbolic link \(link.display)")
             }
         }
         if !reasons.isEmpty { throw SyncRefusal(peer: peer, reasons: Array(reasons.prefix(20))) }
     }
 
-    private static func isDotGit(_ name: [UInt8]) -> Bool {
+    private static func isDotGit(_ name: some Collection<UInt8>) -> Bool {
         name.count == 4 && name.map { $0 >= 0x41 && $0 <= 0x5a ? $0 + 0x20 : $0 } == Array(".git".utf8)
     }
 
