@@ -194,6 +194,16 @@ public enum AgentTemporary {
         return directory.appending(prefix + String(getpid(), radix: 16) + "-" + String(counter, radix: 16) + ".tmp")
     }
 
+    /// Whether a name is a temporary of this process (`.syncagent-<this pid>-<n>.tmp`).
+    public static func isOwn(_ name: FilePath.Component) -> Bool {
+        name.withPlatformString { c in
+            let bytes = UnsafeRawBufferPointer(start: c, count: strlen(c))
+            return bytes.starts(with: ownPrefix) && bytes.count > ownPrefix.count + 4 && bytes.suffix(4).elementsEqual(".tmp".utf8)
+        }
+    }
+
+    private static let ownPrefix = Array((prefix + String(getpid(), radix: 16) + "-").utf8)
+
     /// Whether a name is one of ours: this naming, or the longer one older versions used
     /// (`.NAME.syncagent.tmp`).
     public static func isTemporary(_ name: FilePath.Component) -> Bool {

@@ -28,6 +28,9 @@ final class Loop: @unchecked Sendable {
     private var debouncer: Debouncer
     private let fallbackScanInterval: Duration
     private let ignore: @Sendable (FilePath.Component) -> Bool
+    private let recordedMoves: @Sendable (FilePath.Component) -> Bool
+    /// The cookie of the last move out of a `recordedMoves` temporary: its move in is skipped.
+    private var recordedCookie: UInt32 = 0
     private let onProblem: @Sendable (WatchProblem) -> Void
     private let output: AsyncStream<WatchBatch>.Continuation
     /// Watch descriptor -> directory relative to root ("" is the root).
@@ -44,6 +47,7 @@ final class Loop: @unchecked Sendable {
 
     init(root: FilePath, debouncer: Debouncer, fallbackScanInterval: Duration, handoff: Bool,
          ignore: @escaping @Sendable (FilePath.Component) -> Bool,
+         recordedMoves: @escaping @Sendable (FilePath.Component) -> Bool,
          onProblem: @escaping @Sendable (WatchProblem) -> Void,
          output: AsyncStream<WatchBatch>.Continuation) throws(WatcherError) {
         self.root = root
@@ -51,6 +55,7 @@ final class Loop: @unchecked Sendable {
         self.debouncer = debouncer
         self.fallbackScanInterval = fallbackScanInterval
         self.ignore = ignore
+        self.recordedMoves = recordedMoves
         self.onProblem = onProblem
         self.output = output
         fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
@@ -197,17 +202,28 @@ final class Loop: @unchecked Sendable {
 
     // MARK: events
 
+    /// One event as read from the kernel.
+    private struct Event {
+        let wd: Int32
+        let mask: UInt32
+        let cookie: UInt32
+        let name: FilePath.Component?
+    }
+
     private func drainKernelQueue() {
         let capacity = 64 * 1024
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 8)
         defer { buffer.deallocate() }
+        var events: [Event] = []
         while true {
             let n = read(fd, buffer.baseAddress, capacity)
             if n <= 0 { return }  // EAGAIN: queue empty
             var offset = 0
+            events.removeAll(keepingCapacity: true)
             while offset + 16 <= n {
                 let wd = buffer.loadUnaligned(fromByteOffset: offset, as: Int32.self)
                 let mask = buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
+                let cookie = buffer.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self)
                 let len = Int(buffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
                 var name: FilePath.Component?
                 if len > 0 {
@@ -215,10 +231,42 @@ final class Loop: @unchecked Sendable {
                     let bytes = UnsafeRawBufferPointer(start: start, count: strnlen(start, len))
                     name = FilePath.Component(platformString: Array(bytes.bindMemory(to: CChar.self)) + [0])
                 }
-                handle(wd: wd, mask: mask, name: name)
+                events.append(Event(wd: wd, mask: mask, cookie: cookie, name: name))
                 offset += 16 + len
             }
+            var i = 0
+            while i < events.count {
+                let event = events[i]
+                i += 1
+                if isRecordedMove(event, next: i < events.count ? events[i] : nil) {
+                    if event.mask & UInt32(IN_MOVED_FROM) != 0, event.name.map(recordedMoves) == false { i += 1 }  // and its move in
+                    continue
+                }
+                handle(wd: event.wd, mask: event.mask, name: event.name)
+            }
         }
+    }
+
+    /// A move the agent's apply records itself (`recordedMoves`): a file moved in from one of its
+    /// temporaries (a new version landing), or moved out to one (the old version swapped out, or
+    /// set aside to be removed). The kernel queues a move's two halves one after the other.
+    private func isRecordedMove(_ event: Event, next: Event?) -> Bool {
+        guard event.cookie != 0, let name = event.name, event.mask & UInt32(IN_ISDIR) == 0 else { return false }
+        if event.mask & UInt32(IN_MOVED_FROM) != 0 {
+            if recordedMoves(name) {
+                recordedCookie = event.cookie
+                return true
+            }
+            // Out to a temporary: the next event is the move's other half.
+            guard let next, next.cookie == event.cookie, next.mask & UInt32(IN_MOVED_TO) != 0,
+                  let to = next.name, recordedMoves(to) else { return false }
+            return true
+        }
+        if event.mask & UInt32(IN_MOVED_TO) != 0, event.cookie == recordedCookie {
+            recordedCookie = 0
+            return true
+        }
+        return false
     }
 
     private func handle(wd: Int32, mask: UInt32, name: FilePath.Component?) {

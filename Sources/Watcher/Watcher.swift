@@ -19,6 +19,9 @@ public final class Watcher: Sendable {
     /// - Parameters:
     ///   - handoff: batches wait in the watcher until taken (`takeReady`, `drain`); see `takeReady`.
     ///   - ignore: names (any path component) whose events are dropped, e.g. editor temporaries.
+    ///   - recordedMoves: names of temporaries whose writer records what it moves through them
+    ///     (the agent's own apply: it stages each file it lands): a file moved in from one, or
+    ///     out to one, is no change to report. Everything else about the path still is.
     ///   - fallbackScanInterval: how often to rescan everything when watches run out.
     ///   - slice: how long a batch of new and changed files gathers before its closed files are
     ///     due without waiting for quiet (`Debouncer.slice`); nil for none.
@@ -26,13 +29,14 @@ public final class Watcher: Sendable {
                 fallbackScanInterval: Duration = .seconds(10),
                 handoff: Bool = false,
                 ignore: @escaping @Sendable (FilePath.Component) -> Bool = { _ in false },
+                recordedMoves: @escaping @Sendable (FilePath.Component) -> Bool = { _ in false },
                 onProblem: @escaping @Sendable (WatchProblem) -> Void = { _ in }) throws(WatcherError) {
         self.root = root
         let (stream, continuation) = AsyncStream.makeStream(of: WatchBatch.self, bufferingPolicy: .unbounded)
         batches = stream
         loop = try Loop(root: root, debouncer: Debouncer(quiet: quiet, maxDelay: maxDelay, slice: slice),
                         fallbackScanInterval: fallbackScanInterval, handoff: handoff, ignore: ignore,
-                        onProblem: onProblem, output: continuation)
+                        recordedMoves: recordedMoves, onProblem: onProblem, output: continuation)
     }
 
     /// Starts reading events on the watcher's own thread.

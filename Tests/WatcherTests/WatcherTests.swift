@@ -116,6 +116,42 @@ func makeWatcher(_ tree: TempDirectory, fallback: Duration = .seconds(10), gathe
         await g.task.value
     }
 
+    /// Files the agent's apply lands through its own temporaries (moved in from one, or swapped
+    /// out to one) are not reported: the apply stages them itself. Moves through anyone else's
+    /// temporary, and any write to a landed file, still are; a marker file written last says when
+    /// every earlier event has been read.
+    @Test func movesThroughTheAgentsOwnTemporariesAreNotReported() async throws {
+        let tree = try TempDirectory("watchtests")
+        try tree.write("swapped.txt", "old")
+        let w = try Watcher(root: tree.root, quiet: .milliseconds(20), maxDelay: .milliseconds(200),
+                            ignore: { $0.string.hasSuffix(".tmp") }, recordedMoves: { AgentTemporary.isOwn($0) })
+        let g = Gathered(w)
+        w.start()
+        var counter: UInt64 = 0
+        let own = AgentTemporary.path(in: tree.root, counter: &counter)
+        #expect(AgentTemporary.isOwn(own.lastComponent!))
+        #expect(!AgentTemporary.isOwn(FilePath.Component(".syncagent-1-1.tmp")))
+        // A new file landing, and an existing one swapped out (RENAME_EXCHANGE), then removed.
+        try Data("new".utf8).write(to: URL(fileURLWithPath: own.string))
+        try Files.renameNoReplace(own, to: tree.root.appending("landed.txt"))
+        let own2 = AgentTemporary.path(in: tree.root, counter: &counter)
+        try Data("new".utf8).write(to: URL(fileURLWithPath: own2.string))
+        try Files.exchange(own2, tree.root.appending("swapped.txt"))
+        try Files.remove(own2)
+        // Another program's temporary, moved in: reported.
+        try tree.write("editor.tmp", "theirs")
+        try Files.rename(tree.root.appending("editor.tmp"), to: tree.root.appending("theirs.txt"))
+        try tree.write("marker", "last")
+        #expect(await g.wait { $0.all.paths.isSuperset(of: ["theirs.txt", "marker"]) })
+        #expect(!g.all.paths.contains("landed.txt"))
+        #expect(!g.all.paths.contains("swapped.txt"))
+        // A write to a landed file is a change like any other.
+        try tree.write("landed.txt", "edited by the app")
+        #expect(await g.wait { $0.all.paths.contains("landed.txt") })
+        w.stop()
+        await g.task.value
+    }
+
     @Test func stopFlushesPendingBatchAndEndsStream() async throws {
         let tree = try TempDirectory("watchtests")
         let w = try Watcher(root: tree.root, quiet: .seconds(30), maxDelay: .seconds(60))

@@ -57,6 +57,9 @@ public final class AgentService: Service, Sendable {
             maxDelay: .milliseconds(config.watch.maxDelayMs),
             handoff: true,
             ignore: { PathRules.isIgnored($0) },
+            // What the apply lands (or swaps out) through this process's temporaries, it stages
+            // itself: 100k such events were 6 MB of a first sync's peak, and a commit of nothing.
+            recordedMoves: { AgentTemporary.isOwn($0) },
             onProblem: { problem in
                 switch problem.kind {
                 case .recovered:

@@ -132,6 +132,30 @@ struct DataDirectory: Sendable {
         }
     }
 
+    /// Makes the missing directories above these new paths, each at most once, before their files
+    /// are written: the watcher's look into a directory made now finds it empty, where one made by
+    /// the first file's write found that directory's files landing (all reported again as changes).
+    /// A directory is made only where every existing one above it is a directory (never through a
+    /// link); where that fails, `place` meets it again and reports it with the path.
+    func makeParents(of paths: some Sequence<FilePath>) {
+        var made = Set<FilePath>()
+        for path in paths {
+            let parent = path.removingLastComponent()
+            guard !parent.isEmpty, made.insert(parent).inserted else { continue }
+            var prefix = root
+            var missing = false
+            for component in parent.components {
+                prefix.append(component)
+                guard let stat = try? FileStat.of(prefix) else {
+                    missing = true
+                    break
+                }
+                guard stat.kind == .directory else { break }
+            }
+            if missing { try? Files.makeDirectories(root.pushing(parent)) }
+        }
+    }
+
     /// What stands at `path` that is not a regular file, link or directory this user can use; nil
     /// when nothing does (absent, or something syncable). Looks at the path only (a directory above
     /// it that is not a directory is `place`'s business).

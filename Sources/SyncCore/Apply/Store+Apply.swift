@@ -253,6 +253,7 @@ extension Store {
                 DataDirectory.PlaceItem(change: change, entry: index.entry(change.path), replacing: replace.contains(change.path),
                           unappliedOld: unapplied[change.path].map { $0 == Self.absent ? nil : $0 })
             }
+            disk.makeParents(of: items.lazy.filter { $0.change.old == nil && !$0.replacing }.map(\.change.path))
             let outcomes = placeAll(items, leftovers: &leftovers)
             for (item, outcome) in zip(items, outcomes) {
                 let path = item.change.path, new = item.change.new!
