@@ -574,6 +574,9 @@ def bench_big_tree(syncagent, tmp, rows, notes, agents):
     rows.append((f"  the same, past the debounce", pct(a_lat, 50) - DEBOUNCE_MS / 1e3, pct(g_lat, 50), watch_rss,
                  ("ratio", 0.03)))
     rows.append((f"1 change in {k} tree max of {BIG_CHANGES}", max(a_lat), max(g_lat), watch_rss, ("ratio", 0.1)))
+    # The "p99 <= 0.1x" sits in its "time past the debounce" cell: both readings are shown.
+    rows.append((f"  the same, past the debounce", max(a_lat) - DEBOUNCE_MS / 1e3, max(g_lat), watch_rss,
+                 ("ratio", 0.1)))
     rows.append((f"peak RSS watching a {k}-file tree", (peak or 0) / 1e3, float("nan"), watch_rss, ("mb", 64)))
     rows.append((f"1 change synced into {k} tree p50", pct(s_lat, 50), pct(p_lat, 50), rss_text(agent, watch),
                  ("ratio", 0.1)))
