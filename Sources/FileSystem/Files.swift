@@ -187,22 +187,27 @@ public enum AgentTemporary {
     /// and a merge, two applies on two threads) never pick the same name.
     private static let issued = Atomic<UInt64>(0)
 
-    /// A fresh temporary path in `directory`: `.syncagent-<pid>-<n>.tmp` (at most ~40 bytes), `n`
-    /// unique in this process. `counter` is set to `n`.
-    public static func path(in directory: FilePath, counter: inout UInt64) -> FilePath {
+    /// This process's names start with this: `.syncagent-<pid>.<nonce>-`. The random nonce tells
+    /// them from an earlier process that had the same pid (PID 1 in a container always does), whose
+    /// leftovers start-up must remove.
+    private static let processPrefix = prefix + String(getpid(), radix: 16) + "." + String(UInt32.random(in: 1...UInt32.max), radix: 16) + "-"
+    private static let landingPrefix = Array((processPrefix + "a").utf8)
+
+    /// A fresh temporary path in `directory`: `.syncagent-<pid>.<nonce>-<n>.tmp` (at most ~50
+    /// bytes), `n` unique in this process; `counter` is set to `n`. `landing`: a temporary of the
+    /// apply, which records itself what it moves in and out through it (`-a<n>`, `isOwnLanding`).
+    public static func path(in directory: FilePath, counter: inout UInt64, landing: Bool = false) -> FilePath {
         counter = issued.add(1, ordering: .relaxed).newValue
-        return directory.appending(prefix + String(getpid(), radix: 16) + "-" + String(counter, radix: 16) + ".tmp")
+        return directory.appending(processPrefix + (landing ? "a" : "") + String(counter, radix: 16) + ".tmp")
     }
 
-    /// Whether a name is a temporary of this process (`.syncagent-<this pid>-<n>.tmp`).
-    public static func isOwn(_ name: FilePath.Component) -> Bool {
+    /// Whether a name is one of this process's landing temporaries (`path(in:counter:landing: true)`).
+    public static func isOwnLanding(_ name: FilePath.Component) -> Bool {
         name.withPlatformString { c in
             let bytes = UnsafeRawBufferPointer(start: c, count: strlen(c))
-            return bytes.starts(with: ownPrefix) && bytes.count > ownPrefix.count + 4 && bytes.suffix(4).elementsEqual(".tmp".utf8)
+            return bytes.starts(with: landingPrefix) && bytes.count > landingPrefix.count + 4 && bytes.suffix(4).elementsEqual(".tmp".utf8)
         }
     }
-
-    private static let ownPrefix = Array((prefix + String(getpid(), radix: 16) + "-").utf8)
 
     /// Whether a name is one of ours: this naming, or the longer one older versions used
     /// (`.NAME.syncagent.tmp`).
@@ -219,7 +224,7 @@ public enum AgentTemporary {
     /// embeds the agent may be setting a value while the agent starts).
     public static func removeLeftovers(under root: FilePath) -> [FilePath] {
         var removed: [FilePath] = []
-        let mine = prefix + String(getpid(), radix: 16) + "-"
+        let mine = processPrefix
         Directory.walk(root, descend: { $0.lastComponent?.string != ".git" }) { rel, kind in
             guard kind != .directory, let name = rel.lastComponent, isTemporary(name), !name.string.hasPrefix(mine) else { return }
             if (try? Files.remove(root.pushing(rel))) != nil { removed.append(rel) }

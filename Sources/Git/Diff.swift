@@ -68,6 +68,22 @@ extension Repository {
             if let last = out.last, Entry.order(last, entry) >= 0 { ordered = false }
             out.append(entry)
         }
+        // A blob and a subtree of one name sort apart ("a" before "a.b" before "a/"): a tree
+        // holding both (hand-made) is matched by name, which keeps one of them.
+        if ordered {
+            for tree in out where tree.isTree {
+                let blob = Entry(name: tree.name, id: tree.id, mode: 0o100644)
+                var low = 0, high = out.count
+                while low < high {
+                    let mid = (low + high) / 2
+                    if Entry.order(out[mid], blob) < 0 { low = mid + 1 } else { high = mid }
+                }
+                if low < out.count, !out[low].isTree, out[low].name == tree.name {
+                    ordered = false
+                    break
+                }
+            }
+        }
         return (out, ordered)
     }
 

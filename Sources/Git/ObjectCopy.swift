@@ -396,6 +396,7 @@ private struct ObjectCopier: ~Copyable {
         try check(git_odb_stream_finalize_write(&out, writer), "git_odb_stream_finalize_write(\(id)) after \(done) bytes")
         try verify(Oid(out), id)
         report.looseIds.append(id)
+        if misses.packs != nil { misses.loose.insert(id) }
         report.streamed += 1
         try count(bytes: done)
         return true

@@ -89,6 +89,11 @@ import TestSupport
         let unordered = try #require(Oid(hex: String(decoding: hashed.out, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
         #expect(unordered != new)
         #expect(try repo.diffTrees(old, unordered) == changes)
+        // A blob and a subtree of one name (hand-made): one of them, never a file and a directory
+        // at one path.
+        let both = try tree("100644 blob \(x)\ta\n100644 blob \(x)\ta.b\n040000 tree \(sub)\ta\n")
+        let paths = try repo.diffTrees(nil, both).map(\.path)
+        #expect(!(paths.contains("a") && paths.contains("a/in")))
     }
 
     @Test func commitWithStaleParentIsRefused() throws {

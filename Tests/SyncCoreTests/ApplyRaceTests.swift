@@ -141,4 +141,16 @@ import TestSupport
         #expect(t.phone.read("notes.txt") == "the peer's version\n")
         #expect(try leftovers().isEmpty)
     }
+
+    /// A commit keeps a file's stat data only when the file last changed before the clock read
+    /// before its look: one changed in that very tick could be written again in it, same size,
+    /// with identical stat data (racily clean), and the swap's check trusts the stat data.
+    @Test func statDataOfAFileChangedInTheTickOfTheLookAreNotKept() throws {
+        try t.phone.write("notes.txt", "the version the merge planned to replace\n")
+        let stat = try #require(try FileStat.of(t.phone.data.appending("notes.txt")))
+        let sameTick = timespec(tv_sec: Int(stat.mtimeSeconds), tv_nsec: Int(stat.mtimeNanoseconds))
+        #expect(Store.settledStat(stat, lookedAt: sameTick) == nil)
+        let later = timespec(tv_sec: Int(stat.ctimeSeconds) + 1, tv_nsec: 0)
+        #expect(Store.settledStat(stat, lookedAt: later) == IndexStat(stat))
+    }
 }

@@ -69,6 +69,7 @@ import TestSupport
         let fixture = try StoreFixture()
         try fixture.write("same.txt", "version 1\n", mtime: 1_700_000_000)
         try fixture.write("back.txt", "version 1\n", mtime: 1_700_000_000)
+        try fixture.settle("same.txt", "back.txt")
         _ = try fixture.store.commit(paths: ["same.txt", "back.txt"])
         #expect(try fixture.store.changedSinceLastCommit().isEmpty)
         try fixture.write("same.txt", "version 2\n", mtime: 1_700_000_000)  // same size, same mtime

@@ -23,6 +23,15 @@ final class StoreFixture {
     func write(_ rel: String, _ text: String, mtime: Int? = nil) throws { try device.write(rel, text, mtime: mtime) }
     func remove(_ rel: String) throws { try device.remove(rel) }
 
+    /// Until the coarse clock is past the last change of these files: a commit from then on keeps
+    /// their stat data (`Store.settledStat`), so a scan trusts them.
+    func settle(_ rels: String...) throws {
+        for rel in rels {
+            let stat = try #require(try FileStat.of(data.appending(rel)))
+            while Store.settledStat(stat, lookedAt: WriteStamp.coarseNow()) == nil { sched_yield() }
+        }
+    }
+
     /// path -> content of the files in HEAD.
     func headContents() throws -> [String: String] {
         guard let head = try store.head() else { return [:] }
@@ -286,13 +295,20 @@ final class StoreFixture {
 @Suite struct LeftoverTests {
     @Test func onlyOtherProcessesTemporariesAreRemoved() throws {
         let dir = try TempDirectory("leftovers")
-        let mine = AgentTemporary.prefix + String(getpid(), radix: 16) + "-7.tmp"
+        var counter: UInt64 = 0
+        let mine = AgentTemporary.path(in: "a", counter: &counter).lastComponent!.string
+        let landing = AgentTemporary.path(in: "a", counter: &counter, landing: true).lastComponent!.string
         let theirs = AgentTemporary.prefix + String(getpid() + 1, radix: 16) + "-7.tmp"
+        // A killed earlier process with this very pid (PID 1 in a container): its names lack our nonce.
+        let samePid = AgentTemporary.prefix + String(getpid(), radix: 16) + "-7.tmp"
+        let samePidNewer = AgentTemporary.prefix + String(getpid(), radix: 16) + ".1234abcd-a7.tmp"
         try dir.write("a/" + mine, "in flight")
-        try dir.write("a/" + theirs, "left by a killed agent")
+        try dir.write("a/" + landing, "in flight")
+        for name in [theirs, samePid, samePidNewer] { try dir.write("a/" + name, "left by a killed agent") }
         let removed = AgentTemporary.removeLeftovers(under: dir.root)
-        #expect(removed.map(\.string) == ["a/" + theirs])
+        #expect(Set(removed.map(\.string)) == Set([theirs, samePid, samePidNewer].map { "a/" + $0 }))
         #expect(FileManager.default.fileExists(atPath: dir.path("a/" + mine)))
+        #expect(FileManager.default.fileExists(atPath: dir.path("a/" + landing)))
     }
 }
 

@@ -124,25 +124,30 @@ func makeWatcher(_ tree: TempDirectory, fallback: Duration = .seconds(10), gathe
         let tree = try TempDirectory("watchtests")
         try tree.write("swapped.txt", "old")
         let w = try Watcher(root: tree.root, quiet: .milliseconds(20), maxDelay: .milliseconds(200),
-                            ignore: { $0.string.hasSuffix(".tmp") }, recordedMoves: { AgentTemporary.isOwn($0) })
+                            ignore: { $0.string.hasSuffix(".tmp") }, recordedMoves: { AgentTemporary.isOwnLanding($0) })
         let g = Gathered(w)
         w.start()
         var counter: UInt64 = 0
-        let own = AgentTemporary.path(in: tree.root, counter: &counter)
-        #expect(AgentTemporary.isOwn(own.lastComponent!))
-        #expect(!AgentTemporary.isOwn(FilePath.Component(".syncagent-1-1.tmp")))
+        let own = AgentTemporary.path(in: tree.root, counter: &counter, landing: true)
+        #expect(AgentTemporary.isOwnLanding(own.lastComponent!))
+        #expect(!AgentTemporary.isOwnLanding(FilePath.Component(".syncagent-1-a1.tmp")))
         // A new file landing, and an existing one swapped out (RENAME_EXCHANGE), then removed.
         try Data("new".utf8).write(to: URL(fileURLWithPath: own.string))
         try Files.renameNoReplace(own, to: tree.root.appending("landed.txt"))
-        let own2 = AgentTemporary.path(in: tree.root, counter: &counter)
+        let own2 = AgentTemporary.path(in: tree.root, counter: &counter, landing: true)
         try Data("new".utf8).write(to: URL(fileURLWithPath: own2.string))
         try Files.exchange(own2, tree.root.appending("swapped.txt"))
         try Files.remove(own2)
-        // Another program's temporary, moved in: reported.
+        // Another program's temporary, moved in: reported; so is a file this process writes
+        // through a temporary that is not the apply's (an embedded app's value).
         try tree.write("editor.tmp", "theirs")
         try Files.rename(tree.root.appending("editor.tmp"), to: tree.root.appending("theirs.txt"))
+        let value = AgentTemporary.path(in: tree.root, counter: &counter)
+        #expect(!AgentTemporary.isOwnLanding(value.lastComponent!))
+        try Data("value".utf8).write(to: URL(fileURLWithPath: value.string))
+        try Files.rename(value, to: tree.root.appending("value.json"))
         try tree.write("marker", "last")
-        #expect(await g.wait { $0.all.paths.isSuperset(of: ["theirs.txt", "marker"]) })
+        #expect(await g.wait { $0.all.paths.isSuperset(of: ["theirs.txt", "value.json", "marker"]) })
         #expect(!g.all.paths.contains("landed.txt"))
         #expect(!g.all.paths.contains("swapped.txt"))
         // A write to a landed file is a change like any other.

@@ -162,6 +162,7 @@ final class PeerSyncer: Sendable {
                 await doorbell.wait(upTo: wait)
             }
         }
+        await cancelEarlyFetch()  // stopped before the first round took it
         refWatcher?.stop()
         notifier?.cancel()
         await notifier?.value
@@ -218,6 +219,9 @@ final class PeerSyncer: Sendable {
             s.lastWaiter += 1
             return s.lastWaiter
         }
+        // An early fetch started before this request may miss what it wants: the first round
+        // fetches again after it.
+        early.withLock { $0?.stale = true }
         let name = link.name
         let timer = Task { [weak self] in
             try? await Task.sleep(for: timeout)
@@ -252,6 +256,8 @@ final class PeerSyncer: Sendable {
     private struct EarlyFetch: Sendable {
         let attempt: FetchRunner.Attempt
         let task: Task<[String], any Error>
+        /// A `sync` was asked for after it began.
+        var stale = false
     }
     private let early = Mutex<EarlyFetch?>(nil)
 
@@ -266,11 +272,15 @@ final class PeerSyncer: Sendable {
         early.withLock { $0 = EarlyFetch(attempt: attempt, task: task) }
     }
 
-    /// Stops an early fetch that no round will take (the agent stops during its start-up).
-    func cancelEarlyFetch() {
-        early.withLock { slot in
-            slot?.attempt.cancelled.store(true, ordering: .relaxed)
-            slot = nil
+    /// Stops an early fetch that no round will take (the agent stops during its start-up, or
+    /// before the first round) and waits up to 5 s for its thread to leave the store: libgit2
+    /// gives up at its next progress callback.
+    func cancelEarlyFetch() async {
+        guard let started = early.withLock({ slot in defer { slot = nil }; return slot }) else { return }
+        started.attempt.cancelled.store(true, ordering: .relaxed)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !started.attempt.finished.load(ordering: .acquiring), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
         }
     }
 
@@ -312,9 +322,14 @@ final class PeerSyncer: Sendable {
         var hubDevices: [String] = []
         do {
             if let started = early.withLock({ slot in defer { slot = nil }; return slot }) {
-                // The first round's fetch, started with the agent (`fetchEarly`).
+                // The first round's fetch, started with the agent (`fetchEarly`); again when a
+                // `sync` was asked for meanwhile (its objects are here already: a short fetch).
                 attempt = started.attempt
                 hubDevices = try await started.task.value
+                if started.stale {
+                    attempt = FetchRunner.Attempt()
+                    hubDevices = try await fetch(attempt: attempt)
+                }
             } else {
                 // What this device committed goes out first: the other devices (told at once by
                 // their notify channels) need not wait for this fetch. Nothing to push costs no

@@ -57,9 +57,9 @@ public final class AgentService: Service, Sendable {
             maxDelay: .milliseconds(config.watch.maxDelayMs),
             handoff: true,
             ignore: { PathRules.isIgnored($0) },
-            // What the apply lands (or swaps out) through this process's temporaries, it stages
-            // itself: 100k such events were 6 MB of a first sync's peak, and a commit of nothing.
-            recordedMoves: { AgentTemporary.isOwn($0) },
+            // What the apply lands (or swaps out) through its temporaries, it stages itself: 100k
+            // such events were 6 MB of a first sync's peak, and a commit of nothing.
+            recordedMoves: { AgentTemporary.isOwnLanding($0) },
             onProblem: { problem in
                 switch problem.kind {
                 case .recovered:
@@ -108,7 +108,7 @@ public final class AgentService: Service, Sendable {
             await engine.keepIndexInMemory()
             await engine.commitStartupChanges(stopping: { stopping.isSet })
             guard !stopping.isSet else {  // stopped during the start-up commit: no peer round begins
-                for peer in peers { peer.cancelEarlyFetch() }
+                for peer in peers { await peer.cancelEarlyFetch() }
                 await engine.saveIndex(now: true)
                 return
             }
@@ -125,6 +125,7 @@ public final class AgentService: Service, Sendable {
             } catch where !Task.isCancelled {
                 logger.error("the agent's services stopped early: \(error); every change seen so far is committed")
             } catch {}
+            for peer in peers { await peer.cancelEarlyFetch() }  // a peer whose loop never began
             await engine.saveIndex(now: true)
         } onCancelOrGracefulShutdown: { [watcher] in
             notifier?.send("STOPPING=1\nSTATUS=stopping: committing the batch in hand")

@@ -68,10 +68,16 @@ struct DataDirectory: Sendable {
     /// bigger ones at once (their room may be needed).
     static let removeLaterLimit: Int64 = 1 << 20
 
+    /// An old file a new version displaced, at its temporary name, to be removed.
+    struct Leftover: Sendable {
+        let path: FilePath
+        let bytes: Int64
+    }
+
     /// Whether `item`'s path may take the new version (it holds the baseline, or nothing changed
     /// since an earlier failure), and if so writes it. The old file it replaces, when small, goes
     /// into `leftovers` for the caller to remove once every file has landed.
-    func placeChecked(_ item: PlaceItem, repo: Repository, counter: inout UInt64, leftovers: inout [FilePath]) -> Placement {
+    func placeChecked(_ item: PlaceItem, repo: Repository, counter: inout UInt64, leftovers: inout [Leftover]) -> Placement {
         let path = item.change.path, new = item.change.new!
         // The common case first, from stat data alone: a modified path still holds the version
         // this device has (its index entry's stat data match). Then it is neither an obstacle
@@ -113,12 +119,12 @@ struct DataDirectory: Sendable {
             // the file right then): the swap itself says what it replaced. Its stat data say it
             // when the check saw the file by them; otherwise its bytes are read.
             let expected = [item.change.old] + (item.unappliedOld.map { [$0] } ?? [])
-            var taken: FilePath?
+            var taken: Leftover?
             defer { if let taken { leftovers.append(taken) } }
             let outcome = try place(new, at: path, repo: repo, counter: &counter, displace: false, seen: sighting?.stat) { displaced in
                 if let sighting, let stat = (try? FileStat.of(displaced)) ?? nil, Self.untouched(stat, since: sighting) {
                     guard stat.size <= Self.removeLaterLimit else { return .remove }
-                    taken = displaced
+                    taken = Leftover(path: displaced, bytes: stat.size)
                     return .taken
                 }
                 return expected.contains { fileHolds(displaced, $0, entry: item.entry) } ? .remove : .putBack
@@ -255,7 +261,7 @@ struct DataDirectory: Sendable {
             try Files.remove(target)  // a directory left empty: Files.remove's own rules
             return true
         }
-        let aside = AgentTemporary.path(in: target.removingLastComponent(), counter: &counter)
+        let aside = AgentTemporary.path(in: target.removingLastComponent(), counter: &counter, landing: true)
         try Files.rename(target, to: aside)
         if expected.contains(where: { fileHolds(aside, $0, entry: entry) }) {
             try? Files.remove(aside)
@@ -316,7 +322,7 @@ struct DataDirectory: Sendable {
             guard Files.removeDirectoryWithoutFiles(target) else { throw .directoryNotEmpty }
         }
         if missing { try Files.makeDirectories(dir) }  // (each one above was just seen to be a directory)
-        let temp = AgentTemporary.path(in: dir, counter: &counter)
+        let temp = AgentTemporary.path(in: dir, counter: &counter, landing: true)
         // A regular file gets a modification time no later write can give it: while the path
         // shows it, the bytes are the ones written here (the commit of this device's own writes,
         // read back by the watcher, then need not read them again).
@@ -367,7 +373,9 @@ struct DataDirectory: Sendable {
                     do {
                         try Files.exchange(temp, target)
                     } catch where error == .noSuchFileOrDirectory {
-                        try Files.renameNoReplace(temp, to: target)  // ours was removed meanwhile
+                        // Ours was removed meanwhile: the newer bytes take the path, unless yet
+                        // another file came there since (the newest, which stays).
+                        do { try Files.renameNoReplace(temp, to: target) } catch where error == .fileExists { try? Files.remove(temp) }
                         return .keptNewer
                     }
                     if fileHolds(temp, side, entry: nil) { try? Files.remove(temp) } else { try Files.rename(temp, to: target) }

@@ -83,7 +83,7 @@ extension Store {
     /// worker with a repository handle of its own. A path is checked right before it is written.
     /// The small old files the new versions displaced are left at temporary names in `leftovers`
     /// (`removeLeftovers` removes them once every file has landed).
-    func placeAll(_ items: [DataDirectory.PlaceItem], leftovers: inout [FilePath]) -> [DataDirectory.Placement] {
+    func placeAll(_ items: [DataDirectory.PlaceItem], leftovers: inout [DataDirectory.Leftover]) -> [DataDirectory.Placement] {
         // One worker more than cores: a worker waiting in the kernel (the journal, a directory's
         // lock) leaves its core to another (0.55 s -> 0.52 s for 10k files on two cores).
         let workers = items.count >= 64 ? max(1, min(4, ProcessInfo.processInfo.activeProcessorCount + 1)) : 1
@@ -93,7 +93,7 @@ extension Store {
             return items.map { disk.placeChecked($0, repo: repo, counter: &counter, leftovers: &leftovers) }
         }
         let gitDir = self.gitDir
-        let results = Mutex<([DataDirectory.Placement?], [FilePath])>((Array(repeating: nil, count: items.count), []))
+        let results = Mutex<([DataDirectory.Placement?], [DataDirectory.Leftover])>((Array(repeating: nil, count: items.count), []))
         // Contiguous runs of the sorted paths (workers seldom meet in one directory), taken in turn
         // by whichever worker is free: one slow run does not leave the other cores idle at the end.
         let run = max(32, items.count / (workers * 8))
@@ -102,7 +102,7 @@ extension Store {
             var counter = UInt64(worker) << 40  // temporary names never meet another worker's
             guard let repo = try? Repository.openForReading(gitDir: gitDir) else { return }  // its paths: .failed(.ioError)
             var mine: [(Int, DataDirectory.Placement)] = []
-            var displaced: [FilePath] = []
+            var displaced: [DataDirectory.Leftover] = []
             while true {
                 let start = nextRun.add(run, ordering: .relaxed).oldValue
                 guard start < items.count else { break }
@@ -122,14 +122,17 @@ extension Store {
     }
 
     /// Removes the displaced old files `placeAll` left, on every core when there are many.
-    func removeLeftovers(_ paths: [FilePath]) {
-        let workers = paths.count >= 256 ? max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)) : 1
+    func removeLeftovers(_ leftovers: [DataDirectory.Leftover]) {
+        let workers = leftovers.count >= 256 ? max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)) : 1
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
-            for i in (paths.count * worker / workers)..<(paths.count * (worker + 1) / workers) {
-                try? Files.remove(paths[i])
+            for i in (leftovers.count * worker / workers)..<(leftovers.count * (worker + 1) / workers) {
+                try? Files.remove(leftovers[i].path)
             }
         }
     }
+
+    /// Leftovers holding more than this are removed after the slice that made them, not at the end.
+    static let leftoverBytes: Int64 = 64 << 20
 
     /// Moves the data directory along `changes` (from the tree it holds to a new tree), path by path.
     /// Each path is checked against the baseline right before it is touched: a file that changed
@@ -245,7 +248,8 @@ extension Store {
         var done = 0
         // Old files the new versions displaced: removed once every file has landed (and if this
         // throws; a killed agent's are removed at its next start).
-        var leftovers: [FilePath] = []
+        var leftovers: [DataDirectory.Leftover] = []
+        var leftoverBytes: Int64 = 0
         defer { removeLeftovers(leftovers) }
         for start in stride(from: 0, to: additions.count, by: Self.applySlice) {
             let slice = additions[start..<min(start + Self.applySlice, additions.count)].map { changes[$0] }
@@ -254,7 +258,14 @@ extension Store {
                           unappliedOld: unapplied[change.path].map { $0 == Self.absent ? nil : $0 })
             }
             disk.makeParents(of: items.lazy.filter { $0.change.old == nil && !$0.replacing }.map(\.change.path))
+            let held = leftovers.count
             let outcomes = placeAll(items, leftovers: &leftovers)
+            leftoverBytes += leftovers[held...].reduce(0) { $0 + $1.bytes }
+            if leftoverBytes > Self.leftoverBytes {  // the disk's room comes before speed
+                removeLeftovers(leftovers)
+                leftovers.removeAll()
+                leftoverBytes = 0
+            }
             for (item, outcome) in zip(items, outcomes) {
                 let path = item.change.path, new = item.change.new!
                 switch outcome {

@@ -75,6 +75,8 @@ public final class PrehashJob: @unchecked Sendable {
     /// Written once by the hashing thread before `finished` is signalled; read only after it.
     private var found: [FilePath: Prehashed] = [:]
     private let stop = Atomic<Bool>(false)
+    /// The coarse clock before any of the job's files was looked at (`Store.settledStat`).
+    let startedAt = WriteStamp.coarseNow()
 
     /// - Parameter list: in path order (`precedesInBytes`).
     init(list: [FilePath], gitDir: FilePath, data: FilePath) {

@@ -83,6 +83,8 @@ extension Store {
         // Parents sort before their children, so a directory replaced by a file (or the reverse)
         // is cleared before the new entries go in.
         let ordered = paths.sorted { $0.precedesInBytes($1) }
+        // Before any file of this batch is looked at: what stat data the index may keep (`settledStat`).
+        let lookedAt = WriteStamp.coarseNow()
         // Many files at once (a bulk copy, a big merge's own writes read back): they are hashed on
         // every core first, a chunk at a time, the next chunk while this one goes into the index.
         // A chunk's hashes are all that is held: the whole batch's cost 22 MB at 100k files.
@@ -104,6 +106,7 @@ extension Store {
         defer { _ = repo.takeWrites() }
         for start in stride(from: 0, to: ordered.count, by: step) {
             let prehashed = job?.result() ?? [:]
+            let hashedAt = job?.startedAt ?? lookedAt
             job = hashAhead(from: start + step)
             if !prehashed.isEmpty { repo.refreshObjects() }  // the workers' packs
             for path in ordered[start..<min(start + step, ordered.count)] {
@@ -180,7 +183,11 @@ extension Store {
                         continue
                     }
                     let mode = Self.gitMode(stat)
-                    try index.add(path, blob: blob, mode: mode, stat: IndexStat(stat))
+                    if let settled = Self.settledStat(stat, lookedAt: unmoved == nil ? lookedAt : hashedAt) {
+                        try index.add(path, blob: blob, mode: mode, stat: settled)
+                    } else {
+                        try index.add(path, blob: blob, mode: mode)
+                    }
                     if before?.oid != blob || before?.mode != mode {
                         changes.append((path, before?.oid, blob))
                         newestMtime = max(newestMtime ?? stat.mtimeSeconds, stat.mtimeSeconds)
@@ -361,6 +368,21 @@ extension Store {
             // puts the mtime back (`touch -r`, rsync -t, a clock set back) still shows here.
             && entry.ctimeSeconds == Int32(truncatingIfNeeded: stat.ctimeSeconds)
             && entry.ctimeNanoseconds == UInt32(truncatingIfNeeded: stat.ctimeNanoseconds)
+    }
+
+    /// The stat data the index may keep for a file whose bytes were read after `stat` was taken:
+    /// only when the file last changed before `lookedAt` (the coarse clock read before that look).
+    /// Then any write since carries a later time and shows; a file changed in the very clock tick
+    /// of the look could be written again in that tick, same size, and keep identical stat data
+    /// (git's "racily clean" entry), so it is recorded without stat data and read again next time.
+    /// (What the apply's swap trusts, `DataDirectory.untouched`, rests on this.)
+    static func settledStat(_ stat: FileStat, lookedAt: timespec) -> IndexStat? {
+        guard WriteStamp.modified(stat, before: lookedAt),
+              stat.ctimeSeconds < Int64(lookedAt.tv_sec)
+                || (stat.ctimeSeconds == Int64(lookedAt.tv_sec) && stat.ctimeNanoseconds < Int64(lookedAt.tv_nsec)) else {
+            return nil
+        }
+        return IndexStat(stat)
     }
 
     static func isRacy(_ entry: IndexEntry, _ indexStat: FileStat?) -> Bool {

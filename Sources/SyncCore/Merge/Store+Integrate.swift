@@ -255,9 +255,14 @@ extension Store {
             // Only a regular file or link the user wrote takes the path. A deletion (or a directory)
             // is left to the commit path and its safety rules; the peer's version stays in `main`,
             // as "a modification beats a deletion" wants. Special files are never read (a FIFO blocks).
+            let lookedAt = WriteStamp.coarseNow()
             guard let stat = try? FileStat.of(data.pushing(path)), stat.isStorable else { continue }
             guard case .written(let blob) = try blobFromDisk(path, stat: stat) else { continue }
-            try index.add(path, blob: blob, mode: Self.gitMode(stat), stat: IndexStat(stat))
+            if let settled = Self.settledStat(stat, lookedAt: lookedAt) {
+                try index.add(path, blob: blob, mode: Self.gitMode(stat), stat: settled)
+            } else {
+                try index.add(path, blob: blob, mode: Self.gitMode(stat))
+            }
             kept.append(path)
         }
         applied.localChanges = kept
