@@ -33,10 +33,19 @@ public enum WriteStamp {
         return now
     }
 
-    /// Whether `stat`'s modification time is strictly earlier than `clock`.
-    public static func modified(_ stat: FileStat, before clock: timespec) -> Bool {
-        stat.mtimeSeconds < Int64(clock.tv_sec)
-            || (stat.mtimeSeconds == Int64(clock.tv_sec) && stat.mtimeNanoseconds < Int64(clock.tv_nsec))
+    /// Whether `stat`'s modification time (and with `changeTime`, its change time too) is earlier
+    /// than `clock`, with room for a file system that keeps times more coarsely than the kernel's
+    /// clock. Such a system rounds a write's time down (FAT to 2 s, exFAT to 10 ms, ext4 with small
+    /// inodes to 1 s), so a write after the reading can get a time before it, the very time an
+    /// earlier write in that step got. Times that look rounded (whole microseconds or coarser) must
+    /// therefore be 2 s older than the reading; a kernel timestamp kept to the nanosecond, only
+    /// older. (A nanosecond time that happens to be a whole microsecond just waits longer.)
+    public static func modified(_ stat: FileStat, before clock: timespec, changeTime: Bool = false) -> Bool {
+        let rounded = stat.mtimeNanoseconds % 1000 == 0 || (changeTime && stat.ctimeNanoseconds % 1000 == 0)
+        var limit = Int64(clock.tv_sec) * 1_000_000_000 + Int64(clock.tv_nsec)
+        if rounded { limit -= 2_000_000_000 }
+        func before(_ seconds: Int64, _ nanoseconds: Int64) -> Bool { seconds * 1_000_000_000 + nanoseconds < limit }
+        return before(stat.mtimeSeconds, stat.mtimeNanoseconds) && (!changeTime || before(stat.ctimeSeconds, stat.ctimeNanoseconds))
     }
 
     /// Whether `stat` shows exactly this stamp as its modification time.

@@ -1,5 +1,6 @@
 import FileSystem
 import Foundation
+import Glibc
 import Git
 import SystemPackage
 import Testing
@@ -152,5 +153,17 @@ import TestSupport
         #expect(Store.settledStat(stat, lookedAt: sameTick) == nil)
         let later = timespec(tv_sec: Int(stat.ctimeSeconds) + 1, tv_nsec: 0)
         #expect(Store.settledStat(stat, lookedAt: later) == IndexStat(stat))
+        // A file system that rounds times (FAT: 2 s) gives a later write the time an earlier one
+        // in the same step got: its times must be 2 s older than the look.
+        var raw = Glibc.stat()
+        raw.st_mode = S_IFREG | 0o644
+        raw.st_size = 41
+        raw.st_mtim = timespec(tv_sec: 1_700_000_000, tv_nsec: 0)
+        raw.st_ctim = raw.st_mtim
+        let fat = FileStat(raw)
+        #expect(Store.settledStat(fat, lookedAt: timespec(tv_sec: 1_700_000_001, tv_nsec: 500_000_000)) == nil)
+        #expect(Store.settledStat(fat, lookedAt: timespec(tv_sec: 1_700_000_003, tv_nsec: 0)) != nil)
+        let seen = DataDirectory.Sighting(stat: fat, clock: timespec(tv_sec: 1_700_000_001, tv_nsec: 0))
+        #expect(!DataDirectory.untouched(fat, since: seen))
     }
 }

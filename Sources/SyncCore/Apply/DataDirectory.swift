@@ -52,8 +52,9 @@ struct DataDirectory: Sendable {
 
     /// Whether `displaced` (the file a swap just took out of a path) is the very file `seen` saw,
     /// unwritten since: the same inode, mode, size and modification time, that time earlier than
-    /// the clock read before the look. A write since sets the modification time from the kernel's
-    /// clock, never earlier than that reading, so it shows; the change time cannot tell (the swap
+    /// the clock read before the look (2 s earlier when the file system rounds times: FAT, exFAT).
+    /// A write since sets the modification time from the kernel's clock, never earlier than that
+    /// reading, so it shows; the change time cannot tell (the swap
     /// itself sets it). What this misses is what stat data miss for every tool that trusts them: a
     /// same-size write whose time is then set back to the very nanosecond, or one made while the
     /// wall clock was set back. The file is not read (the read-back was a sixth of an apply).

@@ -375,14 +375,10 @@ extension Store {
     /// Then any write since carries a later time and shows; a file changed in the very clock tick
     /// of the look could be written again in that tick, same size, and keep identical stat data
     /// (git's "racily clean" entry), so it is recorded without stat data and read again next time.
-    /// (What the apply's swap trusts, `DataDirectory.untouched`, rests on this.)
+    /// Times a file system rounds (FAT, exFAT) must be 2 s older (`WriteStamp.modified`). (What the
+    /// apply's swap trusts, `DataDirectory.untouched`, rests on this.)
     static func settledStat(_ stat: FileStat, lookedAt: timespec) -> IndexStat? {
-        guard WriteStamp.modified(stat, before: lookedAt),
-              stat.ctimeSeconds < Int64(lookedAt.tv_sec)
-                || (stat.ctimeSeconds == Int64(lookedAt.tv_sec) && stat.ctimeNanoseconds < Int64(lookedAt.tv_nsec)) else {
-            return nil
-        }
-        return IndexStat(stat)
+        WriteStamp.modified(stat, before: lookedAt, changeTime: true) ? IndexStat(stat) : nil
     }
 
     static func isRacy(_ entry: IndexEntry, _ indexStat: FileStat?) -> Bool {
