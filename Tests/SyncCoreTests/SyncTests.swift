@@ -227,19 +227,28 @@ final class TwoDevices {
         return String(decoding: out, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// The device commits `fine.txt`, then `main` moves (by the git CLI) to a commit on top whose
+    /// root tree holds `fine.txt` and the entries `entries` returns (mktree lines), given the id of
+    /// a blob holding "owned\n".
+    func craftHistory(on device: TwoDevices.Device, _ entries: (String) throws -> String) throws {
+        try device.write("fine.txt", "fine")
+        try device.commit("fine.txt")
+        let blob = try git(device.gitDir, ["hash-object", "-w", "--stdin"], input: "owned\n")
+        let root = try git(device.gitDir, ["mktree"], input: try entries(blob) + "100644 blob \(blob)\tfine.txt\n")
+        let head = try git(device.gitDir, ["rev-parse", "HEAD"])
+        let commit = try git(device.gitDir, ["commit-tree", root, "-p", head, "-m", "evil"])
+        _ = try git(device.gitDir, ["update-ref", "refs/heads/main", commit])
+    }
+
     @Test(arguments: ["..", ".git", ".GIT"])
     func hostileTreesAreRefused(_ evilName: String) throws {
         let t = try TwoDevices()
-        try t.watch.write("fine.txt", "fine")
-        try t.watch.commit("fine.txt")
         // A crafted history: a directory entry named `..` (or `.git`) holding a file. Checked out
         // naively it would write outside the data directory.
-        let blob = try git(t.watch.gitDir, ["hash-object", "-w", "--stdin"], input: "owned\n")
-        let inner = try git(t.watch.gitDir, ["mktree"], input: "100644 blob \(blob)\tescape\n")
-        let root = try git(t.watch.gitDir, ["mktree"], input: "040000 tree \(inner)\t\(evilName)\n100644 blob \(blob)\tfine.txt\n")
-        let head = try git(t.watch.gitDir, ["rev-parse", "HEAD"])
-        let commit = try git(t.watch.gitDir, ["commit-tree", root, "-p", head, "-m", "evil"])
-        _ = try git(t.watch.gitDir, ["update-ref", "refs/heads/main", commit])
+        try craftHistory(on: t.watch) { blob in
+            let inner = try git(t.watch.gitDir, ["mktree"], input: "100644 blob \(blob)\tescape\n")
+            return "040000 tree \(inner)\t\(evilName)\n"
+        }
 
         do {
             _ = try t.phone.pull(from: t.watch)
@@ -258,15 +267,11 @@ final class TwoDevices {
     /// (the directories above each are looked at once per directory).
     @Test func pathsThroughALinkOfTheSameNameAreRefused() throws {
         let t = try TwoDevices()
-        try t.watch.write("fine.txt", "fine")
-        try t.watch.commit("fine.txt")
-        let blob = try git(t.watch.gitDir, ["hash-object", "-w", "--stdin"], input: "owned\n")
-        let target = try git(t.watch.gitDir, ["hash-object", "-w", "--stdin"], input: "..")
-        let inner = try git(t.watch.gitDir, ["mktree"], input: "100644 blob \(blob)\tescape\n100644 blob \(blob)\tescape2\n")
-        let root = try git(t.watch.gitDir, ["mktree"], input: "120000 blob \(target)\tlnk\n040000 tree \(inner)\tlnk\n100644 blob \(blob)\tfine.txt\n")
-        let head = try git(t.watch.gitDir, ["rev-parse", "HEAD"])
-        let commit = try git(t.watch.gitDir, ["commit-tree", root, "-p", head, "-m", "evil"])
-        _ = try git(t.watch.gitDir, ["update-ref", "refs/heads/main", commit])
+        try craftHistory(on: t.watch) { blob in
+            let target = try git(t.watch.gitDir, ["hash-object", "-w", "--stdin"], input: "..")
+            let inner = try git(t.watch.gitDir, ["mktree"], input: "100644 blob \(blob)\tescape\n100644 blob \(blob)\tescape2\n")
+            return "120000 blob \(target)\tlnk\n040000 tree \(inner)\tlnk\n"
+        }
         do {
             _ = try t.phone.pull(from: t.watch)
             Issue.record("a history writing through a link must be refused")
