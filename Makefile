@@ -19,8 +19,13 @@ deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
+# The agent uses FoundationEssentials only; TOMLKit imports Foundation, which would load Foundation,
+# its internationalization and ICU into every agent (~8 MB resident) for nothing. These flags stop
+# that import from linking them; a reference to Foundation itself then fails the link.
+NO_FOUNDATION := $(foreach lib,Foundation FoundationInternationalization,-Xswiftc -Xfrontend -Xswiftc -disable-autolink-library -Xswiftc -Xfrontend -Xswiftc $(lib))
+
 build: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release $(NO_FOUNDATION)
 
 # Only the test bundle and what it needs (not the CLI, the agent or the samples) in debug mode.
 unit: deps

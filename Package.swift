@@ -31,9 +31,10 @@ let package = Package(
         .target(
             name: "Git",
             dependencies: [
-                "CLibgit2",
+                "CLibgit2", "Platform",
                 .product(name: "SystemPackage", package: "swift-system"),
-            ]
+            ],
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
         ),
         // lstat and readdir with byte-exact names; atomic file writes. No policy.
         .target(
@@ -43,68 +44,85 @@ let package = Package(
         // inotify, recursive watches, rescans, debounce. Knows nothing of git.
         // statfs(2)'s file system type: one inline C function.
         .target(name: "CFileSystemType"),
+        // What Foundation gave and we no longer link (it costs each agent ~8 MB resident): threads, a
+        // condition variable, trimming, the temporary directory, formatting numbers, child processes'
+        // output. CThreadName: pthread_setname_np, one inline C function.
+        .target(name: "CThreadName"),
+        .target(name: "Platform", dependencies: ["CThreadName"]),
         .target(
             name: "Watcher",
             dependencies: [
-                "FileSystem", "CFileSystemType",
+                "FileSystem", "CFileSystemType", "Platform",
                 .product(name: "SystemPackage", package: "swift-system"),
-            ]
+            ],
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
         ),
         // Config, store (commit path, scans), path rules, locks.
         .target(
             name: "SyncCore",
             dependencies: [
-                "Git", "FileSystem",
+                "Git", "FileSystem", "Platform",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
-            ]
+            ],
+            // TOMLKit imports Foundation; each file sees only the members of what it imports, so
+            // no file but the config parser's reaches Foundation (see NO_FOUNDATION in the Makefile).
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
         ),
         // The long-running service: lifecycle, watcher -> store, control socket.
         .target(
             name: "Agent",
             dependencies: [
-                "SyncCore", "Watcher", "FileSystem",
+                "SyncCore", "Git", "Watcher", "FileSystem", "Platform",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "SystemPackage", package: "swift-system"),
-            ]
+            ],
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
         ),
         // The CLI: parses, calls, prints.
         .executableTarget(
             name: "syncagent",
             dependencies: [
-                "Agent", "SyncCore", "FileSystem",
+                "Agent", "SyncCore", "Git", "FileSystem", "Platform",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
         ),
         // What an app links: typed values at keys, live updates, typed conflict callbacks, per-key
         // policy and status; embedded (the agent in the app's process) or a client of `syncagent run`.
         .target(
             name: "SyncAgentKit",
             dependencies: [
-                "Agent", "SyncCore", "FileSystem",
+                "Agent", "SyncCore", "Git", "FileSystem",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "SystemPackage", package: "swift-system"),
-            ]
+            ],
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
         ),
         // Samples: a phone app (embedded) and a watch app (client) built only on SyncAgentKit.
-        .target(name: "SampleModels", dependencies: ["SyncAgentKit"], path: "Samples/SampleModels"),
+        // Apps may use Foundation: the samples link it themselves (`make build` stops the agent's
+        // modules from pulling it in through TOMLKit; see the Makefile).
+        .target(name: "SampleModels", dependencies: ["SyncAgentKit"], path: "Samples/SampleModels",
+                linkerSettings: [.linkedLibrary("Foundation")]),
         .executableTarget(
             name: "phone-app",
             dependencies: ["SyncAgentKit", "SampleModels",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
-            path: "Samples/PhoneApp"
+            path: "Samples/PhoneApp",
+            linkerSettings: [.linkedLibrary("Foundation")]
         ),
         .executableTarget(
             name: "watch-app",
             dependencies: ["SyncAgentKit", "SampleModels",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
-            path: "Samples/WatchApp"
+            path: "Samples/WatchApp",
+            linkerSettings: [.linkedLibrary("Foundation")]
         ),
         // README's "Use it from Swift" code, built so that it cannot go stale.
         .executableTarget(name: "use-from-swift", dependencies: ["SyncAgentKit"], path: "Samples/UseFromSwift"),
@@ -117,7 +135,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
-            path: "Samples/SettingsAgent"
+            path: "Samples/SettingsAgent",
+            linkerSettings: [.linkedLibrary("Foundation")]
         ),
         // What every test suite shares: real temporary directories and device layouts, `git fsck`.
         .target(name: "TestSupport", dependencies: [.product(name: "SystemPackage", package: "swift-system")],

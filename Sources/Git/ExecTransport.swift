@@ -1,6 +1,7 @@
 import CLibgit2
-import Foundation
+import FoundationEssentials
 import Glibc
+import Platform
 import Synchronization
 
 /// Fetch and push over the OpenSSH client (`ssh ... git-upload-pack 'PATH'`) instead of libssh2,
@@ -302,7 +303,7 @@ public enum ExecTransport {
                 n = max(0, pread(errors, &said, said.count, max(0, size - off_t(said.count))))
             }
             let lines = String(decoding: said[0..<n], as: UTF8.self).split(whereSeparator: \.isNewline)
-                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                .map { $0.trimmed() }.filter { !$0.isEmpty }
             return "ssh exited with status \(status)" + (lines.isEmpty ? "" : ": " + lines.suffix(3).joined(separator: "; "))
         }
 

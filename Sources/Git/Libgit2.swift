@@ -1,6 +1,7 @@
 import CLibgit2
-import Foundation
+import FoundationEssentials
 import Glibc
+import Platform
 
 /// Process-wide libgit2 set-up. `Libgit2.initialize()` runs once, before any other call of this module.
 public enum Libgit2 {
@@ -68,7 +69,7 @@ public enum Libgit2 {
 
     /// The file behind `noDeltaConfig`, written once per process.
     private static let noDeltaFile: String? = {
-        let file = NSTemporaryDirectory() + "syncagent-nodelta-\(getuid()).gitconfig"
+        let file = temporaryDirectory() + "syncagent-nodelta-\(getuid()).gitconfig"
         let text = "[pack]\n\tdeltaCacheSize = 1\n"
         if (try? String(contentsOfFile: file, encoding: .utf8)) != text {
             let temp = file + ".\(getpid())"
@@ -79,7 +80,7 @@ public enum Libgit2 {
     }()
 
     private static func emptyConfigDirectory() -> String {
-        let dir = NSTemporaryDirectory() + "syncagent-empty-gitconfig-\(getuid())"
+        let dir = temporaryDirectory() + "syncagent-empty-gitconfig-\(getuid())"
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         return dir
     }

@@ -1,6 +1,8 @@
 import CLibgit2
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Glibc
+import Synchronization
 import SystemPackage
 
 /// A pack of a peer's store on this machine, taken whole instead of object by object: its bytes
@@ -292,11 +294,10 @@ extension PackTransfer {
 
     /// The first error of the threads hashing one pack.
     final class FirstFailure: @unchecked Sendable {
-        private let lock = NSLock()
-        private var first: GitError?
-        var happened: Bool { lock.withLock { first != nil } }
-        var error: GitError? { lock.withLock { first } }
-        func record(_ error: GitError) { lock.withLock { if first == nil { first = error } } }
+        private let first = Mutex<GitError?>(nil)
+        var happened: Bool { first.withLock { $0 != nil } }
+        var error: GitError? { first.withLock { $0 } }
+        func record(_ error: GitError) { first.withLock { if $0 == nil { $0 = error } } }
     }
 
     static func cannotPlace(_ path: FilePath, _ why: Errno) -> GitError {

@@ -1,5 +1,7 @@
 import CLibgit2
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 import SystemPackage
 
 /// How to prove who we are to a server and how to tell it is the right server (ssh, http).
@@ -39,7 +41,7 @@ final class AuthSession {
     var serverLines: [String] {
         String(decoding: serverSaid, as: UTF8.self)
             .split(whereSeparator: { $0 == "\n" || $0 == "\r" })
-            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .map { $0.trimmed() }
             .filter { !$0.isEmpty && !$0.hasPrefix("Resolving deltas") && !$0.hasPrefix("Counting objects") }
     }
 
@@ -162,7 +164,7 @@ final class AuthSession {
             let blob = Data(bytes: raw, count: key.hostkey_len)
             var sha = key.hash_sha256
             let digest = withUnsafeBytes(of: &sha) { Data($0) }
-            let fingerprint = "SHA256:" + digest.base64EncodedString().replacingOccurrences(of: "=", with: "")
+            let fingerprint = "SHA256:" + digest.base64EncodedString().replacing("=", with: "")
             let type: String = switch key.raw_type {
             case GIT_CERT_SSH_RAW_TYPE_RSA: "ssh-rsa"
             case GIT_CERT_SSH_RAW_TYPE_DSS: "ssh-dss"

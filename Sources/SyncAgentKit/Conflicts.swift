@@ -1,5 +1,6 @@
 import Agent
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import Synchronization
 import SyncCore

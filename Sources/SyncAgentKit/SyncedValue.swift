@@ -1,6 +1,7 @@
 import Agent
 import FileSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 import SyncCore
 import SystemPackage
 

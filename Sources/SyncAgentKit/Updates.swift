@@ -1,6 +1,8 @@
+import Git
 import Agent
 import FileSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 import SyncCore
 import SystemPackage

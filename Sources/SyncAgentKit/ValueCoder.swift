@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// How a value is stored at its key: bytes in, bytes out. JSON by default (sorted keys, so the
 /// same value is the same bytes on every device and a no-op `set` commits nothing).

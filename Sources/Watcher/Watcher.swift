@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Platform
 import FileSystem
 import Glibc
 import Synchronization
@@ -43,9 +44,7 @@ public final class Watcher: Sendable {
     public func start() {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let loop = self.loop
-        let thread = Thread { loop.run() }
-        thread.name = "syncagent-watcher"
-        thread.start()
+        OwnThread.start(name: "syncagent-watcher") { loop.run() }
     }
 
     /// Adds paths to the pending batch as if they had changed (e.g. a file that changed while it was

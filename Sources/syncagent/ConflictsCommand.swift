@@ -1,5 +1,7 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 import SyncCore
 
 struct ConflictsCommand: AsyncParsableCommand {
@@ -76,6 +78,6 @@ struct ShowCommand: AsyncParsableCommand {
         guard let bytes = try store.versionBytes(record, version: version) else {
             throw UserFacingError("\(version) deleted \(record.path) in conflict \(record.id): there are no bytes to show")
         }
-        FileHandle.standardOutput.write(Data(bytes))
+        writeAll(STDOUT_FILENO, bytes)
     }
 }

@@ -1,6 +1,6 @@
 import Agent
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import Glibc
 import SyncCore
 import SystemPackage

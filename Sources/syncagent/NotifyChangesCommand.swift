@@ -1,6 +1,7 @@
+import Git
 import Agent
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import Glibc
 import SyncCore
 import SystemPackage

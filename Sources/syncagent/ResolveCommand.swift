@@ -1,3 +1,4 @@
+import Git
 import Agent
 import ArgumentParser
 import FileSystem

@@ -1,6 +1,8 @@
+import SystemPackage
 import Agent
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import SyncCore
 
 struct StatusCommand: AsyncParsableCommand {

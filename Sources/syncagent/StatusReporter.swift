@@ -1,5 +1,6 @@
 import Agent
-import Foundation
+import FoundationEssentials
+import Glibc
 import SyncCore
 
 /// Builds `status`: from the running agent over its socket, else from the store on disk.

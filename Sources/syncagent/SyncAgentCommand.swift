@@ -1,7 +1,8 @@
 import Agent
 import ArgumentParser
 import Glibc
-import Foundation
+import Platform
+import FoundationEssentials
 import SyncCore
 
 @main
@@ -23,7 +24,7 @@ struct SyncAgentCommand: AsyncParsableCommand {
             let names = configuration.subcommands.compactMap { $0.configuration.commandName } + ["help"]
             if !names.contains(first) {
                 let advice = Spelling.nearest(first, in: names).map { "; did you mean '\($0)'?" } ?? ""
-                FileHandle.standardError.write(Data("Error: unknown command '\(first)'\(advice)\nCommands: \(names.dropLast().joined(separator: ", ")). See 'syncagent --help'.\n".utf8))
+                writeAll(STDERR_FILENO, "Error: unknown command '\(first)'\(advice)\nCommands: \(names.dropLast().joined(separator: ", ")). See 'syncagent --help'.\n".utf8)
                 Glibc.exit(64)
             }
         }
@@ -61,7 +62,7 @@ struct ConfigOption: ParsableArguments {
         let env = ProcessInfo.processInfo.environment
         let file = try ConfigLocator.locate(explicit: config, environment: env, currentDirectory: cwd)
         let loaded = try Config.load(file: file, environment: env)
-        for warning in loaded.warnings { FileHandle.standardError.write(Data("warning: \(warning)\n".utf8)) }
+        for warning in loaded.warnings { writeAll(STDERR_FILENO, "warning: \(warning)\n".utf8) }
         return loaded
     }
 }

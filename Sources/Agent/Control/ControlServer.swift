@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Platform
 import Glibc
 import Logging
 import SyncCore
@@ -37,7 +38,7 @@ final class ControlServer: Sendable {
     /// Accepts connections on a thread of its own until `stop()`.
     func start(handler: @escaping Handler, logger: Logger) {
         let fd = self.fd
-        let thread = Thread {
+        OwnThread.start(name: "syncagent-control") {
             while true {
                 let client = accept(fd, nil, nil)
                 if client < 0 {
@@ -57,18 +58,14 @@ final class ControlServer: Sendable {
                         close(client)
                     case .stream(let body):
                         // A long answer (`events --follow`) gets a thread of its own.
-                        let thread = Thread {
+                        OwnThread.start(name: "syncagent-control-stream") {
                             body(client)
                             close(client)
                         }
-                        thread.name = "syncagent-control-stream"
-                        thread.start()
                     }
                 }
             }
         }
-        thread.name = "syncagent-control"
-        thread.start()
     }
 
     func stop() {

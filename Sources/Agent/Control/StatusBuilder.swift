@@ -1,5 +1,7 @@
+import SystemPackage
 import FileSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 import SyncCore
 
 /// Builds `status` the same way whether the agent runs (the engine passes its live view) or not

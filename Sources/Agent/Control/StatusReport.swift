@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `syncagent status --json`: the shape SPEC.md fixes.
 public struct StatusReport: Codable, Sendable, Equatable {

@@ -1,3 +1,4 @@
+import Git
 import SyncCore
 import SystemPackage
 

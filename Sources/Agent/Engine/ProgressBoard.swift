@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 import Logging
 import Synchronization
 import SyncCore
@@ -80,7 +82,7 @@ final class ProgressBoard: Sendable {
             s.current = nil
             let took = ContinuousClock.now - s.started
             let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
-            return "\(task) finished\(current.total.map { " (\($0) paths)" } ?? "") in \(String(format: "%.1f", seconds)) s"
+            return "\(task) finished\(current.total.map { " (\($0) paths)" } ?? "") in \(oneDecimal(seconds)) s"
         }
         if let line { logger.notice("\(line)") }
     }

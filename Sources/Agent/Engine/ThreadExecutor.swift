@@ -1,18 +1,17 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 
 /// A serial executor that runs its jobs on one dedicated thread, so the sync engine's blocking work
 /// (libgit2, file I/O, external merge programs) never occupies Swift's cooperative pool, which has
 /// only as many threads as there are cores.
 final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
-    private let condition = NSCondition()
+    private let condition = Condition()
     private var jobs: [UnownedJob] = []
     private var finished = false
 
     init(name: String) {
-        let thread = Thread { self.loop() }
-        thread.name = name
-        thread.stackSize = 8 << 20
-        thread.start()
+        OwnThread.start(name: name, stackSize: 8 << 20) { self.loop() }
     }
 
     func enqueue(_ job: consuming ExecutorJob) {
@@ -54,8 +53,6 @@ final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
 /// pool, and returns its result. For rare work; steady work belongs on an executor like the above.
 public func onOwnThread<T: Sendable>(_ name: String, _ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { (c: CheckedContinuation<T, Never>) in
-        let thread = Thread { c.resume(returning: body()) }
-        thread.name = name
-        thread.start()
+        OwnThread.start(name: name) { c.resume(returning: body()) }
     }
 }

@@ -1,4 +1,7 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
+import Platform
 import Synchronization
 import SyncCore
 import SystemPackage
@@ -105,7 +108,7 @@ private final class LogBox: @unchecked Sendable {
 /// Events waiting for one blocking listener; a listener that falls `limit` behind loses the oldest
 /// and is told how many.
 final class EventQueue: @unchecked Sendable {
-    private let condition = NSCondition()
+    private let condition = Condition()
     private var items: [AgentEvent] = []
     private var dropped = 0
     private var done = false
@@ -137,7 +140,7 @@ final class EventQueue: @unchecked Sendable {
     func next(timeout: TimeInterval) -> (events: [AgentEvent], dropped: Int)? {
         condition.lock()
         defer { condition.unlock() }
-        let deadline = Date(timeIntervalSinceNow: timeout)
+        let deadline = Deadline(in: timeout)
         while items.isEmpty && !done {
             if !condition.wait(until: deadline) { break }
         }

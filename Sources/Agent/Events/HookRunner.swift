@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 import Logging
 import SyncCore
 
@@ -20,9 +22,7 @@ final class HookRunner: Sendable {
     }
 
     func start() {
-        let thread = Thread { [self] in loop() }
-        thread.name = "syncagent-hook"
-        thread.start()
+        OwnThread.start(name: "syncagent-hook") { [self] in loop() }
     }
 
     private func loop() {
@@ -43,7 +43,7 @@ final class HookRunner: Sendable {
         case .exited(0, _):
             break
         case .exited(let status, let stderr):
-            let said = stderr.trimmingCharacters(in: .whitespacesAndNewlines)
+            let said = stderr.trimmed(newlines: true)
             logger.warning("hook \(name) exited \(status) for \(what)\(said.isEmpty ? "" : ": \(said)")")
         case .timedOut:
             logger.warning("hook \(name) did not finish within \(hook.timeoutSeconds) s for \(what); it was stopped (with what it started). Raise timeout_seconds in [[hook]] or make the hook faster")

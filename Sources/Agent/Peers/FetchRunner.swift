@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Platform
 import Glibc
 import Synchronization
 import SyncCore
@@ -59,7 +61,7 @@ enum FetchRunner {
         let box = Mutex<T?>(nil)
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
             attempt.install(c)
-            let thread = Thread {
+            OwnThread.start(name: "syncagent-\(label)") {
                 let result = Result<Void, any Error> {
                     let value = try work {
                         attempt.madeProgress()
@@ -71,8 +73,6 @@ enum FetchRunner {
                 attempt.timer.withLock { $0?.cancel(); $0 = nil }
                 attempt.resume(result)
             }
-            thread.name = "syncagent-\(label)"
-            thread.start()
             let timer = Task {
                 // A timeout of silence, not of the whole transfer: a big file may take minutes, and
                 // every chunk that arrives proves the peer is there.
@@ -96,11 +96,9 @@ enum FetchRunner {
     /// thread of its own (name lookup and connect block).
     static func probe(url: String, timeout: Duration) async throws {
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
-            let thread = Thread {
+            OwnThread.start(name: "syncagent-probe") {
                 c.resume(with: Result { try probeBlocking(url: url, timeout: timeout) })
             }
-            thread.name = "syncagent-probe"
-            thread.start()
         }
     }
 

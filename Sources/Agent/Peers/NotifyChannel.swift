@@ -1,6 +1,9 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 import Logging
 import Synchronization
+import SyncCore
 
 /// The agent's end of a notify channel (`[[peer]] notify`): keeps a program running that prints a
 /// line whenever the peer's refs move (`ssh ... syncagent notify-changes PATH`, or
@@ -103,20 +106,19 @@ final class NotifyChannel: Sendable {
 
     /// Runs the program once, until it ends (or the task is cancelled: then it is stopped).
     private func connectOnce() async -> Ended {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = command
-        let input = Pipe(), output = Pipe(), errors = Pipe()
-        process.standardInput = input  // kept open: the program ends when the agent goes away
-        process.standardOutput = output
-        process.standardError = errors
-        do {
-            try process.run()
-        } catch {
-            return Ended(reason: "it could not start (\(error)); check that \(command.first ?? "the program") is installed", wasReady: false)
+        let process: ChildProcess.Started
+        switch ChildProcess.start(command, ownGroup: false, output: true) {
+        case .success(let started): process = started
+        case .failure(let why):
+            return Ended(reason: "it could not start (\(why.reason)); check that \(command.first ?? "the program") is installed", wasReady: false)
         }
+        // stdin is kept open: the program ends when the agent goes away.
+        let input = Mutex<Int32>(process.input)
+        @Sendable func closeInput() { input.withLock { if $0 >= 0 { close($0); $0 = -1 } } }
+        let exited = ProcessEnd(process.pid)
+        defer { exited.close() }
         let stderrTail = Mutex<[UInt8]>([])
-        let stderrDone = readAll(errors.fileHandleForReading, name: "syncagent-notify-err", lines: false) { chunk in
+        let stderrDone = readAll(process.errors, name: "syncagent-notify-err", lines: false) { chunk in
             stderrTail.withLock { tail in
                 tail += chunk
                 if tail.count > 2048 { tail.removeFirst(tail.count - 2048) }
@@ -124,7 +126,7 @@ final class NotifyChannel: Sendable {
         }
         let ready = Atomic<Bool>(false)
         let bell = self.bell
-        let stdoutDone = readAll(output.fileHandleForReading, name: "syncagent-notify", lines: true) { line in
+        let stdoutDone = readAll(process.output, name: "syncagent-notify", lines: true) { line in
             if line.elementsEqual("READY".utf8) {
                 ready.store(true, ordering: .releasing)
                 self.set(.listening)
@@ -136,52 +138,54 @@ final class NotifyChannel: Sendable {
         await withTaskCancellationHandler {
             await stdoutDone.value
         } onCancel: {
-            try? input.fileHandleForWriting.close()
-            process.terminate()
+            closeInput()
+            kill(process.pid, SIGTERM)
         }
-        process.terminate()  // stdout closed: it is ending anyway
+        kill(process.pid, SIGTERM)  // stdout closed: it is ending anyway
         await stderrDone.value
-        process.waitUntilExit()
-        try? input.fileHandleForWriting.close()
-        let status = process.terminationStatus
+        let raw = await onOwnThread("syncagent-notify-end") { exited.reap() }
+        closeInput()
+        let signalled = raw & 0x7f != 0
+        let status = signalled ? raw & 0x7f : (raw >> 8) & 0xff
         let said = String(decoding: stderrTail.withLock { $0 }, as: UTF8.self)
-            .split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        var reason = process.terminationReason == .uncaughtSignal ? "stopped by signal \(status)" : "it exited with status \(status)"
+            .split(whereSeparator: \.isNewline).map { $0.trimmed() }.filter { !$0.isEmpty }
+        var reason = signalled ? "stopped by signal \(status)" : "it exited with status \(status)"
         if let last = said.last { reason += ": \(last)" }
-        if status == 127 || said.contains(where: { $0.contains("notify-changes") && $0.contains("not found") }) {
+        if status == 127 || said.contains(where: { $0.includes("notify-changes") && $0.includes("not found") }) {
             reason += " (install syncagent on the server, on the PATH of the account the url logs in as, or set notify_command)"
-        } else if said.contains(where: { $0.contains("Host key verification failed") }) {
+        } else if said.contains(where: { $0.includes("Host key verification failed") }) {
             reason += " (the server's host key is not in the known_hosts file this peer uses)"
-        } else if said.contains(where: { $0.contains("Permission denied") }) {
+        } else if said.contains(where: { $0.includes("Permission denied") }) {
             reason += " (the server refused this device's key)"
         }
         return Ended(reason: reason, wasReady: ready.load(ordering: .acquiring))
     }
 
-    /// Reads `handle` to its end on a thread of its own, handing `body` each line (without its
-    /// newline) or, with `lines: false`, each chunk as it comes.
-    private func readAll(_ handle: FileHandle, name: String, lines: Bool,
+    /// Reads `fd` to its end on a thread of its own (then closes it), handing `body` each line
+    /// (without its newline) or, with `lines: false`, each chunk as it comes.
+    private func readAll(_ fd: Int32, name: String, lines: Bool,
                          body: @escaping @Sendable ([UInt8]) -> Void) -> Task<Void, Never> {
         let (done, finish) = AsyncStream.makeStream(of: Void.self)
-        let thread = Thread {
+        OwnThread.start(name: name) {
             var pending: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
-                let data = handle.availableData
-                if data.isEmpty { break }
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
                 guard lines else {
-                    body(Array(data))
+                    body(Array(buffer[0..<n]))
                     continue
                 }
-                pending += data
+                pending += buffer[0..<n]
                 while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
                     body(Array(pending[..<newline]))
                     pending.removeFirst(newline + 1)
                 }
             }
+            close(fd)
             finish.finish()
         }
-        thread.name = name
-        thread.start()
         return Task { for await _ in done {} }
     }
 }

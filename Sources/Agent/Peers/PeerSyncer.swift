@@ -1,5 +1,7 @@
 import FileSystem
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 import Logging
 import Synchronization
 import SyncCore
@@ -170,15 +172,7 @@ final class PeerSyncer: Sendable {
         if let close = link.closeCommand {
             // The shared ssh connection goes with the agent, not 60 s later.
             _ = await onOwnThread("syncagent-ssh-exit") { () -> Bool in
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                process.arguments = close
-                process.standardInput = FileHandle.nullDevice
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = FileHandle.nullDevice
-                guard (try? process.run()) != nil else { return false }
-                process.waitUntilExit()
-                return process.terminationStatus == 0
+                ChildProcess.run(close, timeoutSeconds: 30) == .exited(status: 0, stderr: "")
             }
         }
     }
@@ -478,7 +472,7 @@ final class PeerSyncer: Sendable {
     private func finish(_ problem: SyncError?, unreachable: Bool) async -> SyncError? {
         // One line: libssh2 and servers put newlines in their messages.
         let error = problem.map(\.message).map { text in
-            text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: "; ")
+            text.split(whereSeparator: \.isNewline).map { $0.trimmed() }.filter { !$0.isEmpty }.joined(separator: "; ")
         }
         let (first, wasReachable, done) = state.withLock { s -> (Bool, Bool?, [Waiter]) in
             let changed = s.lastError != error

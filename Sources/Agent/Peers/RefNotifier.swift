@@ -1,5 +1,6 @@
 import FileSystem
-import Foundation
+import FoundationEssentials
+import Platform
 import Glibc
 import SyncCore
 import SystemPackage
@@ -112,7 +113,7 @@ public enum RefNotifier {
 
     /// Calls `closed` once standard input reaches its end (or fails), read on a thread of its own.
     private static func watchStandardInput(closed: @escaping @Sendable () -> Void) {
-        let thread = Thread {
+        OwnThread.start(name: "syncagent-notify-stdin") {
             var buffer = [UInt8](repeating: 0, count: 512)
             while true {
                 let n = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
@@ -122,7 +123,5 @@ public enum RefNotifier {
             }
             closed()
         }
-        thread.name = "syncagent-notify-stdin"
-        thread.start()
     }
 }

@@ -1,5 +1,7 @@
+import Git
 import FileSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import ServiceLifecycle
 import Synchronization

@@ -1,4 +1,6 @@
-import Foundation
+import Git
+import FoundationEssentials
+import Platform
 import Glibc
 import SyncCore
 import SystemPackage
@@ -98,15 +100,13 @@ public enum OneShot {
         let since = since ?? EventLog(state: config.state).lastSeq
         let cancel = ControlCancel()
         continuation.onTermination = { _ in cancel.cancel() }
-        let thread = Thread {
+        OwnThread.start(name: "syncagent-follow") {
             try? events(config: config, since: since, follow: true, cancel: cancel) { bytes in
                 if let event = try? JSONDecoder().decode(AgentEvent.self, from: Data(bytes)) { continuation.yield(event) }
                 return !cancel.isCancelled
             }
             continuation.finish()
         }
-        thread.name = "syncagent-follow"
-        thread.start()
         return stream
     }
 

@@ -1,5 +1,7 @@
 import FileSystem
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 import Logging
 import SyncCore
 import SystemPackage
@@ -30,7 +32,7 @@ enum Startup {
             try FileManager.default.createDirectory(atPath: config.state.string, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
         } catch {
-            throw AgentError("cannot create the state directory \(config.state): \(error.localizedDescription)",
+            throw AgentError("cannot create the state directory \(config.state): \(reason(of: error))",
                              hint: "fix `state` in \(config.file) or the directory's permissions")
         }
         let lock = try AgentLock.acquire(config.lockPath, role: command ?? AgentLock.agentRole, waitForCommands: command == nil) { pid, command in

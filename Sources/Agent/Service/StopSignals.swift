@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Platform
 import Glibc
 import ServiceLifecycle
 import Synchronization
@@ -68,7 +69,7 @@ public enum StopSignals {
         guard fd >= 0 else { return false }
         let signalled = await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
-                let thread = Thread {
+                OwnThread.start(name: "syncagent-signals") {
                     var byte: UInt8 = 0
                     while true {
                         let n = read(fd, &byte, 1)
@@ -77,8 +78,6 @@ public enum StopSignals {
                     }
                     c.resume(returning: byte == 1)
                 }
-                thread.name = "syncagent-signals"
-                thread.start()
             }
         } onCancel: {
             var byte: UInt8 = 0  // not a signal: the group ended by itself

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// systemd's notify protocol (sd_notify(3)): datagrams such as "READY=1" or "STATUS=..." sent to
@@ -56,6 +56,6 @@ final class SystemdNotifier: Sendable {
         parts.append("\(report.conflicts.open) open conflict\(report.conflicts.open == 1 ? "" : "s")")
         if report.held > 0 { parts.append("\(report.held) held") }
         if !report.problems.isEmpty { parts.append("\(report.problems.count) problem\(report.problems.count == 1 ? "" : "s"): see `syncagent status`") }
-        return parts.joined(separator: "; ").replacingOccurrences(of: "\n", with: " ")
+        return parts.joined(separator: "; ").replacing("\n", with: " ")
     }
 }

@@ -1,5 +1,7 @@
 import FileSystem
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 internal import Git
 import Synchronization
 import SystemPackage

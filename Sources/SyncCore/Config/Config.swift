@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import SystemPackage
-import TOMLKit
+internal import TOMLKit
 
 /// One device's configuration, read from its TOML file (SPEC.md, "Config file").
 public struct Config: Sendable, Equatable {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import SystemPackage
 
 /// Where the config file is: `--config PATH`, else `$SYNCAGENT_CONFIG`, else `./syncagent.toml` when it

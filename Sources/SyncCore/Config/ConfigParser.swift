@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import SystemPackage
-import TOMLKit
+internal import TOMLKit
 
 /// What each key accepts, worded for "must be …" and "missing required key … (…)".
 private enum Rule {

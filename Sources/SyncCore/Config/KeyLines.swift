@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The 1-based line of each key and table header, found by scanning the text, since TOMLKit does not
 /// report where values are. Keys are paths like `["watch", "debounce_ms"]`; the n-th `[[peer]]` is

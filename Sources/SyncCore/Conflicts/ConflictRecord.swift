@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 internal import Git
 import SystemPackage
 
@@ -173,7 +175,7 @@ public struct ConflictRecord: Codable, Sendable, Equatable {
     }
 
     static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { String(format: "%02x", $0) }.joined()
+        hexDigits(bytes)
     }
 
     static func bytes(fromHex hex: String) -> [UInt8] {

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 
 /// The `command` strategy: runs the configured program on temporary copies of the versions.
 /// `{base}`, `{ours}`, `{theirs}`, `{out}` and `{path}` in its arguments are replaced; `{ours}` is the
@@ -26,14 +28,14 @@ enum ExternalMerge {
                 paths[name] = url.path
             }
             let args = command.map { arg in
-                paths.reduce(arg) { $0.replacingOccurrences(of: "{\($1.key)}", with: $1.value) }
+                paths.reduce(arg) { $0.replacing("{\($1.key)}", with: $1.value) }
             }
             let seconds = Int((timeout.components.seconds)) + (timeout.components.attoseconds > 0 ? 1 : 0)
             switch ChildProcess.run(args, timeoutSeconds: max(1, seconds)) {
             case .exited(0, _):
                 break
             case .exited(let status, let stderr):
-                throw Failure(description: "\(command[0]) exited \(status) for \(path): \(stderr.trimmingCharacters(in: .whitespacesAndNewlines))")
+                throw Failure(description: "\(command[0]) exited \(status) for \(path): \(stderr.trimmed(newlines: true))")
             case .timedOut:
                 throw Failure(description: "\(command[0]) did not finish within \(timeout) for \(path)")
             case .cannotStart(let why):

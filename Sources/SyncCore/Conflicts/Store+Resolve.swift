@@ -1,5 +1,5 @@
 import FileSystem
-import Foundation
+import FoundationEssentials
 internal import Git
 import Glibc
 import SystemPackage

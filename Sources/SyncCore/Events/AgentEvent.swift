@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One line of `syncagent events` (SPEC "Events"): a sequence number that grows by one and survives
 /// restarts, a time, a type, and the fields of that type. Fields a type does not have are left out.

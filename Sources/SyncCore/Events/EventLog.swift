@@ -1,5 +1,5 @@
 import FileSystem
-import Foundation
+import FoundationEssentials
 import Glibc
 import SystemPackage
 

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 internal import Git
 import SystemPackage
 
@@ -304,8 +306,10 @@ struct ConflictPolicy {
         var t = time_t(time)
         var parts = tm()
         gmtime_r(&t, &parts)
-        return String(format: "%04d%02d%02d-%02d%02d%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
-                      parts.tm_hour, parts.tm_min, parts.tm_sec)
+        let date = [(Int(parts.tm_year) + 1900, 4), (Int(parts.tm_mon) + 1, 2), (Int(parts.tm_mday), 2)]
+        let time = [Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec)].map { ($0, 2) }
+        func digits(_ fields: [(Int, Int)]) -> String { fields.map { zeroPadded($0.0, width: $0.1) }.joined() }
+        return digits(date) + "-" + digits(time)  // 20261120-100000
     }
 }
 

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The path globs of `[[rule]]` and `[[resolver]]`, matched against a path's own bytes (a name that
 /// is not UTF-8 still matches `*.json`).

@@ -1,3 +1,4 @@
+internal import Git
 import SystemPackage
 
 /// `[[rule]] sync`: whether and when a path's changes leave this device.

@@ -1,5 +1,6 @@
 import FileSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 import SystemPackage
 
 /// What the agent last knew of each peer, kept in `<state>/peers.json` so that `status` tells the

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 internal import Git
 import SystemPackage
 
@@ -115,6 +116,6 @@ public struct SSHTarget: Equatable, Sendable {
             }
         }
         guard !rest.isEmpty else { return tilde }
-        return tilde + "'" + rest.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        return tilde + "'" + rest.replacing("'", with: "'\\''") + "'"
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 internal import Git
 import SystemPackage
 
@@ -46,14 +47,15 @@ extension SyncError {
         let text = git.message.lowercased()
         if let dir = link.localGitDir, git.code == GitError.Code.notFound || text.contains("could not find repository")
             || text.contains("not found") || text.contains("no such file or directory") {
-            var isDirectory: ObjCBool = false
-            let exists = FileManager.default.fileExists(atPath: dir.string, isDirectory: &isDirectory)
+            var info = stat()
+            let exists = dir.withPlatformString { stat($0, &info) } == 0
+            let isDirectory = exists && (info.st_mode & S_IFMT) == S_IFDIR
             let partial = ["HEAD", "objects", "refs"].contains { FileManager.default.fileExists(atPath: dir.appending($0).string) }
             if partial {
                 return SyncError(.notFound, "peer \(link.name) (\(url)): \(dir) is not a whole store (\(git.message)): its agent may be creating it, or it is damaged. "
                     + "Retried; if this lasts, run `git --git-dir=\(dir) fsck` on \(link.name).")
             }
-            let what = !exists ? "\(dir) does not exist" : isDirectory.boolValue ? "\(dir) is a directory but not a store" : "\(dir) is a file"
+            let what = !exists ? "\(dir) does not exist" : isDirectory ? "\(dir) is a directory but not a store" : "\(dir) is a file"
             return SyncError(.notFound, "peer \(link.name) (\(url)): \(what). A peer's url is its store, <its state>/store.git "
                 + "(by default ~/.local/state/syncagent/\(link.name)/store.git), never its data directory. Fix the url in \(configFile).")
         }

@@ -12,51 +12,24 @@ public enum ChildProcess {
     }
 
     public static func run(_ argv: [String], stdin: [UInt8] = [], timeoutSeconds: Int) -> Outcome {
-        var input: [Int32] = [0, 0], errors: [Int32] = [0, 0]
-        guard pipe(&input) == 0 else { return .cannotStart("pipe: \(String(cString: strerror(errno)))") }
-        guard pipe(&errors) == 0 else {
-            close(input[0]); close(input[1])
-            return .cannotStart("pipe: \(String(cString: strerror(errno)))")
+        let child: Started
+        switch start(argv, ownGroup: true, output: false) {
+        case .success(let started): child = started
+        case .failure(let why): return .cannotStart(why.reason)
         }
-        for fd in input + errors { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, errors[1], 2)
-        var attr = posix_spawnattr_t()
-        posix_spawnattr_init(&attr)
-        defer { posix_spawnattr_destroy(&attr) }
-        // Its own process group (so a timeout stops all of it), default signals (the agent ignores
-        // SIGPIPE; a hook should not inherit that), nothing blocked.
-        var defaults = sigset_t(), none = sigset_t()
-        sigemptyset(&defaults); sigaddset(&defaults, SIGPIPE); sigaddset(&defaults, SIGTERM); sigaddset(&defaults, SIGINT)
-        sigemptyset(&none)
-        posix_spawnattr_setsigdefault(&attr, &defaults)
-        posix_spawnattr_setsigmask(&attr, &none)
-        posix_spawnattr_setpgroup(&attr, 0)
-        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        var pid: pid_t = 0
-        let cArgs = argv.map { strdup($0) } + [nil]
-        defer { for a in cArgs { free(a) } }
-        let rc = posix_spawnp(&pid, argv[0], &actions, &attr, cArgs, environ)
-        close(input[0]); close(errors[1])
-        guard rc == 0 else {
-            close(input[1]); close(errors[0])
-            return .cannotStart(String(cString: strerror(rc)))
-        }
+        let pid = child.pid
+        let input = child.input, errors = child.errors
         // The event, then EOF; a hook that does not read it must not block us.
-        _ = fcntl(input[1], F_SETFL, fcntl(input[1], F_GETFL) | O_NONBLOCK)
-        _ = stdin.withUnsafeBytes { write(input[1], $0.baseAddress, $0.count) }
-        close(input[1])
-        _ = fcntl(errors[0], F_SETFL, fcntl(errors[0], F_GETFL) | O_NONBLOCK)
-        defer { close(errors[0]) }
+        _ = fcntl(input, F_SETFL, fcntl(input, F_GETFL) | O_NONBLOCK)
+        _ = stdin.withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
+        close(input)
+        _ = fcntl(errors, F_SETFL, fcntl(errors, F_GETFL) | O_NONBLOCK)
+        defer { close(errors) }
         var tail: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         func drain() {
             while true {
-                let n = read(errors[0], &buffer, buffer.count)
+                let n = read(errors, &buffer, buffer.count)
                 guard n > 0 else { return }
                 tail += buffer[0..<n]
                 if tail.count > 16384 { tail.removeFirst(tail.count - 16384) }
@@ -77,7 +50,7 @@ public enum ChildProcess {
                 kill(-pid, SIGKILL)  // whatever it started is stopped too
                 return .timedOut
             }
-            var fds = [pollfd(fd: stderrOpen ? errors[0] : -1, events: Int16(POLLIN), revents: 0),
+            var fds = [pollfd(fd: stderrOpen ? errors : -1, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: exited.fd, events: Int16(POLLIN), revents: 0)]
             // Without a pidfd (an old kernel), the end is looked for every 10 ms.
             let wait = exited.fd >= 0 ? Int32(min(left * 1000 + 1, Double(Int32.max))) : 10
@@ -91,6 +64,73 @@ public enum ChildProcess {
         return .exited(status: exit, stderr: String(decoding: tail, as: UTF8.self))
     }
 
+    /// A program started with pipes to its stdin, stdout (unless `output` is false: /dev/null) and
+    /// stderr; the ends kept here are close-on-exec (another thread's spawn can still inherit them
+    /// for a moment: pipe2 is not exported to Swift).
+    public struct Started: Sendable {
+        public let pid: pid_t
+        public let input: Int32
+        public let output: Int32
+        public let errors: Int32
+    }
+
+    public struct CannotStart: Error, Sendable { public let reason: String }
+
+    /// Starts `argv` (looked up on PATH) with default signal handling (the agent ignores SIGPIPE;
+    /// a child should not inherit that) and nothing blocked; `ownGroup` puts it in a process group
+    /// of its own. Reap it with `ProcessEnd`.
+    public static func start(_ argv: [String], ownGroup: Bool, output: Bool) -> Result<Started, CannotStart> {
+        var pipes: [[Int32]] = []
+        func closeAll() { for p in pipes { close(p[0]); close(p[1]) } }
+        for _ in 0..<(output ? 3 : 2) {
+            var ends: [Int32] = [0, 0]
+            guard pipe(&ends) == 0 else {
+                let why = String(cString: strerror(errno))
+                closeAll()
+                return .failure(CannotStart(reason: "pipe: \(why)"))
+            }
+            for fd in ends { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            pipes.append(ends)
+        }
+        let input = pipes[0], errors = pipes[1], out = output ? pipes[2] : nil
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
+        if let out {
+            posix_spawn_file_actions_adddup2(&actions, out[1], 1)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        }
+        posix_spawn_file_actions_adddup2(&actions, errors[1], 2)
+        var attr = posix_spawnattr_t()
+        posix_spawnattr_init(&attr)
+        defer { posix_spawnattr_destroy(&attr) }
+        var defaults = sigset_t(), none = sigset_t()
+        sigemptyset(&defaults); sigaddset(&defaults, SIGPIPE); sigaddset(&defaults, SIGTERM); sigaddset(&defaults, SIGINT)
+        sigemptyset(&none)
+        posix_spawnattr_setsigdefault(&attr, &defaults)
+        posix_spawnattr_setsigmask(&attr, &none)
+        var flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK
+        if ownGroup {
+            posix_spawnattr_setpgroup(&attr, 0)
+            flags |= POSIX_SPAWN_SETPGROUP
+        }
+        posix_spawnattr_setflags(&attr, Int16(flags))
+        var pid: pid_t = 0
+        let cArgs = argv.map { strdup($0) } + [nil]
+        defer { for a in cArgs { free(a) } }
+        let rc = posix_spawnp(&pid, argv[0], &actions, &attr, cArgs, environ)
+        close(input[0]); close(errors[1])
+        if let out { close(out[1]) }
+        guard rc == 0 else {
+            close(input[1]); close(errors[0])
+            if let out { close(out[0]) }
+            return .failure(CannotStart(reason: String(cString: strerror(rc))))
+        }
+        return .success(Started(pid: pid, input: input[1], output: out?[0] ?? -1, errors: errors[0]))
+    }
+
     private static func monotonicSeconds() -> Double {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
@@ -101,7 +141,7 @@ public enum ChildProcess {
 /// A child's end, as a file descriptor that becomes readable when it exits (`pidfd_open`, looked
 /// up in the C library at run time: Swift's Glibc module does not declare it). Where the kernel or
 /// the library lacks it (`fd` is -1), the end is looked for every 10 ms instead.
-final class ProcessEnd {
+public final class ProcessEnd: @unchecked Sendable {
     let pid: pid_t
     let fd: Int32
     /// The wait status, once reaped.
@@ -111,13 +151,13 @@ final class ProcessEnd {
     private static let open: PidfdOpen? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "pidfd_open")
         .map { unsafeBitCast($0, to: PidfdOpen.self) }
 
-    init(_ pid: pid_t) {
+    public init(_ pid: pid_t) {
         self.pid = pid
         fd = Self.open.map { $0(pid, 0) } ?? -1
     }
 
     /// Whether the child has exited (then reaped, its status kept), waiting up to `seconds`.
-    func isOver(waiting seconds: Double) -> Bool {
+    public func isOver(waiting seconds: Double) -> Bool {
         if status != nil { return true }
         var rounds = max(0, Int(seconds * 100))
         while true {
@@ -143,7 +183,7 @@ final class ProcessEnd {
     }
 
     /// Waits for the end without a limit.
-    func reap() -> Int32 {
+    public func reap() -> Int32 {
         if let status { return status }
         var raw: Int32 = 0
         var done: pid_t
@@ -152,5 +192,5 @@ final class ProcessEnd {
         return status!
     }
 
-    func close() { if fd >= 0 { _ = Glibc.close(fd) } }
+    public func close() { if fd >= 0 { _ = Glibc.close(fd) } }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Every time the agent writes or reads (records, status, peers.json, history, events) in one
 /// format: ISO 8601 in UTC to the second (`2026-11-20T10:00:00Z`); events to the millisecond.
@@ -18,10 +19,9 @@ public enum ISOTime {
 
     /// The time `iso` names (with or without fractional seconds, any offset); nil when it is none.
     public static func date(_ iso: String) -> Date? {
-        let parser = ISO8601DateFormatter()  // takes +02:00 as well as Z
-        if let d = parser.date(from: iso) { return d }
-        parser.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return parser.date(from: iso)
+        // Takes +02:00 as well as Z.
+        if let d = try? Date.ISO8601FormatStyle().parse(iso) { return d }
+        return try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(iso)
     }
 
     /// Seconds since the epoch of `iso`; 0 when it names no time.

@@ -1,0 +1,1 @@
+// The header is all there is: one inline function (pthread_setname_np).

@@ -1,0 +1,104 @@
+import CThreadName
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Starts detached threads of our own: the watcher, the engine's executor, the control server and
+/// other blocking work that must stay off Swift's cooperative pool. (Foundation's `Thread` would do,
+/// but linking Foundation costs every agent about 8 MB of resident memory.)
+public enum OwnThread {
+    private final class Start {
+        let name: [CChar]
+        let body: () -> Void
+        init(name: String, body: @escaping () -> Void) {
+            // The kernel keeps 15 bytes of a thread's name.
+            self.name = Array(name.utf8.prefix(15)).map { CChar(bitPattern: $0) } + [0]
+            self.body = body
+        }
+    }
+
+    /// Runs `body` on a new detached thread named `name` (first 15 bytes, as `ps -L` and `top -H`
+    /// show it). `stackSize` 0 takes the system default.
+    public static func start(name: String, stackSize: Int = 0, _ body: @escaping @Sendable () -> Void) {
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        if stackSize > 0 { pthread_attr_setstacksize(&attributes, stackSize) }
+        let context = Unmanaged.passRetained(Start(name: name, body: body)).toOpaque()
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, &attributes, { raw in
+            let start = Unmanaged<Start>.fromOpaque(raw!).takeRetainedValue()
+            start.name.withUnsafeBufferPointer { _ = cthread_name_self($0.baseAddress!) }
+            start.body()
+            return nil
+        }, context)
+        if rc != 0 {
+            Unmanaged<Start>.fromOpaque(context).release()
+            fatalError("syncagent: cannot start thread \(name): \(String(cString: strerror(rc))) (raise the limit on threads or processes: ulimit -u)")
+        }
+    }
+}
+
+/// A mutex with a condition variable, for threads that wait for work (`NSCondition`'s subset we use).
+public final class Condition: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+    public init() {
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(cond, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(cond)
+        pthread_mutex_destroy(mutex)
+        cond.deallocate()
+        mutex.deallocate()
+    }
+
+    public func lock() { pthread_mutex_lock(mutex) }
+    public func unlock() { pthread_mutex_unlock(mutex) }
+    public func signal() { pthread_cond_signal(cond) }
+    public func broadcast() { pthread_cond_broadcast(cond) }
+
+    /// Waits (the lock held) until signalled; may wake spuriously, so callers loop on their condition.
+    public func wait() { pthread_cond_wait(cond, mutex) }
+
+    /// Waits (the lock held) until signalled or until `deadline`; false once the deadline passed.
+    public func wait(until deadline: Deadline) -> Bool {
+        var at = deadline.time
+        return pthread_cond_timedwait(cond, mutex, &at) != ETIMEDOUT
+    }
+
+    public func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
+}
+
+/// A point on the monotonic clock (unaffected by changes to the wall clock).
+public struct Deadline: Sendable {
+    let time: timespec
+
+    /// `seconds` from now.
+    public init(in seconds: Double) {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let clamped = max(0, min(seconds, 1e9))
+        var sec = now.tv_sec + Int(clamped)
+        var nsec = now.tv_nsec + Int((clamped - clamped.rounded(.towardZero)) * 1e9)
+        if nsec >= 1_000_000_000 {
+            sec += 1
+            nsec -= 1_000_000_000
+        }
+        time = timespec(tv_sec: sec, tv_nsec: nsec)
+    }
+}

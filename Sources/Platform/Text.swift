@@ -1,0 +1,65 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+extension StringProtocol {
+    /// Without the spaces, tabs (and with `newlines`, line ends) at either end.
+    public func trimmed(newlines: Bool = false) -> String {
+        let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" || (newlines && $0.isNewline) }
+        guard let first = firstIndex(where: { !isBlank($0) }), let last = lastIndex(where: { !isBlank($0) }) else { return "" }
+        return String(self[first...last])
+    }
+}
+
+/// `value` in decimal, at least `width` digits (leading zeros), as `%0Nd` prints it.
+public func zeroPadded(_ value: Int, width: Int) -> String {
+    let digits = String(value.magnitude)
+    let padding = String(repeating: "0", count: max(0, width - digits.count))
+    return (value < 0 ? "-" : "") + padding + digits
+}
+
+/// `value` with one decimal (as `%.1f` prints it, rounded half away from zero).
+public func oneDecimal(_ value: Double) -> String {
+    guard value.isFinite else { return "\(value)" }
+    let tenths = (value * 10).rounded(.toNearestOrAwayFromZero)
+    let whole = Int(tenths / 10)
+    let fraction = Int(abs(tenths).truncatingRemainder(dividingBy: 10))
+    return (tenths < 0 && whole == 0 ? "-" : "") + "\(whole).\(fraction)"
+}
+
+/// Lowercase hexadecimal of `bytes`, two digits each.
+public func hexDigits(_ bytes: some Sequence<UInt8>) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    for byte in bytes {
+        out.append(digits[Int(byte >> 4)])
+        out.append(digits[Int(byte & 0x0f)])
+    }
+    return String(decoding: out, as: UTF8.self)
+}
+
+/// The directory for temporary files: `$TMPDIR` when set, else /tmp; ends with "/".
+public func temporaryDirectory() -> String {
+    var dir = getenv("TMPDIR").map { String(cString: $0) } ?? ""
+    if dir.isEmpty { dir = "/tmp" }
+    return dir.hasSuffix("/") ? dir : dir + "/"
+}
+
+/// Writes all of `bytes` to `fd` (standard output or error), retrying short writes and EINTR.
+public func writeAll(_ fd: Int32, _ bytes: some Sequence<UInt8>) {
+    let all = Array(bytes)
+    var done = 0
+    while done < all.count {
+        let n = all.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { return }
+        done += n
+    }
+}
+
+extension StringProtocol {
+    /// Whether `part` occurs in this text (the standard library's search, not Foundation's).
+    public func includes(_ part: some StringProtocol) -> Bool { firstRange(of: part) != nil }
+}
