@@ -148,7 +148,7 @@ let package = Package(
         .testTarget(name: "AgentTests", dependencies: ["Agent", "SyncCore", "TestSupport", .product(name: "Logging", package: "swift-log"),
                                                       .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "WatcherTests", dependencies: ["Watcher", "FileSystem", "TestSupport", .product(name: "SystemPackage", package: "swift-system")]),
-        .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "Git", "FileSystem", "TestSupport", .product(name: "SystemPackage", package: "swift-system"),
+        .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "Git", "FileSystem", "Platform", "TestSupport", .product(name: "SystemPackage", package: "swift-system"),
                                                          .product(name: "PropertyBased", package: "swift-property-based")]),
     ]
 )

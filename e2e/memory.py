@@ -50,6 +50,17 @@ def proc_status(pid):
     return out
 
 
+# Libraries an agent must not load: Foundation with its internationalization and ICU cost each agent
+# ~8 MB resident; the agent uses FoundationEssentials only (see NO_FOUNDATION in the Makefile).
+UNWANTED_LIBRARIES = ("libFoundation.so", "libFoundationInternationalization.so", "lib_FoundationICU.so")
+
+
+def unwanted_libraries(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        mapped = {line.split()[-1].rsplit("/", 1)[-1] for line in f if "/" in line}
+    return sorted(mapped.intersection(UNWANTED_LIBRARIES))
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that nobody listens on: connections are refused at once."""
     s = socket.socket()
@@ -275,6 +286,10 @@ def main():
                 failures.append("%s: open file descriptors grew from %d to %d" % (a.name, m["fds"], l["fds"]))
             if l["Threads"] > m["Threads"] + args.thread_slack:
                 failures.append("%s: threads grew from %d to %d" % (a.name, m["Threads"], l["Threads"]))
+        for a in agents:
+            loaded = unwanted_libraries(a.pid)
+            if loaded:
+                failures.append("%s: loaded %s (build with `make build`, which leaves Foundation out)" % (a.name, ", ".join(loaded)))
         for f in failures:
             print("FAIL " + f, flush=True)
         ok = not failures
