@@ -21,8 +21,10 @@ deps:
 
 # The agent uses FoundationEssentials only; TOMLKit imports Foundation, which would load Foundation,
 # its internationalization and ICU into every agent (~8 MB resident) for nothing. These flags stop
-# that import from linking them; a reference to Foundation itself then fails the link.
-NO_FOUNDATION := $(foreach lib,Foundation FoundationInternationalization,-Xswiftc -Xfrontend -Xswiftc -disable-autolink-library -Xswiftc -Xfrontend -Xswiftc $(lib))
+# that import from linking them; a program that does use Foundation (the samples, the manual's
+# generator) still gets it, linked as needed.
+NO_FOUNDATION := $(foreach lib,Foundation FoundationInternationalization,-Xswiftc -Xfrontend -Xswiftc -disable-autolink-library -Xswiftc -Xfrontend -Xswiftc $(lib)) \
+	-Xlinker --as-needed -Xlinker -lFoundation -Xlinker -lFoundationInternationalization
 
 build: deps
 	$(SWIFT) build -c release $(NO_FOUNDATION)
@@ -92,7 +94,7 @@ UNITDIR := $(DESTDIR)$(PREFIX)/lib/systemd/user
 # man/finish.py turns them into clean mdoc (no empty lines, examples as literal blocks, a COMMANDS
 # and a FILES section in syncagent(1)) under .build/man; man/syncagent.toml.5 is the config page.
 man: build
-	$(SWIFT) package generate-manual --configuration release --multi-page >/dev/null
+	$(SWIFT) package $(NO_FOUNDATION) generate-manual --configuration release --multi-page >/dev/null
 	@dir=$$(dirname "$$(find $(CURDIR)/.build/plugins -path '*GenerateManual*' -name 'syncagent.1' | head -1)"); \
 		[ -f "$$dir/syncagent.1" ] || { echo "generate-manual wrote no syncagent.1 under .build/plugins" >&2; exit 1; }; \
 		rm -rf $(CURDIR)/.build/man && python3 man/finish.py "$$dir" $(CURDIR)/.build/man

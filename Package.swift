@@ -104,25 +104,20 @@ let package = Package(
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
         ),
         // Samples: a phone app (embedded) and a watch app (client) built only on SyncAgentKit.
-        // Apps may use Foundation: the samples link it themselves (`make build` stops the agent's
-        // modules from pulling it in through TOMLKit; see the Makefile).
-        .target(name: "SampleModels", dependencies: ["SyncAgentKit"], path: "Samples/SampleModels",
-                linkerSettings: [.linkedLibrary("Foundation")]),
+        .target(name: "SampleModels", dependencies: ["SyncAgentKit"], path: "Samples/SampleModels"),
         .executableTarget(
             name: "phone-app",
             dependencies: ["SyncAgentKit", "SampleModels",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
-            path: "Samples/PhoneApp",
-            linkerSettings: [.linkedLibrary("Foundation")]
+            path: "Samples/PhoneApp"
         ),
         .executableTarget(
             name: "watch-app",
             dependencies: ["SyncAgentKit", "SampleModels",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
-            path: "Samples/WatchApp",
-            linkerSettings: [.linkedLibrary("Foundation")]
+            path: "Samples/WatchApp"
         ),
         // README's "Use it from Swift" code, built so that it cannot go stale.
         .executableTarget(name: "use-from-swift", dependencies: ["SyncAgentKit"], path: "Samples/UseFromSwift"),
@@ -135,8 +130,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
-            path: "Samples/SettingsAgent",
-            linkerSettings: [.linkedLibrary("Foundation")]
+            path: "Samples/SettingsAgent"
         ),
         // What every test suite shares: real temporary directories and device layouts, `git fsck`.
         .target(name: "TestSupport", dependencies: [.product(name: "SystemPackage", package: "swift-system")],
