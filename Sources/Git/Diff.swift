@@ -24,12 +24,23 @@ extension Repository {
     /// changed file in a 100k-file tree, most of a merge's time).
     public func diffTrees(_ old: Oid?, _ new: Oid) throws(GitError) -> [TreeChange] {
         var changes: [TreeChange] = []
-        try diffTree(old, new, prefix: [], into: &changes)
+        do {
+            try diffTree(old, new, prefix: []) { changes.append($0) }
+        } catch {
+            throw error as! GitError  // appending throws nothing else
+        }
         // Trees in git's order give the paths in byte order already; a hand-made tree may not.
         if !zip(changes, changes.dropFirst()).allSatisfy({ $0.path.precedesInBytes($1.path) }) {
             changes.sort { $0.path.precedesInBytes($1.path) }
         }
         return changes
+    }
+
+    /// The same changes handed to `visit` one by one as the walk finds them, never held together:
+    /// in byte order for trees in git's order, in the trees' own order otherwise (hand-made).
+    /// Errors are libgit2's (`GitError`) or what `visit` throws.
+    public func walkDiff(_ old: Oid?, _ new: Oid, _ visit: (TreeChange) throws -> Void) throws {
+        try diffTree(old, new, prefix: [], visit)
     }
 
     /// One entry of a tree: its name's bytes, id and mode.
@@ -89,19 +100,19 @@ extension Repository {
 
     /// Both trees' entries side by side in git's order (one walk of each), or, when either is not
     /// in that order, matched by name.
-    private func diffTree(_ old: Oid?, _ new: Oid?, prefix: [UInt8], into changes: inout [TreeChange]) throws(GitError) {
+    private func diffTree(_ old: Oid?, _ new: Oid?, prefix: [UInt8], _ visit: (TreeChange) throws -> Void) throws {
         guard old != new else { return }
         let (a, aOrdered) = try entries(of: old), (b, bOrdered) = try entries(of: new)
         func sub(_ name: [UInt8]) -> [UInt8] { prefix.isEmpty ? name : prefix + [UInt8(ascii: "/")] + name }
-        func pair(_ x: Entry?, _ y: Entry?) throws(GitError) {
+        func pair(_ x: Entry?, _ y: Entry?) throws {
             let oldTree = x?.isTree == true ? x?.id : nil, newTree = y?.isTree == true ? y?.id : nil
             let name = (x ?? y)!.name
             if oldTree != nil || newTree != nil {
-                try diffTree(oldTree, newTree, prefix: sub(name), into: &changes)
+                try diffTree(oldTree, newTree, prefix: sub(name), visit)
             }
             let oldLeaf = x.flatMap { $0.isTree ? nil : ConflictSide(oid: $0.id, mode: $0.mode) }
             let newLeaf = y.flatMap { $0.isTree ? nil : ConflictSide(oid: $0.id, mode: $0.mode) }
-            if oldLeaf != newLeaf { changes.append(TreeChange(path: FilePath(bytes: sub(name)), old: oldLeaf, new: newLeaf)) }
+            if oldLeaf != newLeaf { try visit(TreeChange(path: FilePath(bytes: sub(name)), old: oldLeaf, new: newLeaf)) }
         }
         guard aOrdered && bOrdered else {
             var byName: [[UInt8]: (Entry?, Entry?)] = [:]

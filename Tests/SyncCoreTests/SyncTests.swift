@@ -262,6 +262,42 @@ final class TwoDevices {
         #expect(try t.phone.store.head() == nil)
     }
 
+    /// A first sync walks the peer's tree in chunks (never its whole list of paths): every chunk
+    /// lands, and the index, `main` and the data directory end as one.
+    @Test func aFirstSyncInChunksWritesEveryPath() throws {
+        let t = try TwoDevices()
+        t.phone.store.firstSyncChunk = 16
+        for i in 0..<100 { try t.watch.write("d\(i % 7)/f\(i).txt", "file \(i)\n") }
+        try t.watch.write("top.txt", "top\n")
+        _ = try t.watch.store.commit(paths: Set((0..<100).map { FilePath("d\($0 % 7)/f\($0).txt") } + [FilePath("top.txt")]))
+        let outcome = try t.phone.pull(from: t.watch)
+        #expect(outcome.action == .fastForward)
+        #expect(outcome.applied.written == 101)
+        #expect(outcome.applied.touchedCount == 101)
+        for i in 0..<100 { #expect(t.phone.read("d\(i % 7)/f\(i).txt") == "file \(i)\n") }
+        #expect(try t.phone.store.head() == t.watch.store.head())
+        let index = try git(t.phone.gitDir, ["ls-files", "--stage"]).split(separator: "\n")
+        #expect(index.count == 101)
+        #expect(try git(t.phone.gitDir, ["--work-tree=\(t.phone.data)", "status", "--porcelain"]).isEmpty)
+    }
+
+    /// A first sync is checked whole before its first chunk is written: a bad path at the end of
+    /// the walk leaves the data directory as it was.
+    @Test func aRefusedFirstSyncWritesNothing() throws {
+        let t = try TwoDevices()
+        t.phone.store.firstSyncChunk = 4
+        try craftHistory(on: t.watch) { blob in
+            let inner = try git(t.watch.gitDir, ["mktree"], input: "100644 blob \(blob)\tescape\n")
+            let good = (0..<40).map { "100644 blob \(blob)\ta\(10 + $0).txt\n" }.joined()
+            let dotGit = try git(t.watch.gitDir, ["mktree"], input: "040000 tree \(inner)\t.git\n")
+            return good + "040000 tree \(dotGit)\tzz\n"  // zz/.git/escape: the walk's last path
+        }
+        #expect(throws: SyncRefusal.self) { try t.phone.pull(from: t.watch) }
+        let left = try FileManager.default.contentsOfDirectory(atPath: t.phone.data.string)
+        #expect(left.isEmpty, "written before the refusal: \(left.sorted())")
+        #expect(try t.phone.store.head() == nil)
+    }
+
     /// A crafted tree holding a link and a directory of the same name: the directory's files would
     /// be written through the link (outside the data directory). Refused, every such path named
     /// (the directories above each are looked at once per directory).

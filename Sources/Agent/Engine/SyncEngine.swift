@@ -394,10 +394,9 @@ actor SyncEngine {
             careBell.ring()
             record(outcome.applied, peer: shownAs ?? peer)
             announce(outcome, peer: shownAs ?? peer)
+            // A big merge's lists are gone: their pages go back before the packs are rolled up.
+            if outcome.applied.touchedCount >= Store.prehashThreshold { FreeMemory.returnToSystem() }
             compactPacks()
-            // A big merge's lists (every changed path, twice over) are gone: their pages go back
-            // now instead of staying the agent's resident size until some later roll-up.
-            if outcome.applied.touched.count >= Store.prehashThreshold { FreeMemory.returnToSystem() }
             return .done(outcome)
         } catch {
             return .failed("cannot merge \(shownAs ?? peer): \(error)")
@@ -409,7 +408,7 @@ actor SyncEngine {
         let touched = outcome.applied.touched
         if !touched.isEmpty {
             events.emit(.received(peer: peer, commit: outcome.head?.hex, paths: touched.prefix(AgentEvent.maxPaths).map(\.display),
-                                  count: touched.count))
+                                  count: outcome.applied.touchedCount))
         }
         for record in outcome.opened { events.emit(.conflictOpened(id: record.id, path: record.path)) }
         for record in outcome.resolved {

@@ -10,8 +10,17 @@ import SystemPackage
 public struct ApplyReport: Sendable {
     public var written = 0
     public var removed = 0
-    /// Every path written into or removed from the data directory (the `received` event's paths).
+    /// The paths written into or removed from the data directory, in order: the first
+    /// `touchedKept` of them (the `received` event names 100; a small apply flushes each one), not
+    /// all 100k of a first sync (6 MB held to the end of the merge). `touchedCount` counts them all.
     public var touched: [FilePath] = []
+    public var touchedCount = 0
+    public static let touchedKept = 512
+
+    mutating func touch(_ path: FilePath) {
+        touchedCount += 1
+        if touched.count < Self.touchedKept { touched.append(path) }
+    }
     /// A receive-only device's local edits that incoming changes replaced (their bytes are kept in
     /// `refs/syncagent/kept`, in commit `keptCommit`).
     public var replacedLocal: [FilePath] = []
@@ -142,175 +151,189 @@ extension Store {
     /// stop the others (reported in `failures`, remembered, retried by `retryUnapplied`). The index
     /// follows the new tree; what was written is flushed at the end (`makeDurable`).
     func apply(_ changes: [TreeChange]) throws -> ApplyReport {
+        try apply(total: changes.count) { body in try body(changes) }
+    }
+
+    /// The same, for changes `feed` hands over in chunks (a walk of a tree, never held whole: a
+    /// first sync's 100k paths were 14 MB of the agent's peak). Each chunk is written before the
+    /// next is read; the index is saved and the data flushed once, at the end. Only for changes
+    /// that remove nothing (removals must come deepest first over the whole list).
+    func apply(total: Int, feed: (_ body: ([TreeChange]) throws -> Void) throws -> Void) throws -> ApplyReport {
         var report = ApplyReport()
-        guard !changes.isEmpty else { return report }
+        guard total > 0 else { return report }
         let index = try liveIndex()
-        var changes = changes
-        if !policy.rules.isEmpty {
-            // Paths this device does not keep on disk: the index (and so `main`) follows the merge,
-            // the data directory is not touched.
-            for change in changes where !policy.materializes(change.path) {
-                if let new = change.new { try index.add(change.path, blob: new.oid, mode: new.mode) }
-                else { try index.remove(change.path) }
-            }
-            changes = changes.filter { policy.materializes($0.path) }
-        }
         // A receive-only device: an incoming change takes a locally edited path; the local bytes
         // go into the store first.
         var replace: Set<FilePath> = []
         var keptSides: [FilePath: ConflictSide] = [:]
-        /// A replaced path must still hold what was kept; bytes written since are kept too.
-        func keepAgainIfChanged(_ path: FilePath) throws {
-            guard replace.contains(path), (try? diskSide(path)) ?? nil != keptSides[path] else { return }
-            let again = try keepLocalVersions([path], why: "local edits replaced by incoming changes")
-            if let side = again.kept[path] { keptSides[path] = side }
-            report.keptCommit = again.commit?.id ?? report.keptCommit
-        }
-        /// The local file an incoming version displaced (now at a temporary name): its bytes are kept
-        /// as `path`'s unless they are what was kept already; then the temporary goes.
-        func keepDisplaced(_ temp: FilePath, as path: FilePath) {
-            if let stat = try? FileStat.of(temp), stat.isStorable {
-                var blob: Oid?
-                if stat.kind == .symlink {
-                    blob = (try? Files.readLink(temp)).flatMap { try? repo.createBlob($0) }
-                } else if case .written(let id) = try? repo.writeBlob(fromFile: temp) {
-                    blob = id  // streamed when big; nothing else writes to the temporary
-                }
-                if let blob {
-                    let side = ConflictSide(oid: blob, mode: Self.gitMode(stat))
-                    if side != keptSides[path] {
-                        let kept = ConflictSide(oid: blob, mode: side.mode)
-                        report.keptCommit = ((try? keep([(path, kept)], why: "local edits replaced by incoming changes")) ?? nil)?.id ?? report.keptCommit
-                        keptSides[path] = kept
-                    }
-                }
-            }
-            try? Files.remove(temp)
-        }
-        if policy.mode == .receiveOnly {
-            let edited = changes.filter { change in
-                !diskMatches(change.path, change.old, entry: index.entry(change.path)) && !diskMatches(change.path, change.new, entry: nil)
-            }.map(\.path)
-            if !edited.isEmpty {
-                let saved = try keepLocalVersions(edited, why: "local edits replaced by incoming changes")
-                report.keptCommit = saved.commit?.id
-                keptSides = saved.kept
-                report.replacedLocal = edited
-                replace = Set(edited)
-                var held = loadHeld()
-                for path in edited { held[path] = nil }
-                saveHeld(held)
-            }
-        }
         var unapplied = loadUnapplied()
-        // Directories (their markers) are made or removed between the removals and the additions
-        // of files; directories that keep a marker are never pruned as empty.
-        // (The list is not copied: at 100k paths each copy of it was 8 MB of the peak.)
-        let markers = changes.filter { DirectoryMarker.isMarker($0.path) }
-        let keptDirectories = Set(markers.filter { $0.new != nil }.map { DirectoryMarker.directory(of: $0.path) })
-        // Removals first, deepest first, so a directory can become a file and a file a directory.
-        let removals = changes.filter { $0.new == nil && !DirectoryMarker.isMarker($0.path) }.sorted { $1.path.precedesInBytes($0.path) }
-        var removalCounter: UInt64 = 1 << 60  // temporary names apart from the writers'
-        for change in removals {
-            let entry = index.entry(change.path)
-            if obstacle(at: change.path) != nil {
-                // The path goes from the store; what stands on disk was never ours and stays.
-                unapplied[change.path] = nil
-                try index.remove(change.path)
-                continue
-            }
-            if !replace.contains(change.path) && !diskMatches(change.path, change.old, entry: entry) && !diskMatches(change.path, nil, entry: nil) {
-                report.localChanges.append(change.path)
-            } else {
-                try keepAgainIfChanged(change.path)
-                do {
-                    let verify = !replace.contains(change.path)
-                    if try disk.remove(change.path, expected: verify ? [change.old] : nil, entry: entry, counter: &removalCounter) {
-                        report.removed += 1
-                        report.touched.append(change.path)
-                        unapplied[change.path] = nil
-                        pruneEmptyParents(of: change.path, keeping: keptDirectories)
-                    } else {
-                        report.localChanges.append(change.path)  // written after the check: kept
-                    }
-                } catch {
-                    report.failures.append(ApplyFailure(path: change.path, errno: error))
-                    if unapplied[change.path] == nil { unapplied[change.path] = change.old ?? Self.absent }
-                }
-            }
-            try index.remove(change.path)
-        }
-        try applyDirectories(markers, index: index, unapplied: &unapplied, report: &report, keeping: keptDirectories)
-        // Positions of the additions in byte order (a diff's list is in that order already).
-        var additions = changes.indices.filter { changes[$0].new != nil && !DirectoryMarker.isMarker(changes[$0].path) }
-        if !zip(additions, additions.dropFirst()).allSatisfy({ changes[$0].path.precedesInBytes(changes[$1].path) }) {
-            additions.sort { changes[$0].path.precedesInBytes(changes[$1].path) }
-        }
-        // Written in slices, each on every core; what each path came to is recorded in order.
         var done = 0
+        var markerPaths: [FilePath] = []
+        var removalCounter: UInt64 = 1 << 60  // temporary names apart from the writers'
         // Old files the new versions displaced: removed once every file has landed (and if this
         // throws; a killed agent's are removed at its next start).
         var leftovers: [DataDirectory.Leftover] = []
         var leftoverBytes: Int64 = 0
         defer { removeLeftovers(leftovers) }
-        for start in stride(from: 0, to: additions.count, by: Self.applySlice) {
-            let slice = additions[start..<min(start + Self.applySlice, additions.count)].map { changes[$0] }
-            let items = slice.map { change in
-                DataDirectory.PlaceItem(change: change, entry: index.entry(change.path), replacing: replace.contains(change.path),
-                          unappliedOld: unapplied[change.path].map { $0 == Self.absent ? nil : $0 })
+        try feed { chunk in
+            var changes = chunk
+            if !policy.rules.isEmpty {
+                // Paths this device does not keep on disk: the index (and so `main`) follows the merge,
+                // the data directory is not touched.
+                for change in changes where !policy.materializes(change.path) {
+                    if let new = change.new { try index.add(change.path, blob: new.oid, mode: new.mode) }
+                    else { try index.remove(change.path) }
+                }
+                changes = changes.filter { policy.materializes($0.path) }
             }
-            disk.makeParents(of: items.lazy.filter { $0.change.old == nil && !$0.replacing }.map(\.change.path))
-            let held = leftovers.count
-            let outcomes = placeAll(items, leftovers: &leftovers)
-            leftoverBytes += leftovers[held...].reduce(0) { $0 + $1.bytes }
-            if leftoverBytes > Self.leftoverBytes {  // the disk's room comes before speed
-                removeLeftovers(leftovers)
-                leftovers.removeAll()
-                leftoverBytes = 0
+            /// A replaced path must still hold what was kept; bytes written since are kept too.
+            func keepAgainIfChanged(_ path: FilePath) throws {
+                guard replace.contains(path), (try? diskSide(path)) ?? nil != keptSides[path] else { return }
+                let again = try keepLocalVersions([path], why: "local edits replaced by incoming changes")
+                if let side = again.kept[path] { keptSides[path] = side }
+                report.keptCommit = again.commit?.id ?? report.keptCommit
             }
-            for (item, outcome) in zip(items, outcomes) {
-                let path = item.change.path, new = item.change.new!
-                switch outcome {
-                case .alreadyThere:
-                    try stage(index, path, new)
-                    unapplied[path] = nil
-                case .obstacle(let obstacle):
-                    // Never removed or replaced: the peer's version waits (the store has it) and
-                    // lands when the obstacle goes away (`retryUnapplied`).
-                    report.failures.append(ApplyFailure(path: path, errno: .fileExists, obstacle: obstacle))
-                    if unapplied[path] == nil { unapplied[path] = Self.absent }
-                    try index.add(path, blob: new.oid, mode: new.mode)
-                case .localChange:
-                    report.localChanges.append(path)
-                    try index.add(path, blob: new.oid, mode: new.mode)
-                case .failed(let errno):
-                    report.failures.append(ApplyFailure(path: path, errno: errno))
-                    if unapplied[path] == nil { unapplied[path] = item.change.old ?? Self.absent }
-                    try index.add(path, blob: new.oid, mode: new.mode)
-                case .written(let displaced, let landing):
-                    // What the local file held at the very moment it was replaced: kept unless it
-                    // is what was kept already.
-                    if let displaced { keepDisplaced(displaced, as: path) }
-                    try stage(index, path, new, landing: landing)
-                    report.written += 1
-                    report.touched.append(path)
-                    unapplied[path] = nil
+            /// The local file an incoming version displaced (now at a temporary name): its bytes are kept
+            /// as `path`'s unless they are what was kept already; then the temporary goes.
+            func keepDisplaced(_ temp: FilePath, as path: FilePath) {
+                if let stat = try? FileStat.of(temp), stat.isStorable {
+                    var blob: Oid?
+                    if stat.kind == .symlink {
+                        blob = (try? Files.readLink(temp)).flatMap { try? repo.createBlob($0) }
+                    } else if case .written(let id) = try? repo.writeBlob(fromFile: temp) {
+                        blob = id  // streamed when big; nothing else writes to the temporary
+                    }
+                    if let blob {
+                        let side = ConflictSide(oid: blob, mode: Self.gitMode(stat))
+                        if side != keptSides[path] {
+                            let kept = ConflictSide(oid: blob, mode: side.mode)
+                            report.keptCommit = ((try? keep([(path, kept)], why: "local edits replaced by incoming changes")) ?? nil)?.id ?? report.keptCommit
+                            keptSides[path] = kept
+                        }
+                    }
+                }
+                try? Files.remove(temp)
+            }
+            if policy.mode == .receiveOnly {
+                let edited = changes.filter { change in
+                    !diskMatches(change.path, change.old, entry: index.entry(change.path)) && !diskMatches(change.path, change.new, entry: nil)
+                }.map(\.path)
+                if !edited.isEmpty {
+                    let saved = try keepLocalVersions(edited, why: "local edits replaced by incoming changes")
+                    report.keptCommit = saved.commit?.id ?? report.keptCommit
+                    keptSides.merge(saved.kept) { $1 }
+                    report.replacedLocal += edited
+                    replace.formUnion(edited)
+                    var held = loadHeld()
+                    for path in edited { held[path] = nil }
+                    saveHeld(held)
                 }
             }
-            done += slice.count
-            if additions.count >= 1000 { onProgress?(Self.mergeTask, done, additions.count) }
+            // Directories (their markers) are made or removed between the removals and the additions
+            // of files; directories that keep a marker are never pruned as empty.
+            // (The list is not copied: at 100k paths each copy of it was 8 MB of the peak.)
+            let markers = changes.filter { DirectoryMarker.isMarker($0.path) }
+            markerPaths += markers.map(\.path)
+            let keptDirectories = Set(markers.filter { $0.new != nil }.map { DirectoryMarker.directory(of: $0.path) })
+            // Removals first, deepest first, so a directory can become a file and a file a directory.
+            let removals = changes.filter { $0.new == nil && !DirectoryMarker.isMarker($0.path) }.sorted { $1.path.precedesInBytes($0.path) }
+            for change in removals {
+                let entry = index.entry(change.path)
+                if obstacle(at: change.path) != nil {
+                    // The path goes from the store; what stands on disk was never ours and stays.
+                    unapplied[change.path] = nil
+                    try index.remove(change.path)
+                    continue
+                }
+                if !replace.contains(change.path) && !diskMatches(change.path, change.old, entry: entry) && !diskMatches(change.path, nil, entry: nil) {
+                    report.localChanges.append(change.path)
+                } else {
+                    try keepAgainIfChanged(change.path)
+                    do throws(Errno) {
+                        let verify = !replace.contains(change.path)
+                        if try disk.remove(change.path, expected: verify ? [change.old] : nil, entry: entry, counter: &removalCounter) {
+                            report.removed += 1
+                            report.touch(change.path)
+                            unapplied[change.path] = nil
+                            pruneEmptyParents(of: change.path, keeping: keptDirectories)
+                        } else {
+                            report.localChanges.append(change.path)  // written after the check: kept
+                        }
+                    } catch {
+                        report.failures.append(ApplyFailure(path: change.path, errno: error))
+                        if unapplied[change.path] == nil { unapplied[change.path] = change.old ?? Self.absent }
+                    }
+                }
+                try index.remove(change.path)
+            }
+            try applyDirectories(markers, index: index, unapplied: &unapplied, report: &report, keeping: keptDirectories)
+            // Positions of the additions in byte order (a diff's list is in that order already).
+            var additions = changes.indices.filter { changes[$0].new != nil && !DirectoryMarker.isMarker(changes[$0].path) }
+            if !zip(additions, additions.dropFirst()).allSatisfy({ changes[$0].path.precedesInBytes(changes[$1].path) }) {
+                additions.sort { changes[$0].path.precedesInBytes(changes[$1].path) }
+            }
+            // Written in slices, each on every core; what each path came to is recorded in order.
+            let before = done
+            for start in stride(from: 0, to: additions.count, by: Self.applySlice) {
+                let slice = additions[start..<min(start + Self.applySlice, additions.count)].map { changes[$0] }
+                let items = slice.map { change in
+                    DataDirectory.PlaceItem(change: change, entry: index.entry(change.path), replacing: replace.contains(change.path),
+                              unappliedOld: unapplied[change.path].map { $0 == Self.absent ? nil : $0 })
+                }
+                disk.makeParents(of: items.lazy.filter { $0.change.old == nil && !$0.replacing }.map(\.change.path))
+                let held = leftovers.count
+                let outcomes = placeAll(items, leftovers: &leftovers)
+                leftoverBytes += leftovers[held...].reduce(0) { $0 + $1.bytes }
+                if leftoverBytes > Self.leftoverBytes {  // the disk's room comes before speed
+                    removeLeftovers(leftovers)
+                    leftovers.removeAll()
+                    leftoverBytes = 0
+                }
+                for (item, outcome) in zip(items, outcomes) {
+                    let path = item.change.path, new = item.change.new!
+                    switch outcome {
+                    case .alreadyThere:
+                        try stage(index, path, new)
+                        unapplied[path] = nil
+                    case .obstacle(let obstacle):
+                        // Never removed or replaced: the peer's version waits (the store has it) and
+                        // lands when the obstacle goes away (`retryUnapplied`).
+                        report.failures.append(ApplyFailure(path: path, errno: .fileExists, obstacle: obstacle))
+                        if unapplied[path] == nil { unapplied[path] = Self.absent }
+                        try index.add(path, blob: new.oid, mode: new.mode)
+                    case .localChange:
+                        report.localChanges.append(path)
+                        try index.add(path, blob: new.oid, mode: new.mode)
+                    case .failed(let errno):
+                        report.failures.append(ApplyFailure(path: path, errno: errno))
+                        if unapplied[path] == nil { unapplied[path] = item.change.old ?? Self.absent }
+                        try index.add(path, blob: new.oid, mode: new.mode)
+                    case .written(let displaced, let landing):
+                        // What the local file held at the very moment it was replaced: kept unless it
+                        // is what was kept already.
+                        if let displaced { keepDisplaced(displaced, as: path) }
+                        try stage(index, path, new, landing: landing)
+                        report.written += 1
+                        report.touch(path)
+                        unapplied[path] = nil
+                    }
+                }
+                done += slice.count
+                if total >= 1000 { onProgress?(Self.mergeTask, done, total) }
+            }
+            done = before + chunk.count
         }
         try saveIndex(index)
         saveUnapplied(unapplied)
-        makeDurable(report.touched + markers.map(\.path))
+        makeDurable(report.touched + markerPaths, count: report.touchedCount + markerPaths.count)
         return report
     }
 
     /// What an apply wrote, made durable: for a small one an `fsync` per regular file and per
     /// directory along the paths (new names, removals, pruned parents); a big one, or one whose
     /// flush fails, pays one `syncfs` of the data directory's file system.
-    private func makeDurable(_ paths: [FilePath]) {
-        if paths.count <= Repository.writeLogLimit {
+    private func makeDurable(_ paths: [FilePath], count: Int) {
+        if count <= Repository.writeLogLimit {
             var files: [FilePath] = []
             var directories = Set<FilePath>()
             for path in paths {
@@ -340,7 +363,7 @@ extension Store {
             guard !keeping.contains(dir) else { continue }
             if (try? FileStat.of(data.pushing(dir)))??.kind == .directory, Files.removeEmptyDirectory(data.pushing(dir)) {
                 report.removed += 1
-                report.touched.append(dir)
+                report.touch(dir)
                 pruneEmptyParents(of: dir, keeping: keeping)
             }
         }
@@ -356,7 +379,7 @@ extension Store {
                 if try FileStat.of(data.pushing(dir)) == nil {
                     try Files.makeDirectories(data.pushing(dir))
                     report.written += 1
-                    report.touched.append(dir)
+                    report.touch(dir)
                 }
                 unapplied[change.path] = nil
             } catch {

@@ -105,10 +105,36 @@ extension Store {
     private func fastForward(peer: String, ours: Oid?, theirs: Oid, book: inout [String: ConflictRecord], now: Int64) throws -> SyncOutcome {
         let theirTree = try repo.commit(theirs).tree
         let ourTree = try ours.map { id throws in try repo.commit(id).tree }
-        let changes = try repo.diffTrees(ourTree, theirTree)
-        try checkSafe(changes, tree: theirTree, peer: peer)
-        beginApply(target: theirs, expected: ours, peer: peer)
-        var applied = try apply(changes)
+        var applied: ApplyReport
+        if ourTree == nil {
+            // A first sync: every path is new. The peer's tree is walked twice (checked whole,
+            // then written in chunks) instead of its list of paths being held.
+            var total = 0
+            try checkSafe(tree: theirTree, peer: peer) { look in
+                try repo.walkDiff(nil, theirTree) { change in
+                    total += 1
+                    try look(change)
+                }
+            }
+            beginApply(target: theirs, expected: ours, peer: peer)
+            applied = try apply(total: total) { body in
+                var chunk: [TreeChange] = []
+                chunk.reserveCapacity(firstSyncChunk)
+                try repo.walkDiff(nil, theirTree) { change in
+                    chunk.append(change)
+                    if chunk.count == firstSyncChunk {
+                        try body(chunk)
+                        chunk.removeAll(keepingCapacity: true)
+                    }
+                }
+                if !chunk.isEmpty { try body(chunk) }
+            }
+        } else {
+            let changes = try repo.diffTrees(ourTree, theirTree)
+            try checkSafe(changes, tree: theirTree, peer: peer)
+            beginApply(target: theirs, expected: ours, peer: peer)
+            applied = try apply(changes)
+        }
         defer { endApply() }
         let heldBack = splitHeldBack(&applied)
         guard !applied.localChanges.isEmpty else {
@@ -514,20 +540,26 @@ extension Store {
     /// Refuses changes that would write outside the data directory: entries named `.`, `..` or
     /// `.git`, and paths that pass through a symbolic link of the new tree. Costs the changed paths.
     func checkSafe(_ changes: [TreeChange], tree: Oid, peer: String) throws {
+        try checkSafe(tree: tree, peer: peer) { look in for change in changes { try look(change) } }
+    }
+
+    /// The same check, of changes `feed` hands over one by one (a walk of the tree, never held).
+    func checkSafe(tree: Oid, peer: String, feed: (_ look: (TreeChange) throws -> Void) throws -> Void) throws {
         var reasons: [String] = []
         var linkCache: [FilePath: Bool] = [:]
         // The directories above a path are looked at once per directory, not once per path.
         var throughLink: [FilePath: FilePath?] = [:]  // a parent directory: the link above it, if any
-        for change in changes where change.new != nil {
+        try feed { change in
+            guard change.new != nil else { return }
             let bytes = change.path.bytes
             if bytes.split(separator: 0x2f, omittingEmptySubsequences: false).contains(where: {
                 $0.elementsEqual([0x2e]) || $0.elementsEqual([0x2e, 0x2e]) || Self.isDotGit($0)
             }) {
                 reasons.append("\(change.path.display): a '.', '..' or '.git' entry")
-                continue
+                return
             }
             let parent = change.path.removingLastComponent()
-            guard !parent.isEmpty else { continue }
+            guard !parent.isEmpty else { return }
             if throughLink[parent] == nil {
                 var found: FilePath?
                 var prefix = FilePath("")

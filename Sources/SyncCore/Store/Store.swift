@@ -8,6 +8,9 @@ import SystemPackage
 /// changed paths into commits on `main`, touching only those paths' index entries.
 /// Not thread-safe: one owner (the agent's store actor, or a CLI command holding the lock).
 public final class Store {
+    /// Paths a first sync writes per chunk of the peer's tree (`fastForward` walks the tree
+    /// instead of holding its list); tests make it small.
+    var firstSyncChunk = 8192
     public let device: String
     public let data: FilePath
     public let gitDir: FilePath
