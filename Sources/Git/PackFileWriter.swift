@@ -18,8 +18,9 @@ final class PackFileWriter {
     static let compression: Int32 = 1
 
     struct Entry {
-        var id: Oid
+        // (In this order 32 bytes a stride, not 40: 100k objects' entries are 3.2 MB.)
         var offset: UInt64
+        var id: Oid
         var crc: UInt32
     }
 
@@ -108,7 +109,7 @@ final class PackFileWriter {
         guard produced >= 0 else { throw zlibFailed(id) }
         var crc = header.withUnsafeBufferPointer { crc32(0, $0.baseAddress, uInt($0.count)) }
         crc = scratch.withUnsafeBufferPointer { crc32(crc, $0.baseAddress, uInt(produced)) }
-        entries.append(Entry(id: id, offset: size, crc: UInt32(truncatingIfNeeded: crc)))
+        entries.append(Entry(offset: size, id: id, crc: UInt32(truncatingIfNeeded: crc)))
         pending.append(contentsOf: header)
         pending.append(contentsOf: scratch[..<produced])
         size += UInt64(header.count + produced)
@@ -150,7 +151,7 @@ final class PackFileWriter {
         try deflatePiece(UnsafeRawBufferPointer(start: nil, count: 0), finish: true)
         guard let object = streaming else { return }
         streaming = nil
-        entries.append(Entry(id: id, offset: object.start, crc: UInt32(truncatingIfNeeded: object.crc)))
+        entries.append(Entry(offset: object.start, id: id, crc: UInt32(truncatingIfNeeded: object.crc)))
     }
 
     /// Takes the object being streamed back out of the pack (the store had it already, or its file
@@ -221,7 +222,7 @@ final class PackFileWriter {
         if let broken { throw broken }
         let start = size
         let crc = crc32(0, bytes.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(bytes.count))
-        entries.append(Entry(id: id, offset: start, crc: UInt32(truncatingIfNeeded: crc)))
+        entries.append(Entry(offset: start, id: id, crc: UInt32(truncatingIfNeeded: crc)))
         pending.append(contentsOf: bytes)
         size += UInt64(bytes.count)
         if pending.count >= 1 << 18 { try writePending() }

@@ -5,12 +5,12 @@ enum FreeMemory {
     /// its high-water mark as resident memory for as long as the agent runs.
     static func returnToSystem() { _ = glibcMallocTrim(0) }
 
-    /// One malloc arena (glibc's default is eight per core): the agent's threads (engine, fetch,
-    /// hashing and writing workers, pack roll-ups, hooks) otherwise each keep an arena of their
-    /// own, and memory one of them freed cannot serve another. With two, a first sync of 100k
-    /// files peaked at 58-66 MB; with one, 62-63 MB, in the same time. Call it before the first
-    /// thread starts.
-    static func fewArenas() { _ = glibcMallopt(-8 /* M_ARENA_MAX */, 1) }
+    /// At most two malloc arenas (glibc's default is eight per core): the agent's threads (engine,
+    /// fetch, hashing workers, hooks) otherwise each keep an arena of their own, and freed memory
+    /// stays spread over all of them. (One arena lowered a 100k-file first sync's peak by 3 MB
+    /// but cost a 10k-file sync 0.25 s: the apply's writers wait for each other's mallocs.)
+    /// Call it before the first thread starts.
+    static func fewArenas() { _ = glibcMallopt(-8 /* M_ARENA_MAX */, 2) }
 }
 
 /// glibc declares these in <malloc.h>, which Swift's Glibc module does not import.
