@@ -46,9 +46,9 @@ let package = Package(
         .target(name: "CFileSystemType"),
         // What Foundation gave and we no longer link (it costs each agent ~8 MB resident): threads, a
         // condition variable, trimming, the temporary directory, formatting numbers, child processes'
-        // output. CThreadName: pthread_setname_np, one inline C function.
-        .target(name: "CThreadName"),
-        .target(name: "Platform", dependencies: ["CThreadName"]),
+        // output. CPlatform: pthread_setname_np, one inline C function.
+        .target(name: "CPlatform"),
+        .target(name: "Platform", dependencies: ["CPlatform"]),
         .target(
             name: "Watcher",
             dependencies: [

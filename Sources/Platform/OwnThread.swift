@@ -1,4 +1,4 @@
-import CThreadName
+import CPlatform
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -31,7 +31,7 @@ public enum OwnThread {
         var thread = pthread_t()
         let rc = pthread_create(&thread, &attributes, { raw in
             let start = Unmanaged<Start>.fromOpaque(raw!).takeRetainedValue()
-            start.name.withUnsafeBufferPointer { _ = cthread_name_self($0.baseAddress!) }
+            start.name.withUnsafeBufferPointer { _ = cplatform_name_thread($0.baseAddress!) }
             start.body()
             return nil
         }, context)
@@ -102,3 +102,17 @@ public struct Deadline: Sendable {
         time = timespec(tv_sec: sec, tv_nsec: nsec)
     }
 }
+
+/// Adds to a spawn's file actions: the child closes every descriptor from `lowest` up (sockets
+/// and pipes of the agent without close-on-exec, another child's pipe ends), as Foundation's
+/// `Process` did. Looked up at run time (glibc 2.34+; Swift's Glibc module does not declare it);
+/// returns false where the C library lacks it.
+@discardableResult
+public func spawnClosesDescriptors(_ actions: inout posix_spawn_file_actions_t, from lowest: Int32) -> Bool {
+    guard let closeFrom = addCloseFrom else { return false }
+    return closeFrom(&actions, lowest) == 0
+}
+
+private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+private let addCloseFrom: AddCloseFrom? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+    .map { unsafeBitCast($0, to: AddCloseFrom.self) }

@@ -63,3 +63,16 @@ extension StringProtocol {
     /// Whether `part` occurs in this text (the standard library's search, not Foundation's).
     public func includes(_ part: some StringProtocol) -> Bool { firstRange(of: part) != nil }
 }
+
+extension StringProtocol {
+    /// Every `target` scalar replaced by `replacement`, scalar by scalar: unlike the standard
+    /// library's `replacing`, which matches whole characters, a quote followed by a combining mark
+    /// (one character) or the "\n" of "\r\n" is still found.
+    public func replacingScalar(_ target: Unicode.Scalar, with replacement: String) -> String {
+        var out = String.UnicodeScalarView()
+        for scalar in unicodeScalars {
+            if scalar == target { out.append(contentsOf: replacement.unicodeScalars) } else { out.append(scalar) }
+        }
+        return String(out)
+    }
+}

@@ -41,6 +41,8 @@ import TestSupport
         #expect(SSHTarget.shellQuoted("~git/a b") == "~git/'a b'")
         #expect(SSHTarget.shellQuoted("family.git") == "'family.git'")
         #expect(SSHTarget.shellQuoted("$(rm -rf /)") == "'$(rm -rf /)'")
+        // A quote followed by a combining mark is one Character, still one quote to the shell.
+        #expect(SSHTarget.shellQuoted("a'\u{301}; rm x") == "'a'\\''\u{301}; rm x'")
     }
 }
 

@@ -281,6 +281,23 @@ final class TwoDevices {
         #expect(try git(t.phone.gitDir, ["--work-tree=\(t.phone.data)", "status", "--porcelain"]).isEmpty)
     }
 
+    /// A first sync a kill interrupted (its journal left) is finished at the next start, walked
+    /// in chunks like the first sync itself.
+    @Test func anInterruptedFirstSyncIsFinishedInChunks() throws {
+        let t = try TwoDevices()
+        t.phone.store.firstSyncChunk = 8
+        let paths = (0..<30).map { FilePath("d\($0 % 4)/f\($0).txt") }
+        for (i, path) in paths.enumerated() { try t.watch.write(path.string, "file \(i)\n") }
+        _ = try t.watch.store.commit(paths: Set(paths))
+        try Store.fetch(gitDir: t.phone.gitDir, data: t.phone.data, peer: "watch", url: "file://\(t.watch.gitDir)")
+        let target = try #require(try t.watch.store.head())
+        t.phone.store.beginApply(target: target, expected: nil, peer: "watch")  // then killed
+        let report = try #require(try t.phone.store.finishInterruptedApply())
+        #expect(report.written == 30)
+        #expect(try t.phone.store.head() == target)
+        for (i, path) in paths.enumerated() { #expect(t.phone.read(path.string) == "file \(i)\n") }
+    }
+
     /// A first sync is checked whole before its first chunk is written: a bad path at the end of
     /// the walk leaves the data directory as it was.
     @Test func aRefusedFirstSyncWritesNothing() throws {

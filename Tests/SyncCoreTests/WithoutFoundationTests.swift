@@ -70,6 +70,19 @@ import Testing
         let end = ProcessEnd(started.pid)
         defer { end.close() }
         #expect((end.reap() >> 8) & 0xff == 3)
+        // A descriptor of the agent's without close-on-exec (another child's pipe end, a socket)
+        // does not go along.
+        var stray: [Int32] = [0, 0]
+        #expect(pipe(&stray) == 0)
+        defer { close(stray[0]); close(stray[1]) }
+        let look = try ChildProcess.start(["sh", "-c", "[ -e /proc/$$/fd/\(stray[1]) ] && echo open || echo closed"],
+                                          ownGroup: true, output: true).get()
+        close(look.input)
+        #expect(readAll(look.output) == "closed\n")
+        close(look.errors)
+        let lookEnd = ProcessEnd(look.pid)
+        defer { lookEnd.close() }
+        _ = lookEnd.reap()
         guard case .failure(let why) = ChildProcess.start(["/nonexistent/program"], ownGroup: false, output: true) else {
             Issue.record("a missing program started")
             return
@@ -92,6 +105,10 @@ import Testing
         #expect(text.contains("\"a/b\""))  // slashes not escaped
         #expect(text.firstRange(of: "\"list\"")!.lowerBound < text.firstRange(of: "\"volume\"")!.lowerBound)  // keys sorted
         #expect(merged.last == UInt8(ascii: "\n"))
+        // A 64-bit id above Int64's range stays exact.
+        let id = Array(#"{"id":18446744073709551615,"a":1}"#.utf8)
+        let withId = try #require(Merges.json(base: id, id, Array(#"{"id":18446744073709551615,"a":2}"#.utf8)))
+        #expect(String(decoding: withId, as: UTF8.self).contains("18446744073709551615"))
         // Both sides changed a key differently: left open.
         #expect(Merges.json(base: base, Array(#"{"volume":4}"#.utf8), Array(#"{"volume":5}"#.utf8)) == nil)
     }

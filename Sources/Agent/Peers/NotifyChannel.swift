@@ -107,7 +107,7 @@ final class NotifyChannel: Sendable {
     /// Runs the program once, until it ends (or the task is cancelled: then it is stopped).
     private func connectOnce() async -> Ended {
         let process: ChildProcess.Started
-        switch ChildProcess.start(command, ownGroup: false, output: true) {
+        switch ChildProcess.start(command, ownGroup: true, output: true) {
         case .success(let started): process = started
         case .failure(let why):
             return Ended(reason: "it could not start (\(why.reason)); check that \(command.first ?? "the program") is installed", wasReady: false)

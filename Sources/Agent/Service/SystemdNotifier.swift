@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import Platform
 
 /// systemd's notify protocol (sd_notify(3)): datagrams such as "READY=1" or "STATUS=..." sent to
 /// the socket named by `$NOTIFY_SOCKET` (a path, or "@name" for the abstract namespace). Does
@@ -56,6 +57,6 @@ final class SystemdNotifier: Sendable {
         parts.append("\(report.conflicts.open) open conflict\(report.conflicts.open == 1 ? "" : "s")")
         if report.held > 0 { parts.append("\(report.held) held") }
         if !report.problems.isEmpty { parts.append("\(report.problems.count) problem\(report.problems.count == 1 ? "" : "s"): see `syncagent status`") }
-        return parts.joined(separator: "; ").replacing("\n", with: " ")
+        return parts.joined(separator: "; ").replacingScalar("\n", with: " ")
     }
 }

@@ -329,6 +329,24 @@ extension Store {
         return report
     }
 
+    /// Writes all of `tree` into a data directory that holds nothing merged yet (a first sync, or
+    /// one a kill interrupted), walking the tree in chunks of `firstSyncChunk` paths instead of
+    /// holding its list; `total` is the number of paths, from an earlier walk.
+    func applyWhole(_ tree: Oid, total: Int) throws -> ApplyReport {
+        try apply(total: total) { body in
+            var chunk: [TreeChange] = []
+            chunk.reserveCapacity(firstSyncChunk)
+            try repo.walkDiff(nil, tree) { change in
+                chunk.append(change)
+                if chunk.count == firstSyncChunk {
+                    try body(chunk)
+                    chunk.removeAll(keepingCapacity: true)
+                }
+            }
+            if !chunk.isEmpty { try body(chunk) }
+        }
+    }
+
     /// What an apply wrote, made durable: for a small one an `fsync` per regular file and per
     /// directory along the paths (new names, removals, pruned parents); a big one, or one whose
     /// flush fails, pays one `syncfs` of the data directory's file system.
@@ -478,7 +496,14 @@ extension Store {
         guard head == expected, head != target else { return nil }
         let baseTree = try head.map { id throws in try repo.commit(id).tree }
         let targetTree = try repo.commit(target).tree
-        var report = try apply(try repo.diffTrees(baseTree, targetTree))
+        var report: ApplyReport
+        if baseTree == nil {  // a first sync: walked, as `fastForward` does
+            var total = 0
+            try repo.walkDiff(nil, targetTree) { _ in total += 1 }
+            report = try applyWhole(targetTree, total: total)
+        } else {
+            report = try apply(try repo.diffTrees(baseTree, targetTree))
+        }
         guard !report.localChanges.isEmpty else {
             try moveRef(Store.mainRef, to: target, expected: head, message: "syncagent: finish an interrupted merge")
             return report

@@ -67,6 +67,7 @@ enum JSONValue: Codable, Equatable {
     case null
     case bool(Bool)
     case integer(Int64)
+    case unsigned(UInt64)  // above Int64's range (a 64-bit id): kept exact, not turned into a fraction
     case fraction(Double)
     case string(String)
     case array([JSONValue])
@@ -77,6 +78,7 @@ enum JSONValue: Codable, Equatable {
         if value.decodeNil() { self = .null }
         else if let b = try? value.decode(Bool.self) { self = .bool(b) }
         else if let i = try? value.decode(Int64.self) { self = .integer(i) }
+        else if let u = try? value.decode(UInt64.self) { self = .unsigned(u) }
         else if let d = try? value.decode(Double.self) { self = .fraction(d) }
         else if let s = try? value.decode(String.self) { self = .string(s) }
         else if let a = try? value.decode([JSONValue].self) { self = .array(a) }
@@ -89,6 +91,7 @@ enum JSONValue: Codable, Equatable {
         case .null: try value.encodeNil()
         case .bool(let b): try value.encode(b)
         case .integer(let i): try value.encode(i)
+        case .unsigned(let u): try value.encode(u)
         case .fraction(let d): try value.encode(d)
         case .string(let s): try value.encode(s)
         case .array(let a): try value.encode(a)
@@ -102,7 +105,9 @@ enum JSONValue: Codable, Equatable {
         case let (.bool(x), .bool(y)): x == y
         case let (.integer(x), .integer(y)): x == y
         case let (.fraction(x), .fraction(y)): x == y
+        case let (.unsigned(x), .unsigned(y)): x == y
         case let (.integer(x), .fraction(y)), let (.fraction(y), .integer(x)): Double(x) == y
+        case let (.unsigned(x), .fraction(y)), let (.fraction(y), .unsigned(x)): Double(x) == y
         case let (.string(x), .string(y)): x == y
         case let (.array(x), .array(y)): x == y
         case let (.object(x), .object(y)): x == y

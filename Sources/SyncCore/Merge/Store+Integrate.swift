@@ -117,18 +117,7 @@ extension Store {
                 }
             }
             beginApply(target: theirs, expected: ours, peer: peer)
-            applied = try apply(total: total) { body in
-                var chunk: [TreeChange] = []
-                chunk.reserveCapacity(firstSyncChunk)
-                try repo.walkDiff(nil, theirTree) { change in
-                    chunk.append(change)
-                    if chunk.count == firstSyncChunk {
-                        try body(chunk)
-                        chunk.removeAll(keepingCapacity: true)
-                    }
-                }
-                if !chunk.isEmpty { try body(chunk) }
-            }
+            applied = try applyWhole(theirTree, total: total)
         } else {
             let changes = try repo.diffTrees(ourTree, theirTree)
             try checkSafe(changes, tree: theirTree, peer: peer)

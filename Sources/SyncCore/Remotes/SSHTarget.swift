@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import Platform
 internal import Git
 import SystemPackage
 
@@ -116,6 +117,6 @@ public struct SSHTarget: Equatable, Sendable {
             }
         }
         guard !rest.isEmpty else { return tilde }
-        return tilde + "'" + rest.replacing("'", with: "'\\''") + "'"
+        return tilde + "'" + rest.replacingScalar("'", with: "'\\''") + "'"
     }
 }

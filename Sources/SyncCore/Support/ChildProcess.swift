@@ -1,4 +1,5 @@
 import Glibc
+import Platform
 
 /// Runs an external program (a hook, a merge command) in a process group of its own: `stdin` fed to
 /// it, stdout discarded, the tail of stderr kept. At the timeout the whole group (the program and
@@ -103,6 +104,9 @@ public enum ChildProcess {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         }
         posix_spawn_file_actions_adddup2(&actions, errors[1], 2)
+        // Nothing else of the agent's goes along: a pipe end of another child held open here kept
+        // that child's reader from ever seeing its end.
+        spawnClosesDescriptors(&actions, from: 3)
         var attr = posix_spawnattr_t()
         posix_spawnattr_init(&attr)
         defer { posix_spawnattr_destroy(&attr) }

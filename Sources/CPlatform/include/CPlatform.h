@@ -3,6 +3,6 @@
 #include <pthread.h>
 
 /// Names the calling thread (the kernel keeps 15 bytes); 0 or an errno.
-static inline int cthread_name_self(const char *name) {
+static inline int cplatform_name_thread(const char *name) {
     return pthread_setname_np(pthread_self(), name);
 }
