@@ -226,32 +226,16 @@ public enum ExecTransport {
             let err = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
             if err >= 0 { template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) } }
             for fd in toChild + fromChild + [err] where fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
-            posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
-            if err >= 0 { posix_spawn_file_actions_adddup2(&actions, err, 2) }
-            var attr = posix_spawnattr_t()
-            posix_spawnattr_init(&attr)
-            defer { posix_spawnattr_destroy(&attr) }
-            var defaults = sigset_t(), none = sigset_t()
-            sigemptyset(&defaults); sigaddset(&defaults, SIGPIPE); sigaddset(&defaults, SIGTERM); sigaddset(&defaults, SIGINT)
-            sigemptyset(&none)
-            posix_spawnattr_setsigdefault(&attr, &defaults)
-            posix_spawnattr_setsigmask(&attr, &none)
-            posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-            var pid: pid_t = 0
-            let cArgs = argv.map { strdup($0) } + [nil]
-            defer { for a in cArgs { free(a) } }
-            let rc = posix_spawnp(&pid, argv[0], &actions, &attr, cArgs, environ)
+            let spawned = Spawn.start(argv, stdin: toChild[0], stdout: fromChild[1], stderr: err >= 0 ? err : nil, ownGroup: false)
             close(toChild[0]); close(fromChild[1])
-            guard rc == 0 else {
+            switch spawned {
+            case .success(let pid):
+                self.pid = pid
+            case .failure(let why):
                 close(toChild[1]); close(fromChild[0])
                 if err >= 0 { close(err) }
-                throw SpawnError(message: "cannot run \(argv[0]): \(String(cString: strerror(rc))); install openssh-client")
+                throw SpawnError(message: "cannot run \(argv[0]): \(why.reason); install openssh-client")
             }
-            self.pid = pid
             input = toChild[1]
             output = fromChild[0]
             errors = err

@@ -77,9 +77,8 @@ public enum ChildProcess {
 
     public struct CannotStart: Error, Sendable { public let reason: String }
 
-    /// Starts `argv` (looked up on PATH) with default signal handling (the agent ignores SIGPIPE;
-    /// a child should not inherit that) and nothing blocked; `ownGroup` puts it in a process group
-    /// of its own. Reap it with `ProcessEnd`.
+    /// Starts `argv` as `Spawn.start` does, with pipes to its stdin, stdout and stderr. Reap it
+    /// with `ProcessEnd`.
     public static func start(_ argv: [String], ownGroup: Bool, output: Bool) -> Result<Started, CannotStart> {
         var pipes: [[Int32]] = []
         func closeAll() { for p in pipes { close(p[0]); close(p[1]) } }
@@ -94,45 +93,17 @@ public enum ChildProcess {
             pipes.append(ends)
         }
         let input = pipes[0], errors = pipes[1], out = output ? pipes[2] : nil
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
-        if let out {
-            posix_spawn_file_actions_adddup2(&actions, out[1], 1)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        }
-        posix_spawn_file_actions_adddup2(&actions, errors[1], 2)
-        // Nothing else of the agent's goes along: a pipe end of another child held open here kept
-        // that child's reader from ever seeing its end.
-        spawnClosesDescriptors(&actions, from: 3)
-        var attr = posix_spawnattr_t()
-        posix_spawnattr_init(&attr)
-        defer { posix_spawnattr_destroy(&attr) }
-        var defaults = sigset_t(), none = sigset_t()
-        sigemptyset(&defaults); sigaddset(&defaults, SIGPIPE); sigaddset(&defaults, SIGTERM); sigaddset(&defaults, SIGINT)
-        sigemptyset(&none)
-        posix_spawnattr_setsigdefault(&attr, &defaults)
-        posix_spawnattr_setsigmask(&attr, &none)
-        var flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK
-        if ownGroup {
-            posix_spawnattr_setpgroup(&attr, 0)
-            flags |= POSIX_SPAWN_SETPGROUP
-        }
-        posix_spawnattr_setflags(&attr, Int16(flags))
-        var pid: pid_t = 0
-        let cArgs = argv.map { strdup($0) } + [nil]
-        defer { for a in cArgs { free(a) } }
-        let rc = posix_spawnp(&pid, argv[0], &actions, &attr, cArgs, environ)
+        let spawned = Spawn.start(argv, stdin: input[0], stdout: out?[1], stderr: errors[1], ownGroup: ownGroup)
         close(input[0]); close(errors[1])
         if let out { close(out[1]) }
-        guard rc == 0 else {
+        switch spawned {
+        case .success(let pid):
+            return .success(Started(pid: pid, input: input[1], output: out?[0] ?? -1, errors: errors[0]))
+        case .failure(let why):
             close(input[1]); close(errors[0])
             if let out { close(out[0]) }
-            return .failure(CannotStart(reason: String(cString: strerror(rc))))
+            return .failure(CannotStart(reason: why.reason))
         }
-        return .success(Started(pid: pid, input: input[1], output: out?[0] ?? -1, errors: errors[0]))
     }
 
     private static func monotonicSeconds() -> Double {
