@@ -25,7 +25,9 @@ final class StoreFixture {
 
     /// Until the coarse clock is past the last change of these files: a commit from then on keeps
     /// their stat data (`Store.settledStat`), so a scan trusts them.
-    func settle(_ rels: String...) throws {
+    func settle(_ rels: String...) throws { try settle(rels) }
+
+    func settle(_ rels: [String]) throws {
         for rel in rels {
             let stat = try #require(try FileStat.of(data.appending(rel)))
             while Store.settledStat(stat, lookedAt: WriteStamp.coarseNow()) == nil { sched_yield() }
