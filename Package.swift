@@ -84,7 +84,7 @@ let package = Package(
         .executableTarget(
             name: "syncagent",
             dependencies: [
-                "Agent", "SyncCore", "Git", "FileSystem", "Platform",
+                "Agent", "SyncCore", "Git", "FileSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

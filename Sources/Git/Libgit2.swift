@@ -1,7 +1,6 @@
 import CLibgit2
 import FoundationEssentials
 import Glibc
-import Platform
 
 /// Process-wide libgit2 set-up. `Libgit2.initialize()` runs once, before any other call of this module.
 public enum Libgit2 {
@@ -69,7 +68,7 @@ public enum Libgit2 {
 
     /// The file behind `noDeltaConfig`, written once per process.
     private static let noDeltaFile: String? = {
-        let file = temporaryDirectory() + "syncagent-nodelta-\(getuid()).gitconfig"
+        let file = FileManager.default.temporaryDirectory.path + "/syncagent-nodelta-\(getuid()).gitconfig"
         let text = "[pack]\n\tdeltaCacheSize = 1\n"
         if (try? String(contentsOfFile: file, encoding: .utf8)) != text {
             let temp = file + ".\(getpid())"
@@ -80,7 +79,7 @@ public enum Libgit2 {
     }()
 
     private static func emptyConfigDirectory() -> String {
-        let dir = temporaryDirectory() + "syncagent-empty-gitconfig-\(getuid())"
+        let dir = FileManager.default.temporaryDirectory.path + "/syncagent-empty-gitconfig-\(getuid())"
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         return dir
     }

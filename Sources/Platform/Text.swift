@@ -29,36 +29,6 @@ public func oneDecimal(_ value: Double) -> String {
     return (tenths < 0 && whole == 0 ? "-" : "") + "\(whole).\(fraction)"
 }
 
-/// Lowercase hexadecimal of `bytes`, two digits each.
-public func hexDigits(_ bytes: some Sequence<UInt8>) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    for byte in bytes {
-        out.append(digits[Int(byte >> 4)])
-        out.append(digits[Int(byte & 0x0f)])
-    }
-    return String(decoding: out, as: UTF8.self)
-}
-
-/// The directory for temporary files: `$TMPDIR` when set, else /tmp; ends with "/".
-public func temporaryDirectory() -> String {
-    var dir = getenv("TMPDIR").map { String(cString: $0) } ?? ""
-    if dir.isEmpty { dir = "/tmp" }
-    return dir.hasSuffix("/") ? dir : dir + "/"
-}
-
-/// Writes all of `bytes` to `fd` (standard output or error), retrying short writes and EINTR.
-public func writeAll(_ fd: Int32, _ bytes: some Sequence<UInt8>) {
-    let all = Array(bytes)
-    var done = 0
-    while done < all.count {
-        let n = all.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
-        if n < 0 && errno == EINTR { continue }
-        if n <= 0 { return }
-        done += n
-    }
-}
-
 extension StringProtocol {
     /// Whether `part` occurs in this text (the standard library's search, not Foundation's).
     public func includes(_ part: some StringProtocol) -> Bool { firstRange(of: part) != nil }

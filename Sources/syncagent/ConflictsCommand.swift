@@ -1,8 +1,8 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import Platform
 import SyncCore
+import SystemPackage
 
 struct ConflictsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -78,6 +78,6 @@ struct ShowCommand: AsyncParsableCommand {
         guard let bytes = try store.versionBytes(record, version: version) else {
             throw UserFacingError("\(version) deleted \(record.path) in conflict \(record.id): there are no bytes to show")
         }
-        writeAll(STDOUT_FILENO, bytes)
+        _ = try? FileDescriptor.standardOutput.writeAll(bytes)
     }
 }

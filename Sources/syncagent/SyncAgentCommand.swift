@@ -1,7 +1,6 @@
 import Agent
 import ArgumentParser
 import Glibc
-import Platform
 import FoundationEssentials
 import SyncCore
 
@@ -24,7 +23,7 @@ struct SyncAgentCommand: AsyncParsableCommand {
             let names = configuration.subcommands.compactMap { $0.configuration.commandName } + ["help"]
             if !names.contains(first) {
                 let advice = Spelling.nearest(first, in: names).map { "; did you mean '\($0)'?" } ?? ""
-                writeAll(STDERR_FILENO, "Error: unknown command '\(first)'\(advice)\nCommands: \(names.dropLast().joined(separator: ", ")). See 'syncagent --help'.\n".utf8)
+                _ = try? FileDescriptor.standardError.writeAll("Error: unknown command '\(first)'\(advice)\nCommands: \(names.dropLast().joined(separator: ", ")). See 'syncagent --help'.\n".utf8)
                 Glibc.exit(64)
             }
         }
@@ -62,7 +61,7 @@ struct ConfigOption: ParsableArguments {
         let env = ProcessInfo.processInfo.environment
         let file = try ConfigLocator.locate(explicit: config, environment: env, currentDirectory: cwd)
         let loaded = try Config.load(file: file, environment: env)
-        for warning in loaded.warnings { writeAll(STDERR_FILENO, "warning: \(warning)\n".utf8) }
+        for warning in loaded.warnings { _ = try? FileDescriptor.standardError.writeAll("warning: \(warning)\n".utf8) }
         return loaded
     }
 }

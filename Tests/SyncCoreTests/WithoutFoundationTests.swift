@@ -132,7 +132,7 @@ import Testing
         #expect(oneDecimal(2.449) == "2.4")
         #expect(oneDecimal(12.96) == "13.0")
         #expect(oneDecimal(3600) == "3600.0")
-        #expect(hexDigits([0x00, 0x0f, 0xa5, 0xff]) == "000fa5ff")
+        #expect(ConflictRecord.hex([0x00, 0x0f, 0xa5, 0xff]) == "000fa5ff")
         #expect("  a b \t".trimmed() == "a b")
         #expect("\n a \n".trimmed(newlines: true) == "a")
         #expect(" \n".trimmed(newlines: true).isEmpty)

@@ -175,7 +175,7 @@ public struct ConflictRecord: Codable, Sendable, Equatable {
     }
 
     static func hex(_ bytes: [UInt8]) -> String {
-        hexDigits(bytes)
+        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 
     static func bytes(fromHex hex: String) -> [UInt8] {
