@@ -67,6 +67,17 @@ extension Store {
         })
     }
 
+    /// Of these paths, those whose entry keeps no stat data (committed in the clock tick they last
+    /// changed) and whose file still holds the entry's version: read and hashed. A full scan lists
+    /// such paths as candidates; `status` of a stopped agent must not count them as pending.
+    public func unchangedWithoutStatData(among paths: some Sequence<FilePath>) throws -> Set<FilePath> {
+        let index = try liveIndex()
+        return Set(paths.filter { path in
+            guard let entry = index.entry(path), entry.mtimeSeconds == 0, entry.ctimeSeconds == 0 else { return false }
+            return diskMatches(path, ConflictSide(oid: entry.oid, mode: entry.mode), entry: nil)
+        })
+    }
+
     /// `base` with every one of `paths` set to what the index holds there: its entry, the
     /// directory of its entries under it, or nothing. O(paths x depth), plus the entries under a
     /// path that is a directory in the index (a new directory's files).
