@@ -151,7 +151,7 @@ final class NotifyChannel: Sendable {
             .split(whereSeparator: \.isNewline).map { $0.trimmed() }.filter { !$0.isEmpty }
         var reason = signalled ? "stopped by signal \(status)" : "it exited with status \(status)"
         if let last = said.last { reason += ": \(last)" }
-        if status == 127 || said.contains(where: { $0.includes("notify-changes") && $0.includes("not found") }) {
+        if status == 127 || said.contains(where: { ($0.includes("notify-changes") || $0.includes("syncagent")) && $0.includes("not found") }) {
             reason += " (install syncagent on the server, on the PATH of the account the url logs in as, or set notify_command)"
         } else if said.contains(where: { $0.includes("Host key verification failed") }) {
             reason += " (the server's host key is not in the known_hosts file this peer uses)"
