@@ -222,8 +222,10 @@ private struct ObjectCopier: ~Copyable {
             try planTree(try source.commit(id).tree, into: &missing, planned: &planned)
             missing.append((id, GIT_OBJECT_COMMIT))
         }
+        planned = []  // what is planned is in `missing`: its table goes before the packs are read
         if missing.count >= limits.wholePacksFrom || blobBytes(of: missing, atLeast: limits.wholePackBytes) {
-            let taken = try takeWholePacks(wanted: planned)
+            let wanted = SortedOids(missing.lazy.filter { $0.type != GIT_OBJECT_COMMIT }.map(\.id))
+            let taken = try takeWholePacks(wanted: wanted)
             if !taken.isEmpty { missing.removeAll { taken.contains($0.id) } }
         }
         for (id, type) in missing where !has(id) {
@@ -285,7 +287,7 @@ private struct ObjectCopier: ~Copyable {
     /// names objects neither in it nor here is refused: packs that
     /// need one another are tried again once others are in; one that still fails is left to the
     /// object-by-object copy (which then reports any damage). Returns the wanted ids taken.
-    mutating func takeWholePacks(wanted: Set<Oid>) throws(GitError) -> Set<Oid> {
+    mutating func takeWholePacks(wanted: SortedOids) throws(GitError) -> SortedOids {
         var candidates: [(transfer: PackTransfer, needed: Int)] = []
         for transfer in try PackTransfer.packs(of: source.gitDir) {
             let needed = transfer.ids.reduce(0) { $0 + (wanted.contains($1) ? 1 : 0) }
@@ -296,7 +298,7 @@ private struct ObjectCopier: ~Copyable {
                 candidates.append((transfer, needed))
             }
         }
-        var taken = Set<Oid>()
+        var taken: [Oid] = []
         let progress = self.progress, snapshot = { [report] in report }
         var progressed = true
         while progressed, !candidates.isEmpty {
@@ -308,7 +310,7 @@ private struct ObjectCopier: ~Copyable {
                         ?? candidate.transfer.index(into: target.gitDir) { progress(snapshot()) }
                     refreshLookups()  // the next pack's checks see this one
                     // What is here now, not what the listing said (the peer may have rolled its packs up).
-                    for id in candidate.transfer.ids where wanted.contains(id) && has(id) { taken.insert(id) }
+                    for id in candidate.transfer.ids where wanted.contains(id) && has(id) { taken.append(id) }
                     report.objects += candidate.needed
                     report.bytes += bytes
                     report.wholePacks += 1
@@ -320,13 +322,13 @@ private struct ObjectCopier: ~Copyable {
             }
             candidates = rest
         }
-        return taken
+        return SortedOids(taken)
     }
 
     /// Whether at least half of a pack of a few big objects (photos) is wanted, in bytes: a pack of
     /// ten photos of which this store has five would store those five twice (packs this big are
     /// never rolled up). Packs of more than 1,024 objects are judged by count alone.
-    func mostlyWanted(_ transfer: PackTransfer, _ wanted: Set<Oid>) -> Bool {
+    func mostlyWanted(_ transfer: PackTransfer, _ wanted: SortedOids) -> Bool {
         guard transfer.ids.count <= 1024 else { return true }
         var all = 0, needed = 0
         for id in transfer.ids {
