@@ -116,7 +116,7 @@ private func write(_ text: String, to path: FilePath) throws {
     @Test func storeMemoryKeysHaveSmallDefaultsAndCanBeSet() throws {
         let base = "device = \"watch\"\ndata = \"/srv/w/data\"\nstate = \"/srv/w/state\"\n"
         let defaults = try Config.parse(base, file: file, environment: environment)
-        #expect(defaults.memory == StoreMemorySettings(cacheMB: 2, packWindowMB: 8))
+        #expect(defaults.memory == StoreMemorySettings(cacheMB: 2, packWindowMB: 4))
         let set = try Config.parse(base + "[store]\ncache_mb = 0\npack_window_mb = 6\n", file: file, environment: environment)
         #expect(set.memory == StoreMemorySettings(cacheMB: 0, packWindowMB: 6))
         let error = parseError(base + "[store]\ncache_mb = -1\n")

@@ -99,10 +99,11 @@ public struct Config: Sendable, Equatable {
 public struct StoreMemorySettings: Sendable, Equatable {
     /// libgit2's object cache (parsed commits and trees), in MiB; 0 turns it off.
     public var cacheMB: Int = 2
-    /// The most pack data mapped into memory at once, in MiB.
-    public var packWindowMB: Int = 8
+    /// The most pack data mapped into memory at once, in MiB. 4 (in windows of 1 MiB): at 8, a
+    /// 100k-file first sync peaked 6 MB higher and kept most of it mapped, at the same speed.
+    public var packWindowMB: Int = 4
 
-    public init(cacheMB: Int = 2, packWindowMB: Int = 8) {
+    public init(cacheMB: Int = 2, packWindowMB: Int = 4) {
         self.cacheMB = cacheMB
         self.packWindowMB = packWindowMB
     }
