@@ -11,8 +11,18 @@ enum LooseObject {
     /// Throws when the file is damaged (zlib's own check, or a size that does not match).
     static func stream(objects: FilePath, id: Oid, chunk: Int,
                        into body: (UnsafeRawBufferPointer) throws -> Void) throws -> (type: String, size: Int)? {
+        try stream(file: path(objects: objects, id: id), chunk: chunk, into: body)
+    }
+
+    /// Where the loose object `id` is under `objects` (`xx/yyyy...`).
+    static func path(objects: FilePath, id: Oid) -> FilePath {
         let hex = id.hex
-        let path = objects.appending(String(hex.prefix(2))).appending(String(hex.dropFirst(2)))
+        return objects.appending(String(hex.prefix(2))).appending(String(hex.dropFirst(2)))
+    }
+
+    /// The same for the loose object file at `path`, whatever its name.
+    static func stream(file path: FilePath, chunk: Int,
+                       into body: (UnsafeRawBufferPointer) throws -> Void) throws -> (type: String, size: Int)? {
         let fd = path.withPlatformString { open($0, O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else { return nil }
         defer { close(fd) }

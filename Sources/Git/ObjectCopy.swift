@@ -1,4 +1,5 @@
 import CLibgit2
+import Glibc
 import SystemPackage
 
 /// What copying a peer's objects did.
@@ -7,6 +8,9 @@ public struct ObjectCopyReport: Sendable, Equatable {
     public var bytes = 0
     /// Blobs streamed through a fixed buffer instead of read whole.
     public var streamed = 0
+    /// Big blobs the peer keeps loose in a read-only file of this user's on this file system,
+    /// hashed through a link and kept linked: not written a second time.
+    public var linked = 0
     /// Packs written (one per full batch, and one for the rest).
     public var packs = 0
     /// The peer's packs taken whole (through the indexer, nothing compressed again).
@@ -365,6 +369,7 @@ private struct ObjectCopier: ~Copyable {
     /// Copies a blob through a fixed buffer. False when the peer keeps it packed (libgit2 1.5 reads
     /// packed objects only whole); the caller then reads it whole.
     mutating func copyStreaming(_ id: Oid, size: Int) throws(GitError) -> Bool {
+        if try linkLoose(id, size: size) { return true }
         // Opened at the first piece, which says whether the blob is worth compressing.
         var writer: UnsafeMutablePointer<git_odb_stream>?
         defer { if let writer { git_odb_stream_free(writer) } }
@@ -400,6 +405,58 @@ private struct ObjectCopier: ~Copyable {
         report.looseIds.append(id)
         if misses.packs != nil { misses.loose.insert(id) }
         report.streamed += 1
+        try count(bytes: done)
+        return true
+    }
+
+    /// A big blob the peer keeps loose (a photo it committed), when that file is on this file
+    /// system, this user's and read-only: linked into this store instead of written again, so the
+    /// receiving side writes its bytes once (into the data directory), not twice. The link is made
+    /// first, under a temporary name, and its bytes are inflated and hashed through it: being this
+    /// user's and read-only, nobody else can change the file afterwards (as for packs,
+    /// `PackTransfer.linkOrCopy`). A file that does not hold the blob is unlinked and refused.
+    /// False, with nothing done, when it cannot be linked (packed, another file system or owner).
+    mutating func linkLoose(_ id: Oid, size: Int) throws(GitError) -> Bool {
+        let from = LooseObject.path(objects: source.gitDir.appending("objects"), id: id)
+        let final = LooseObject.path(objects: target.gitDir.appending("objects"), id: id)
+        let folder = final.removingLastComponent()
+        _ = folder.withPlatformString { mkdir($0, 0o777) }  // (there already, mostly)
+        let temp = folder.appending("tmp_obj_link_\(getpid())_\(UInt64.random(in: 0...UInt64.max))")
+        guard from.withPlatformString({ a in temp.withPlatformString { b in link(a, b) } }) == 0 else { return false }
+        var placed = false
+        defer { if !placed { _ = temp.withPlatformString { unlink($0) } } }
+        var st = stat()
+        guard temp.withPlatformString({ lstat($0, &st) }) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+              st.st_uid == geteuid(), st.st_mode & 0o222 == 0 else { return false }
+        let sha = try StreamSHA1()
+        Array("blob \(size)\0".utf8).withUnsafeBytes { sha.update($0) }
+        var done = 0
+        let found: (type: String, size: Int)?
+        do {
+            found = try LooseObject.stream(file: temp, chunk: 1 << 20) { chunk in
+                sha.update(chunk)
+                done += chunk.count
+                guard progress(report) else { throw Self.cancelled(source) }
+            }
+        } catch let error as GitError {
+            throw error
+        } catch {
+            throw GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue), message: "\(error)",
+                           call: "copy of \(id) from \(source.gitDir)")
+        }
+        guard let found, found.type == "blob", found.size == size else {
+            throw GitError.damagedObject("object \(id) in \(source.gitDir) is a \(found?.type ?? "missing object") of \(found?.size ?? 0) bytes, not the blob its tree names",
+                                         call: "copy from \(source.gitDir)")
+        }
+        var computed = git_oid()
+        let digest = try sha.finish()
+        withUnsafeMutableBytes(of: &computed.id) { $0.copyBytes(from: digest) }
+        try verify(Oid(computed), id)
+        guard temp.withPlatformString({ a in final.withPlatformString { b in rename(a, b) } }) == 0 else { return false }
+        placed = true
+        report.looseIds.append(id)
+        if misses.packs != nil { misses.loose.insert(id) }
+        report.linked += 1
         try count(bytes: done)
         return true
     }

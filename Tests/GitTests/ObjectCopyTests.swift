@@ -40,7 +40,9 @@ import TestSupport
                                                    limits: ObjectCopyLimits(streamAbove: 1 << 20))
         // commit, root tree, deep/, deep/er/, two blobs
         #expect(report.objects == 6)
-        #expect(report.streamed == 1)
+        // The big blob is loose in a read-only file of this user's on this file system: linked
+        // (hashed through the link), not written again.
+        #expect(report.linked == 1 && report.streamed == 0, "\(report)")
         let files = try target.treeFiles(try target.commit(first).tree)
         #expect(files.map(\.path) == ["a.txt", "deep/er/b.bin"])
         #expect(try target.blobData(files[1].oid) == big)
@@ -296,6 +298,34 @@ import TestSupport
         #expect(try fsck(watch.gitDir) == 0)
     }
 
+    /// A big loose blob is linked only from a read-only file: one the peer's user could still
+    /// write to is streamed into a file of this store's own, and either way the bytes are the blob's
+    /// and no temporary name is left behind.
+    @Test func aBigLooseBlobIsLinkedOnlyFromAReadOnlyFile() throws {
+        let inode = { (path: String) throws -> UInt64 in
+            (try FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as? UInt64) ?? 0
+        }
+        for writable in [false, true] {
+            let phone = try TempDevice(), watch = try TempDevice()
+            let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+            let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+            let photo = (0..<(2 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 11) }
+            let tip = try commit(phone, source, ["photo.jpg": photo], parent: nil)
+            let blob = try source.treeFiles(try source.commit(tip).tree)[0].oid
+            let peerPath = looseObjectPath(phone.gitDir, blob)
+            if writable { try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: peerPath) }
+            let report = try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [tip],
+                                                       limits: ObjectCopyLimits(streamAbove: 1 << 20))
+            #expect(report.linked == (writable ? 0 : 1) && report.streamed == (writable ? 1 : 0), "\(report)")
+            let ours = looseObjectPath(watch.gitDir, blob)
+            #expect(try (inode(ours) == inode(peerPath)) == !writable)
+            #expect(try target.blobData(blob) == photo)
+            let folder = FilePath(ours).removingLastComponent().string
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder).allSatisfy { !$0.hasPrefix("tmp_") })
+            #expect(try fsck(watch.gitDir) == 0)
+        }
+    }
+
     /// A peer's pack that is writable is copied, not linked: a later write to the peer's file must
     /// not reach this store.
     @Test func aWritablePeerPackIsCopiedNotLinked() throws {
@@ -413,6 +443,10 @@ import TestSupport
             }
             #expect(!target.hasObject(files[0].oid))
             #expect(!target.hasObject(tip))
+            // Nor under a temporary name (a link is made before its bytes are checked).
+            let folder = FilePath(looseObjectPath(watch.gitDir, files[0].oid)).removingLastComponent().string
+            let left = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+            #expect(left.isEmpty, "\(left)")
         }
     }
 
