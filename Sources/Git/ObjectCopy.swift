@@ -292,22 +292,26 @@ private struct ObjectCopier: ~Copyable {
     /// need one another are tried again once others are in; one that still fails is left to the
     /// object-by-object copy (which then reports any damage). Returns the wanted ids taken.
     mutating func takeWholePacks(wanted: SortedOids) throws(GitError) -> SortedOids {
-        var candidates: [(transfer: PackTransfer, needed: Int)] = []
+        var candidates: [(transfer: PackTransfer, needed: Int, packs: Int)] = []
         for transfer in try PackTransfer.packs(of: source.gitDir) {
             let needed = transfer.ids.reduce(0) { $0 + (wanted.contains($1) ? 1 : 0) }
             // Mostly new here: whatever of it this store already has is stored twice until the
             // next roll-up of packs, which is cheaper than compressing the rest again.
             guard needed > 0, needed * 2 >= transfer.ids.count else { continue }
             if needed >= limits.wholePacksFrom || (transfer.bytes >= limits.wholePackBytes && mostlyWanted(transfer, wanted)) {
-                candidates.append((transfer, needed))
+                candidates.append((transfer, needed, 1))
             }
         }
+        let small = candidates.count { $0.transfer.bytes <= Self.combineBytes }
+        let combining = small >= Self.combineFrom ? packDirectory(named: "tmp_pack_combine_") : nil
+        defer { if let combining { removeFolder(combining) } }
+        if let combining { candidates = combineSmall(candidates, in: combining) }
         var taken: [Oid] = []
         let progress = self.progress, snapshot = { [report] in report }
         var progressed = true
         while progressed, !candidates.isEmpty {
             progressed = false
-            var rest: [(transfer: PackTransfer, needed: Int)] = []
+            var rest: [(transfer: PackTransfer, needed: Int, packs: Int)] = []
             for candidate in candidates {
                 do {
                     let bytes = try candidate.transfer.adopt(into: target.gitDir, has: { has($0) }) { progress(snapshot()) }
@@ -317,7 +321,7 @@ private struct ObjectCopier: ~Copyable {
                     for id in candidate.transfer.ids where wanted.contains(id) && has(id) { taken.append(id) }
                     report.objects += candidate.needed
                     report.bytes += bytes
-                    report.wholePacks += 1
+                    report.wholePacks += candidate.packs
                     progressed = true
                 } catch {
                     guard progress(report) else { throw Self.cancelled(source) }
@@ -327,6 +331,72 @@ private struct ObjectCopier: ~Copyable {
             candidates = rest
         }
         return SortedOids(taken)
+    }
+
+    /// Packs a copy takes that many of, each this small (a bulk copy's, committed a slice at a
+    /// time), are combined first, `combineObjects` objects at most into each.
+    static let combineFrom = 8
+    static let combineBytes = 4 << 20
+    static let combineObjects = 32_768
+
+    /// Many small packs of the peer's, combined into a few in `folder` (`PackRollUp`: the bytes
+    /// copied as stored, each object's CRC-32 checked) before they are adopted, which checks the
+    /// combined ones as it checks any pack. Read from 80 packs, a 100k-file first sync kept every
+    /// pack's index mapped (6 MB more at its peak), and the roll-up after it held the list of
+    /// all their objects beside the store's index. Packs that cannot be combined (damaged) are
+    /// left as they were given, to be adopted, or refused, one by one.
+    func combineSmall(_ candidates: [(transfer: PackTransfer, needed: Int, packs: Int)], in folder: FilePath)
+        -> [(transfer: PackTransfer, needed: Int, packs: Int)] {
+        let small = candidates.filter { $0.transfer.bytes <= Self.combineBytes }
+        var result = candidates.filter { $0.transfer.bytes > Self.combineBytes }
+        var group: [(transfer: PackTransfer, needed: Int, packs: Int)] = []
+        var objects = 0
+        func combine() {
+            defer { group = []; objects = 0 }
+            guard group.count >= 2 else { return result += group }
+            let indexes = group.map { candidate -> FilePath in
+                var index = candidate.transfer.pack
+                index.extension = "idx"
+                return index
+            }
+            guard let name = try? PackRollUp.combine(indexes, into: folder) else { return result += group }
+            let pack = folder.appending("pack-\(name).pack")
+            var st = stat()
+            let bytes = pack.withPlatformString { lstat($0, &st) } == 0 ? Int(st.st_size) : 0
+            result.append((PackTransfer(pack: pack, ids: group.flatMap(\.transfer.ids), bytes: bytes),
+                           group.reduce(0) { $0 + $1.needed }, group.count))
+        }
+        for candidate in small {
+            if !group.isEmpty, objects + candidate.transfer.ids.count > Self.combineObjects { combine() }
+            group.append(candidate)
+            objects += candidate.transfer.ids.count
+        }
+        combine()
+        return result
+    }
+
+    /// A new folder of this store's pack directory (`prefix` + random letters: a killed agent's is
+    /// removed at its next start, as every `tmp_pack_*`); nil when it cannot be made.
+    func packDirectory(named prefix: String) -> FilePath? {
+        var template = target.gitDir.appending("objects").appending("pack").appending(prefix + "XXXXXX")
+            .withPlatformString { Array(UnsafeBufferPointer(start: $0, count: strlen($0) + 1)) }
+        guard mkdtemp(&template) != nil else { return nil }
+        return template.withUnsafeBufferPointer { FilePath(platformString: $0.baseAddress!) }
+    }
+
+    /// Removes a folder of plain files (and the folder).
+    func removeFolder(_ folder: FilePath) {
+        guard let dir = folder.withPlatformString({ opendir($0) }) else { return }
+        var names: [FilePath.Component] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                FilePath.Component(platformString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+            }
+            if let name, name.string != ".", name.string != ".." { names.append(name) }
+        }
+        closedir(dir)
+        for name in names { _ = folder.appending(name).withPlatformString { unlink($0) } }
+        _ = folder.withPlatformString { rmdir($0) }
     }
 
     /// Whether at least half of a pack of a few big objects (photos) is wanted, in bytes: a pack of

@@ -10,6 +10,12 @@ extension Repository {
         try PackRollUp.combine(indexFiles, into: gitDir.appending("objects").appending("pack"))
     }
 
+    /// How many objects the pack index at `packIndex` lists (its fan-out table's last entry, one
+    /// small read); nil when it cannot be read.
+    public static func objectCount(packIndex: FilePath) -> Int? {
+        try? PackRollUp.Index.count(packIndex)
+    }
+
     /// Opens the object database afresh, so packs removed from disk are forgotten (and their file
     /// descriptors and maps released) and new ones are seen.
     public func reloadObjects() throws(GitError) {

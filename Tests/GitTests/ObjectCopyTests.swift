@@ -221,6 +221,46 @@ import TestSupport
     /// A peer's pack made only of blobs this store lacks is taken whole (nothing compressed again),
     /// through the indexer: every blob arrives, git finds the store whole, and the pack's name is
     /// the peer's (the same bytes).
+    /// Many small packs (a bulk copy committed a slice at a time) are combined into one before it
+    /// is adopted: every object arrives and is checked, the peer's packs count as taken whole, and
+    /// no temporary folder is left behind.
+    @Test func manySmallPacksAreCombinedBeforeTheyAreTaken() throws {
+        let phone = try TempDevice(), watch = try TempDevice()
+        let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+        let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+        let batch = try PackBatch(gitDir: phone.gitDir, flushBytes: 8 << 10)
+        let index = try source.index()
+        var files: [String: [UInt8]] = [:]
+        for i in 0..<1_200 {
+            let path = "d\(i % 7)/f\(i)"
+            let bytes = (0..<(100 + i % 50)).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ i &* 7) }
+            files[path] = bytes
+            try FileManager.default.createDirectory(atPath: phone.data.appending(path).removingLastComponent().string,
+                                                    withIntermediateDirectories: true)
+            try Data(bytes).write(to: URL(fileURLWithPath: phone.data.appending(path).string))
+            guard case .written(let blob) = try source.writeBlob(fromFile: phone.data.appending(path), batch: batch) else {
+                Issue.record("could not store \(path)"); continue
+            }
+            try index.add(FilePath(path), blob: blob, mode: 0o100644)
+        }
+        try batch.flush()
+        source.refreshObjects()
+        let tip = try source.createCommit(tree: try index.writeTree(), parents: [], author: sig, committer: sig, message: "c\n",
+                                          updateRef: "refs/heads/main")
+        let peerPacks = try packFiles(phone.gitDir).filter { $0.hasSuffix(".pack") }.count
+        #expect(peerPacks >= 8)
+        let report = try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [tip],
+                                                   limits: ObjectCopyLimits(wholePacksFrom: 16))
+        #expect(report.wholePacks == peerPacks, "\(report)")
+        let ours = try packFiles(watch.gitDir)
+        #expect(ours.filter { $0.hasSuffix(".pack") }.count <= 2, "\(ours)")  // the combined one (and the trees' batch)
+        #expect(!ours.contains { $0.hasPrefix("tmp_") })
+        let tree = try target.treeFiles(try target.commit(tip).tree)
+        #expect(tree.count == 1_200)
+        for file in tree { #expect(try target.blobData(file.oid) == files[file.path.string]) }
+        #expect(try fsck(watch.gitDir) == 0)
+    }
+
     @Test func aPackOfNewBlobsIsTakenWhole() throws {
         let phone = try TempDevice(), watch = try TempDevice()
         let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)

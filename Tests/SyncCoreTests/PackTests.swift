@@ -21,6 +21,18 @@ import TestSupport
         #expect(Set(chosen).count == chosen.count)
     }
 
+    @Test(arguments: [
+        // (chosen, objects per pack, cap, expected)
+        ([0, 1, 2, 3], [10, 10, 10, 10], 25, [0, 1]),       // the smallest up to the cap
+        ([0, 1, 2], [30, 30, 30], 25, [0, 1]),               // always two, even over the cap
+        ([2, 0, 1], [5, 5, 5], 100, [2, 0, 1]),              // all under the cap, in the order given
+        ([0], [1], 100, []),                                 // one pack: nothing to combine
+        ([], [], 100, []),
+    ] as [([Int], [Int], Int, [Int])])
+    func aRollUpTakesAtMostTheObjectCap(chosen: [Int], objects: [Int], cap: Int, expected: [Int]) {
+        #expect(PackPlan.capped(chosen, objects: objects, maxObjects: cap) == expected)
+    }
+
     @Test func packsOverTheSizeCapAreNeverRolledUpAgain() {
         let sizes = [40, 30, 1, 1, 1, 1, 1, 1, 1, 1, 1]
         let chosen = PackPlan.toCombine(sizes: sizes, threshold: 8, maxBytes: 20)

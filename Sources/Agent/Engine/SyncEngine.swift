@@ -490,6 +490,7 @@ actor SyncEngine {
             logger.debug("combined \(packs.count) packs of \(config.storePath.display) into one")
             FreeMemory.returnToSystem()
             setProblem(.rollUp, nil)
+            compactPacks()  // a roll-up takes at most `PackPlan.maxObjects` objects: the next ones now
         } catch {
             let message = "cannot combine the pack files of \(config.storePath.display): \(error). Nothing is lost; it is retried after the next sync. Check the disk space and permissions of the store"
             if problems[.rollUp] != message { logger.warning("\(message)") }

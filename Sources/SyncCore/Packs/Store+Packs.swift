@@ -25,10 +25,18 @@ extension Store {
         return chosen.count
     }
 
-    /// The packs (`objects/pack/pack-<id>`, no extension) to roll up now; empty when none.
+    /// The packs (`objects/pack/pack-<id>`, no extension) to roll up now, at most
+    /// `PackPlan.maxObjects` objects of them; empty when none.
     public func packsToCombine(threshold: Int = PackPlan.threshold) -> [FilePath] {
         let packs = packFiles()
-        return PackPlan.toCombine(sizes: packs.map(\.size), threshold: threshold).map { packs[$0].base }
+        let chosen = PackPlan.toCombine(sizes: packs.map(\.size), threshold: threshold)
+        var objects = [Int](repeating: 0, count: packs.count)
+        for i in chosen {
+            var index = packs[i].base
+            index.extension = "idx"
+            objects[i] = Repository.objectCount(packIndex: index) ?? 0
+        }
+        return PackPlan.capped(chosen, objects: objects).map { packs[$0].base }
     }
 
     /// Writes one pack of the objects of these packs into the store at `gitDir`, on the caller's

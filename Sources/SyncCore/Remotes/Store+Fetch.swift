@@ -13,36 +13,42 @@ extension Store {
     /// local transport, which builds a pack in memory (a 1 GiB file cost 2 GiB): the objects this
     /// store lacks are copied one by one, big blobs through a fixed buffer, then the tracking
     /// references move once the copies are durable.
+    /// Returns how many objects were copied from a peer on this machine (0 for a fetch through a
+    /// transport, which libgit2 does not count here).
+    @discardableResult
     public static func fetch(gitDir: FilePath, data: FilePath, peer: String, url: String, localGitDir: FilePath? = nil,
-                             auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws {
+                             auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws -> Int {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         if let localGitDir {
             let source = try Repository.openForReading(gitDir: localGitDir)
             let main = try source.resolveReference(Store.mainRef)
             let book = try source.resolveReference(ConflictBook.ref)
-            try copyDurably(into: repo, gitDir: gitDir, from: source, tips: [main, book].compactMap { $0 }, shouldCancel: shouldCancel)
+            let copied = try copyDurably(into: repo, gitDir: gitDir, from: source, tips: [main, book].compactMap { $0 }, shouldCancel: shouldCancel)
             if let main { try repo.setReference(trackingRef(peer), to: main, message: "syncagent: copy from \(peer)") }
             if let book { try repo.setReference(ConflictBook.peerRef(peer), to: book, message: "syncagent: copy from \(peer)") }
-            return
+            return copied
         }
         try durably(gitDir: gitDir) { () throws(GitError) in
             try repo.fetch(url: url, refspecs: ["+refs/heads/main:\(trackingRef(peer))",
                                                 "+\(ConflictBook.ref):\(ConflictBook.peerRef(peer))"],
                            auth: auth?.remote, shouldCancel: shouldCancel)
         }
+        return 0
     }
 
     /// Copies the objects behind `tips` that this store lacks from a store on this machine, and
     /// makes them durable before any ref may point at them: a small copy wrote only loose files,
     /// and those are flushed; anything else, the file system.
+    @discardableResult
     static func copyDurably(into repo: Repository, gitDir: FilePath, from source: Repository, tips: [Oid],
-                            shouldCancel: @escaping () -> Bool) throws(GitError) {
+                            shouldCancel: @escaping () -> Bool) throws(GitError) -> Int {
         let report = try repo.copyMissingObjects(from: source, tips: tips, progress: { _ in !shouldCancel() })
         let onlyLoose = report.packs == 0 && report.wholePacks == 0 && report.looseIds.count == report.objects
         if report.objects > 0, !(onlyLoose && Durability.flushFiles(report.looseIds.map(repo.looseObjectPath),
                                                                     andDirectories: [gitDir.appending("objects")])) {
             Durability.flushFileSystem(containing: gitDir)
         }
+        return report.objects
     }
 
     /// Runs a fetch, then makes the packs it wrote durable (an fsync each, or one `syncfs` when
