@@ -444,31 +444,18 @@ private struct ObjectCopier: ~Copyable {
         var writer: UnsafeMutablePointer<git_odb_stream>?
         defer { if let writer { git_odb_stream_free(writer) } }
         var done = 0
-        let found: (type: String, size: Int)?
-        do {
-            found = try LooseObject.stream(objects: source.gitDir.appending("objects"), id: id, chunk: 1 << 20) { chunk in
-                if writer == nil {
-                    try check(target.withLooseOdb(storing: Incompressible.looks(UnsafeRawBufferPointer(chunk))) {
-                        git_odb_open_wstream(&writer, $0, git_object_size_t(size), GIT_OBJECT_BLOB)
-                    }, "git_odb_open_wstream(\(id))")
-                }
-                try check(chunk.withMemoryRebound(to: CChar.self) { git_odb_stream_write(writer, $0.baseAddress, $0.count) },
-                          "git_odb_stream_write(\(id))")
-                done += chunk.count
-                guard progress(report) else { throw Self.cancelled(source) }
+        let found = try streamLoose(LooseObject.path(objects: source.gitDir.appending("objects"), id: id), of: id) { chunk in
+            if writer == nil {
+                try check(target.withLooseOdb(storing: Incompressible.looks(UnsafeRawBufferPointer(chunk))) {
+                    git_odb_open_wstream(&writer, $0, git_object_size_t(size), GIT_OBJECT_BLOB)
+                }, "git_odb_open_wstream(\(id))")
             }
-        } catch let error as GitError {
-            throw error
-        } catch {
-            // Reading the peer's loose object failed (the file system, or zlib on a damaged file).
-            throw GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue), message: "\(error)",
-                           call: "copy of \(id) from \(source.gitDir)")
+            try check(chunk.withMemoryRebound(to: CChar.self) { git_odb_stream_write(writer, $0.baseAddress, $0.count) },
+                      "git_odb_stream_write(\(id))")
+            done += chunk.count
         }
         guard let found else { return false }
-        guard found.type == "blob", found.size == size else {
-            throw GitError.damagedObject("object \(id) in \(source.gitDir) is a \(found.type) of \(found.size) bytes, not the blob its tree names",
-                                         call: "copy from \(source.gitDir)")
-        }
+        try checkBlob(found, id, size: size)
         var out = git_oid()
         try check(git_odb_stream_finalize_write(&out, writer), "git_odb_stream_finalize_write(\(id)) after \(done) bytes")
         try verify(Oid(out), id)
@@ -501,23 +488,12 @@ private struct ObjectCopier: ~Copyable {
         let sha = try StreamSHA1()
         Array("blob \(size)\0".utf8).withUnsafeBytes { sha.update($0) }
         var done = 0
-        let found: (type: String, size: Int)?
-        do {
-            found = try LooseObject.stream(file: temp, chunk: 1 << 20) { chunk in
-                sha.update(chunk)
-                done += chunk.count
-                guard progress(report) else { throw Self.cancelled(source) }
-            }
-        } catch let error as GitError {
-            throw error
-        } catch {
-            throw GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue), message: "\(error)",
-                           call: "copy of \(id) from \(source.gitDir)")
-        }
-        guard let found, found.type == "blob", found.size == size else {
-            throw GitError.damagedObject("object \(id) in \(source.gitDir) is a \(found?.type ?? "missing object") of \(found?.size ?? 0) bytes, not the blob its tree names",
-                                         call: "copy from \(source.gitDir)")
-        }
+        // (No file now, after the link: gone meanwhile, which is damage like any other.)
+        let found = try streamLoose(temp, of: id) { chunk in
+            sha.update(chunk)
+            done += chunk.count
+        } ?? (type: "missing object", size: 0)
+        try checkBlob(found, id, size: size)
         var computed = git_oid()
         let digest = try sha.finish()
         withUnsafeMutableBytes(of: &computed.id) { $0.copyBytes(from: digest) }
@@ -529,6 +505,32 @@ private struct ObjectCopier: ~Copyable {
         report.linked += 1
         try count(bytes: done)
         return true
+    }
+
+    /// Reads the loose object file at `file` (the peer's, or a link to it) in pieces of 1 MiB for
+    /// `body`, telling progress after each; its type and size, nil when there is no such file. A
+    /// file that cannot be read or inflated is an error naming the object and the peer.
+    func streamLoose(_ file: FilePath, of id: Oid, _ body: (UnsafeRawBufferPointer) throws -> Void) throws(GitError) -> (type: String, size: Int)? {
+        do {
+            return try LooseObject.stream(file: file, chunk: 1 << 20) { chunk in
+                try body(chunk)
+                guard progress(report) else { throw Self.cancelled(source) }
+            }
+        } catch let error as GitError {
+            throw error
+        } catch {
+            // Reading the peer's loose object failed (the file system, or zlib on a damaged file).
+            throw GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue), message: "\(error)",
+                           call: "copy of \(id) from \(source.gitDir)")
+        }
+    }
+
+    /// What a tree names as a blob of `size` bytes must be one.
+    func checkBlob(_ found: (type: String, size: Int), _ id: Oid, size: Int) throws(GitError) {
+        guard found.type == "blob", found.size == size else {
+            throw GitError.damagedObject("object \(id) in \(source.gitDir) is a \(found.type) of \(found.size) bytes, not the blob its tree names",
+                                         call: "copy from \(source.gitDir)")
+        }
     }
 
     func verify(_ got: Oid, _ want: Oid) throws(GitError) {
