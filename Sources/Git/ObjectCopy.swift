@@ -303,8 +303,9 @@ private struct ObjectCopier: ~Copyable {
             }
         }
         let small = candidates.count { $0.transfer.bytes <= Self.combineBytes }
-        let combining = small >= Self.combineFrom ? packDirectory(named: "tmp_pack_combine_") : nil
-        defer { if let combining { removeFolder(combining) } }
+        let packDir = target.gitDir.appending("objects").appending("pack")
+        let combining = small >= Self.combineFrom ? try? PackTransfer.temporaryFolder(in: packDir, prefix: "tmp_pack_combine_") : nil
+        defer { if let combining { PackTransfer.removeFolder(combining) } }
         if let combining { candidates = combineSmall(candidates, in: combining) }
         var taken: [Oid] = []
         let progress = self.progress, snapshot = { [report] in report }
@@ -373,30 +374,6 @@ private struct ObjectCopier: ~Copyable {
         }
         combine()
         return result
-    }
-
-    /// A new folder of this store's pack directory (`prefix` + random letters: a killed agent's is
-    /// removed at its next start, as every `tmp_pack_*`); nil when it cannot be made.
-    func packDirectory(named prefix: String) -> FilePath? {
-        var template = target.gitDir.appending("objects").appending("pack").appending(prefix + "XXXXXX")
-            .withPlatformString { Array(UnsafeBufferPointer(start: $0, count: strlen($0) + 1)) }
-        guard mkdtemp(&template) != nil else { return nil }
-        return template.withUnsafeBufferPointer { FilePath(platformString: $0.baseAddress!) }
-    }
-
-    /// Removes a folder of plain files (and the folder).
-    func removeFolder(_ folder: FilePath) {
-        guard let dir = folder.withPlatformString({ opendir($0) }) else { return }
-        var names: [FilePath.Component] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                FilePath.Component(platformString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
-            }
-            if let name, name.string != ".", name.string != ".." { names.append(name) }
-        }
-        closedir(dir)
-        for name in names { _ = folder.appending(name).withPlatformString { unlink($0) } }
-        _ = folder.withPlatformString { rmdir($0) }
     }
 
     /// Whether at least half of a pack of a few big objects (photos) is wanted, in bytes: a pack of

@@ -173,20 +173,9 @@ extension PackTransfer {
         if finalPack.withPlatformString({ access($0, F_OK) }) == 0 || finalIndex.withPlatformString({ access($0, F_OK) }) == 0 {
             return nil
         }
-        var template = packDir.appending("tmp_pack_adopt_XXXXXX").withPlatformString { Array(UnsafeBufferPointer(start: $0, count: strlen($0) + 1)) }
-        guard mkdtemp(&template) != nil else {
-            let why = Errno(rawValue: errno)
-            throw GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue),
-                           message: "cannot create a temporary folder in \(packDir): \(why); check that the store's directory is writable and the disk is not full",
-                           call: "mkdtemp")
-        }
-        let folder = template.withUnsafeBufferPointer { FilePath(platformString: $0.baseAddress!) }
+        let folder = try Self.temporaryFolder(in: packDir, prefix: "tmp_pack_adopt_")
         let tempPack = folder.appending(packName), tempIndex = folder.appending(indexName)
-        defer {
-            _ = tempPack.withPlatformString { unlink($0) }
-            _ = tempIndex.withPlatformString { unlink($0) }
-            _ = folder.withPlatformString { rmdir($0) }
-        }
+        defer { Self.removeFolder(folder) }
         let bytes = try Self.linkOrCopy(pack, to: tempPack)
         _ = try Self.linkOrCopy(index, to: tempIndex)
 
@@ -268,6 +257,34 @@ extension PackTransfer {
             throw Self.cannotPlace(finalIndex, why)
         }
         return bytes
+    }
+
+    /// A new folder in `packDir`, `prefix` and six random letters (a `tmp_pack_*` a killed agent
+    /// left is removed at its next start).
+    static func temporaryFolder(in packDir: FilePath, prefix: String) throws(GitError) -> FilePath {
+        var template = packDir.appending(prefix + "XXXXXX").withPlatformString { Array(UnsafeBufferPointer(start: $0, count: strlen($0) + 1)) }
+        guard mkdtemp(&template) != nil else {
+            let why = Errno(rawValue: errno)
+            throw GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue),
+                           message: "cannot create a temporary folder in \(packDir): \(why); check that the store's directory is writable and the disk is not full",
+                           call: "mkdtemp")
+        }
+        return template.withUnsafeBufferPointer { FilePath(platformString: $0.baseAddress!) }
+    }
+
+    /// Removes a folder of plain files (what it holds, then the folder).
+    static func removeFolder(_ folder: FilePath) {
+        guard let dir = folder.withPlatformString({ opendir($0) }) else { return }
+        var names: [FilePath.Component] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                FilePath.Component(platformString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+            }
+            if let name, name.kind == .regular { names.append(name) }
+        }
+        closedir(dir)
+        for name in names { _ = folder.appending(name).withPlatformString { unlink($0) } }
+        _ = folder.withPlatformString { rmdir($0) }
     }
 
     /// Reads and hashes `entries[range]` through `odb`, in offset order; the first mismatch or
