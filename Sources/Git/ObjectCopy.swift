@@ -453,9 +453,9 @@ private struct ObjectCopier: ~Copyable {
     mutating func linkLoose(_ id: Oid, size: Int) throws(GitError) -> Bool {
         let from = LooseObject.path(objects: source.gitDir.appending("objects"), id: id)
         let final = LooseObject.path(objects: target.gitDir.appending("objects"), id: id)
-        let folder = final.removingLastComponent()
-        _ = folder.withPlatformString { mkdir($0, 0o777) }  // (there already, mostly)
-        let temp = folder.appending("tmp_obj_link_\(getpid())_\(UInt64.random(in: 0...UInt64.max))")
+        _ = final.removingLastComponent().withPlatformString { mkdir($0, 0o777) }  // (there already, mostly)
+        // In `objects/` itself, where the start after a kill looks for `tmp_obj_*`.
+        let temp = target.gitDir.appending("objects").appending("tmp_obj_link_\(getpid())_\(UInt64.random(in: 0...UInt64.max))")
         guard from.withPlatformString({ a in temp.withPlatformString { b in link(a, b) } }) == 0 else { return false }
         var placed = false
         defer { if !placed { _ = temp.withPlatformString { unlink($0) } } }

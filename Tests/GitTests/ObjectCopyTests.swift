@@ -360,8 +360,9 @@ import TestSupport
             let ours = looseObjectPath(watch.gitDir, blob)
             #expect(try (inode(ours) == inode(peerPath)) == !writable)
             #expect(try target.blobData(blob) == photo)
-            let folder = FilePath(ours).removingLastComponent().string
-            #expect(try FileManager.default.contentsOfDirectory(atPath: folder).allSatisfy { !$0.hasPrefix("tmp_") })
+            for folder in [FilePath(ours).removingLastComponent().string, watch.gitDir.appending("objects").string] {
+                #expect(try FileManager.default.contentsOfDirectory(atPath: folder).allSatisfy { !$0.hasPrefix("tmp_") })
+            }
             #expect(try fsck(watch.gitDir) == 0)
         }
     }
@@ -487,6 +488,8 @@ import TestSupport
             let folder = FilePath(looseObjectPath(watch.gitDir, files[0].oid)).removingLastComponent().string
             let left = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
             #expect(left.isEmpty, "\(left)")
+            let top = try FileManager.default.contentsOfDirectory(atPath: watch.gitDir.appending("objects").string)
+            #expect(!top.contains { $0.hasPrefix("tmp_") }, "\(top)")
         }
     }
 

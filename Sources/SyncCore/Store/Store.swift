@@ -151,7 +151,8 @@ extension Store {
         return text.hasPrefix("pack_git2_") || text.hasPrefix("tmp_pack_") || text.hasPrefix("tmp_idx_")
     }
 
-    /// A loose object still being written without compression (`tmp_obj_*` in `objects/`).
+    /// A loose object still being written without compression, or a peer's being checked through
+    /// a link (`tmp_obj_*` in `objects/`).
     static func isTemporaryObject(_ name: FilePath.Component) -> Bool {
         name.string.hasPrefix("tmp_obj_")
     }
