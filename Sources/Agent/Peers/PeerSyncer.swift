@@ -510,12 +510,14 @@ final class PeerSyncer: Sendable {
         // Its own refs only (main and the conflict records): never refs/remotes, which changes when
         // it fetches from us, or two idle agents would wake each other for ever.
         // A hub's refs move once per device that pushes: with many devices, a burst is dozens of
-        // pushes within a second, taken in a few rounds rather than one round each.
-        let (quiet, most): (Duration, Duration) = link.hub ? (.milliseconds(40), .milliseconds(250)) : (.milliseconds(10), .milliseconds(50))
+        // pushes within a second, taken in a few rounds rather than one round each. A peer's ref
+        // moves by a rename of its `.lock` (ignored: the ref has not moved yet), so the rename
+        // alone rings, at once: a 10 ms quiet here was a quarter of a file's trip to the peer.
+        let (quiet, most): (Duration, Duration) = link.hub ? (.milliseconds(40), .milliseconds(250)) : (.milliseconds(1), .milliseconds(50))
         let watcher: Watcher
         do {
             watcher = try Watcher(root: gitDir.appending("refs"), quiet: quiet, maxDelay: most,
-                                  ignore: { $0.string == "remotes" || $0.string == "tags" })
+                                  ignore: { $0.string == "remotes" || $0.string == "tags" || $0.extension == "lock" })
         } catch where error.errno != .noSuchFileOrDirectory {
             // Told once: the peer is still fetched, every poll_seconds, and this is tried again each round.
             let text = "peer \(link.name): \(error) Until then it is fetched every \(link.pollSeconds) s"
