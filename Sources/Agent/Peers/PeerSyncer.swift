@@ -513,7 +513,7 @@ final class PeerSyncer: Sendable {
         // pushes within a second, taken in a few rounds rather than one round each. A peer's ref
         // moves by a rename of its `.lock` (ignored: the ref has not moved yet), so the rename
         // alone rings, at once: a 10 ms quiet here was a quarter of a file's trip to the peer.
-        let (quiet, most): (Duration, Duration) = link.hub ? (.milliseconds(40), .milliseconds(250)) : (.milliseconds(1), .milliseconds(50))
+        let (quiet, most): (Duration, Duration) = link.hub ? (.milliseconds(40), .milliseconds(250)) : (.zero, .milliseconds(50))
         let watcher: Watcher
         do {
             watcher = try Watcher(root: gitDir.appending("refs"), quiet: quiet, maxDelay: most,
