@@ -7,6 +7,7 @@ extension Repository {
     /// against every config entry and leaks ~20 KB per entry that does not match (pcre2 match data
     /// never freed), about 100 KB per fetch. Found with heaptrack. Free it with `git_remote_free`.
     func anonymousRemote(_ url: String) throws(GitError) -> OpaquePointer? {
+        Libgit2.prepareTransport(for: url)
         var remote: OpaquePointer?
         var createOpts = git_remote_create_options()
         try check(git_remote_create_options_init(&createOpts, UInt32(GIT_REMOTE_CREATE_OPTIONS_VERSION)),

@@ -26,11 +26,22 @@ public enum Libgit2 {
         // merge writes into the data directory. Git does the same; zlib's checksum still guards
         // each stored object's bytes.
         _ = syncagent_git_enable_strict_hash_verification(0)
+        return .success(())
+    }()
+
+    /// The system's certificate authorities, loaded once, before the first http(s) remote: parsing
+    /// the ~140 certificates of the bundle (mbedTLS) was a third of the CPU of every process start,
+    /// a `syncagent status` included, whether or not any peer spoke https.
+    private static let certificates: Void = {
         if FileManager.default.fileExists(atPath: "/etc/ssl/certs/ca-certificates.crt") {
             _ = syncagent_git_set_ssl_cert_locations("/etc/ssl/certs/ca-certificates.crt", nil)
         }
-        return .success(())
     }()
+
+    /// Loads the certificate authorities when `url` may lead to TLS (http redirects to https).
+    static func prepareTransport(for url: String) {
+        if url.hasPrefix("http://") || url.hasPrefix("https://") { certificates }
+    }
 
     /// Initialise libgit2 once for the process. Safe to call many times.
     public static func initialize() throws(GitError) {
