@@ -140,7 +140,12 @@ final class Loop: @unchecked Sendable {
             fds[0].revents = 0
             fds[1].revents = 0
             _ = poll(&fds, 2, timeoutMilliseconds(now))
-            if fds[0].revents != 0 { drainKernelQueue() }
+            if fds[0].revents != 0, drainKernelQueue() >= Self.streamOfEvents {
+                // A stream of events (an apply or a copy of thousands of files): read as they
+                // came, a few at a time, they woke this thread again and again, and every write
+                // in the tree paid for the wake-up. A moment's pause lets them gather.
+                usleep(Self.gatherMicroseconds)
+            }
             if fds[1].revents != 0 {
                 var drained = [UInt8](repeating: 0, count: 64)
                 while read(wakeFd, &drained, 64) > 0 {}
@@ -210,14 +215,23 @@ final class Loop: @unchecked Sendable {
         let name: FilePath.Component?
     }
 
-    private func drainKernelQueue() {
+    /// Events in one read that make a stream (a single save brings 3-5), and how long the loop
+    /// then lets the next ones gather: far below any debounce, far below filling the kernel's
+    /// queue (16,384 events by default).
+    static let streamOfEvents = 32
+    static let gatherMicroseconds: UInt32 = 1000
+
+    /// Reads and handles every event queued; returns how many there were.
+    @discardableResult
+    private func drainKernelQueue() -> Int {
         let capacity = 64 * 1024
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 8)
         defer { buffer.deallocate() }
         var events: [Event] = []
+        var total = 0
         while true {
             let n = read(fd, buffer.baseAddress, capacity)
-            if n <= 0 { return }  // EAGAIN: queue empty
+            if n <= 0 { return total }  // EAGAIN: queue empty
             var offset = 0
             events.removeAll(keepingCapacity: true)
             while offset + 16 <= n {
@@ -234,6 +248,7 @@ final class Loop: @unchecked Sendable {
                 events.append(Event(wd: wd, mask: mask, cookie: cookie, name: name))
                 offset += 16 + len
             }
+            total += events.count
             var i = 0
             while i < events.count {
                 let event = events[i]
