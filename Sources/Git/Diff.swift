@@ -31,7 +31,7 @@ extension Repository {
         }
         // Trees in git's order give the paths in byte order already; a hand-made tree may not.
         if !zip(changes, changes.dropFirst()).allSatisfy({ $0.path.precedesInBytes($1.path) }) {
-            changes.sort { $0.path.precedesInBytes($1.path) }
+            changes = changes.sortedInBytes { $0.path }
         }
         return changes
     }

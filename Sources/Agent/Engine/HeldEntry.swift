@@ -19,6 +19,6 @@ public struct HeldEntry: Codable, Sendable, Equatable {
     static func list(heldDeletes: Set<FilePath>, held: [FilePath: HeldChange]) -> [HeldEntry] {
         var all: [(FilePath, HeldEntry)] = heldDeletes.map { ($0, HeldEntry(path: $0.display, reason: HoldReason.massDelete.rawValue, bytes: nil)) }
         all += held.values.map { ($0.path, HeldEntry(path: $0.path.display, reason: $0.reason.rawValue, bytes: $0.bytes)) }
-        return all.sorted { $0.0.precedesInBytes($1.0) }.map(\.1)
+        return all.sortedInBytes { $0.0 }.map(\.1)
     }
 }

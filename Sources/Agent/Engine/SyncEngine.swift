@@ -250,7 +250,7 @@ actor SyncEngine {
         }
         var rest: [FilePath]
         do {
-            rest = Array(try store.changedSinceLastCommit()).sorted { $0.precedesInBytes($1) }
+            rest = try store.changedSinceLastCommit().sortedInBytes()
             progress.finish(Store.scanTask)
         } catch {
             progress.finish(Store.scanTask)

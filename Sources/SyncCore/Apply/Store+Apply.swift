@@ -236,7 +236,7 @@ extension Store {
             markerPaths += markers.map(\.path)
             let keptDirectories = Set(markers.filter { $0.new != nil }.map { DirectoryMarker.directory(of: $0.path) })
             // Removals first, deepest first, so a directory can become a file and a file a directory.
-            let removals = changes.filter { $0.new == nil && !DirectoryMarker.isMarker($0.path) }.sorted { $1.path.precedesInBytes($0.path) }
+            let removals = changes.filter { $0.new == nil && !DirectoryMarker.isMarker($0.path) }.sortedInBytes { $0.path }.reversed()
             for change in removals {
                 let entry = index.entry(change.path)
                 if obstacle(at: change.path) != nil {
@@ -270,7 +270,7 @@ extension Store {
             // Positions of the additions in byte order (a diff's list is in that order already).
             var additions = changes.indices.filter { changes[$0].new != nil && !DirectoryMarker.isMarker(changes[$0].path) }
             if !zip(additions, additions.dropFirst()).allSatisfy({ changes[$0].path.precedesInBytes(changes[$1].path) }) {
-                additions.sort { changes[$0].path.precedesInBytes(changes[$1].path) }
+                additions = additions.sortedInBytes { changes[$0].path }
             }
             // Written in slices, each on every core; what each path came to is recorded in order.
             let before = done
@@ -385,7 +385,7 @@ extension Store {
                 pruneEmptyParents(of: dir, keeping: keeping)
             }
         }
-        for change in markers.sorted(by: { $0.path.precedesInBytes($1.path) }) {
+        for change in markers.sortedInBytes(by: { $0.path }) {
             guard let new = change.new else { continue }
             let dir = DirectoryMarker.directory(of: change.path)
             do {
@@ -434,7 +434,7 @@ extension Store {
     /// written, each with what stands in the way when that is known (for `status` while stopped,
     /// and `conflicts`). Looks at each path on disk.
     public func stuckPaths() -> [ApplyFailure] {
-        loadUnapplied().keys.sorted { $0.precedesInBytes($1) }.map { path in
+        loadUnapplied().keys.sortedInBytes().map { path in
             if let obstacle = obstacle(at: path) { return ApplyFailure(path: path, errno: .fileExists, obstacle: obstacle) }
             return ApplyFailure(path: path, errno: .resourceTemporarilyUnavailable)
         }

@@ -39,8 +39,8 @@ public struct ChangeSummary: Sendable, Equatable {
             }
         }
         added = addedByOid.values.flatMap { $0 }
-        added.sort { $0.precedesInBytes($1) }
-        renamed.sort { $0.to.precedesInBytes($1.to) }
+        added = added.sortedInBytes()
+        renamed = renamed.sortedInBytes { $0.to }
     }
 
     /// "phone: 2 added, 1 modified" then one line per path (at most `limit`), then "... and N more".

@@ -29,7 +29,7 @@ extension Store {
     /// commits the one before. Give the job to `commit(paths:ahead:)`.
     public func prehashAhead(_ paths: Set<FilePath>) -> PrehashJob? {
         guard paths.count >= Self.prehashThreshold else { return nil }
-        return PrehashJob(list: paths.sorted { $0.precedesInBytes($1) }, gitDir: gitDir, data: data)
+        return PrehashJob(list: paths.sortedInBytes(), gitDir: gitDir, data: data)
     }
 
     /// - Parameter list: in path order (`precedesInBytes`), a contiguous run per worker: each pack

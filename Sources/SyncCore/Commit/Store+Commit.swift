@@ -83,7 +83,7 @@ extension Store {
         }
         // Parents sort before their children, so a directory replaced by a file (or the reverse)
         // is cleared before the new entries go in.
-        let ordered = paths.sorted { $0.precedesInBytes($1) }
+        let ordered = paths.sortedInBytes()
         // Before any file of this batch is looked at: what stat data the index may keep (`settledStat`).
         let lookedAt = WriteStamp.coarseNow()
         // Many files at once (a bulk copy, a big merge's own writes read back): they are hashed on
@@ -263,7 +263,7 @@ extension Store {
         guard !dirs.isEmpty else { return }
         var emptyBlob: Oid?
         // Deepest first: a directory's marker is settled before its parent looks at what it holds.
-        for dir in dirs.sorted(by: { $1.precedesInBytes($0) }) {
+        for dir in dirs.sortedInBytes().reversed() {
             guard !PathRules.isIgnored(path: dir) else { continue }
             let marker = DirectoryMarker.marker(of: dir)
             guard policy.materializes(marker), send.contains(marker) || policy.holdReason(marker, size: 0) == nil else { continue }

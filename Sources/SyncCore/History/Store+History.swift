@@ -204,7 +204,7 @@ extension Store {
     func restoreChanges(_ path: FilePath, to point: Oid) throws -> [TreeChange] {
         let wanted = try version(of: path, at: point)
         let current = try head().map { try entries(under: path, in: $0) } ?? [:]
-        return Set(wanted.keys).union(current.keys).sorted { $0.precedesInBytes($1) }
+        return Set(wanted.keys).union(current.keys).sortedInBytes()
             .compactMap { p in wanted[p] == current[p] ? nil : TreeChange(path: p, old: current[p], new: wanted[p]) }
     }
 
@@ -234,7 +234,7 @@ extension Store {
 
     func export(_ entries: [FilePath: ConflictSide], root: FilePath, to target: FilePath) throws -> Int {
         var written = 0
-        for (path, side) in entries.sorted(by: { $0.key.precedesInBytes($1.key) }) {
+        for (path, side) in entries.sortedInBytes(by: { $0.key }) {
             var dest = target
             if path != root {
                 let rel = Array(path.bytes.dropFirst(root.bytes.count + 1))

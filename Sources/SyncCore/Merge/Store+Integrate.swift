@@ -371,7 +371,7 @@ extension Store {
                 }
             }
         }
-        return lost.sorted { $0.precedesInBytes($1) }
+        return lost.sortedInBytes()
     }
 
     /// One side made a directory that the other filled: the merged directory holds files, so its

@@ -78,7 +78,7 @@ extension Store {
             return
         }
         var text = ""
-        for change in list.values.sorted(by: { $0.path.precedesInBytes($1.path) }) {
+        for change in list.values.sortedInBytes(by: { $0.path }) {
             text += "\(ConflictRecord.hex(change.path.bytes)) \(change.reason.rawValue) \(change.bytes.map(String.init) ?? "-") \(change.blob?.hex ?? "-")\n"
         }
         try? Files.makeDirectories(heldFile.removingLastComponent())
@@ -105,7 +105,7 @@ extension Store {
         let held = loadHeld()
         let chosen = paths.isEmpty ? Array(held.keys) : paths
         let targets = chosen.filter { held[$0]?.reason == .localChange }
-            .sorted { $0.precedesInBytes($1) }
+            .sortedInBytes()
         guard !targets.isEmpty else { return ([], nil) }
         let kept = try keepLocalBytes(targets, why: "reverted")
         let head = try head()
