@@ -1,4 +1,5 @@
 import CLibgit2
+import Platform
 import Glibc
 import SystemPackage
 
@@ -184,7 +185,7 @@ extension Repository {
     /// mean nobody wrote it meanwhile.
     public func writeBlob(fromFile absolutePath: FilePath, batch: PackBatch? = nil,
                           stats: UnsafeMutablePointer<(before: stat, after: stat)>? = nil) throws(GitError) -> FileBlob {
-        let fd = absolutePath.withPlatformString { Glibc.open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
+        let fd = absolutePath.withPlatformString { openToRead($0, flags: O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
         guard fd >= 0 else { return errno == EACCES || errno == EPERM ? .unreadable : .missing }
         defer { close(fd) }
         var st = stat()

@@ -139,6 +139,34 @@ import TestSupport
         #expect(stored == Set(names))
     }
 
+    /// Reading a file for a commit leaves its access time alone (`O_NOATIME`): relatime would set
+    /// it on the first read after each write, a journal entry per committed file. A plain read of
+    /// the same file first shows that this file system keeps access times.
+    @Test func readingAFileForACommitLeavesItsAccessTime() throws {
+        let t = try TempDevice()
+        try t.write("photo.jpg", "bytes\n")
+        let path = t.data.appending("photo.jpg")
+        func setAccessTime(_ seconds: Int) {
+            var times = [timespec(tv_sec: seconds, tv_nsec: 0), timespec(tv_sec: seconds, tv_nsec: 0)]
+            #expect(path.withPlatformString { utimensat(AT_FDCWD, $0, &times, 0) } == 0)
+        }
+        func accessTime() -> Int {
+            var st = stat()
+            _ = path.withPlatformString { stat($0, &st) }
+            return st.st_atim.tv_sec
+        }
+        setAccessTime(1_000_000_000)  // before the write: relatime sets it on the next read
+        _ = FileManager.default.contents(atPath: path.string)
+        #expect(accessTime() != 1_000_000_000, "a plain read did not set the access time: is \(t.root) mounted noatime?")
+        setAccessTime(1_000_000_000)
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        guard case .written = try repo.writeBlob(fromFile: path) else {
+            Issue.record("photo.jpg was not read")
+            return
+        }
+        #expect(accessTime() == 1_000_000_000)
+    }
+
     @Test func errorsNameTheCallAndPath() throws {
         let t = try TempDevice()
         do {

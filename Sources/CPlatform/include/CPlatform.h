@@ -6,3 +6,10 @@
 static inline int cplatform_name_thread(const char *name) {
     return pthread_setname_np(pthread_self(), name);
 }
+
+#include <fcntl.h>
+
+/// open(2)'s O_NOATIME (GNU), per architecture.
+static inline int cplatform_o_noatime(void) {
+    return O_NOATIME;
+}
