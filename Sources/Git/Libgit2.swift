@@ -30,17 +30,19 @@ public enum Libgit2 {
     }()
 
     /// The system's certificate authorities, loaded once, before the first http(s) remote: parsing
-    /// the ~140 certificates of the bundle (mbedTLS) was a third of the CPU of every process start,
-    /// a `syncagent status` included, whether or not any peer spoke https.
-    private static let certificates: Void = {
-        if FileManager.default.fileExists(atPath: "/etc/ssl/certs/ca-certificates.crt") {
-            _ = syncagent_git_set_ssl_cert_locations("/etc/ssl/certs/ca-certificates.crt", nil)
-        }
+    /// the ~140 certificates of the bundle (mbedTLS) again was a fifth of the CPU of every process
+    /// start, a `syncagent status` included, whether or not any peer spoke https (Debian's libgit2
+    /// loads its default bundle at init already; this is for builds without one).
+    private static let certificates: Bool = {
+        guard FileManager.default.fileExists(atPath: "/etc/ssl/certs/ca-certificates.crt") else { return false }
+        return syncagent_git_set_ssl_cert_locations("/etc/ssl/certs/ca-certificates.crt", nil) == 0
     }()
 
-    /// Loads the certificate authorities when `url` may lead to TLS (http redirects to https).
+    /// Loads the certificate authorities when `url` may lead to TLS (http redirects to https;
+    /// libgit2 takes the scheme in any case).
     static func prepareTransport(for url: String) {
-        if url.hasPrefix("http://") || url.hasPrefix("https://") { certificates }
+        let scheme = url.prefix(8).lowercased()
+        if scheme.hasPrefix("http://") || scheme.hasPrefix("https://") { _ = certificates }
     }
 
     /// Initialise libgit2 once for the process. Safe to call many times.

@@ -140,10 +140,11 @@ final class Loop: @unchecked Sendable {
             fds[0].revents = 0
             fds[1].revents = 0
             _ = poll(&fds, 2, timeoutMilliseconds(now))
-            if fds[0].revents != 0, drainKernelQueue() >= Self.streamOfEvents {
+            if fds[0].revents != 0, drainKernelQueue() >= Self.streamOfEvents, fds[1].revents == 0 {
                 // A stream of events (an apply or a copy of thousands of files): read as they
                 // came, a few at a time, they woke this thread again and again, and every write
-                // in the tree paid for the wake-up. A moment's pause lets them gather.
+                // in the tree paid for the wake-up. A moment's pause lets them gather (not when a
+                // request waits: a drain or a stop is answered at once).
                 usleep(Self.gatherMicroseconds)
             }
             if fds[1].revents != 0 {

@@ -155,7 +155,7 @@ import TestSupport
             _ = path.withPlatformString { stat($0, &st) }
             return st.st_atim.tv_sec
         }
-        setAccessTime(1_000_000_000)  // before the write: relatime sets it on the next read
+        setAccessTime(1_000_000_000)  // older than the file's last write: relatime sets it on the next read
         _ = FileManager.default.contents(atPath: path.string)
         #expect(accessTime() != 1_000_000_000, "a plain read did not set the access time: is \(t.root) mounted noatime?")
         setAccessTime(1_000_000_000)

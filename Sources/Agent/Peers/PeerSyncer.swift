@@ -511,8 +511,10 @@ final class PeerSyncer: Sendable {
         // it fetches from us, or two idle agents would wake each other for ever.
         // A hub's refs move once per device that pushes: with many devices, a burst is dozens of
         // pushes within a second, taken in a few rounds rather than one round each. A peer's ref
-        // moves by a rename of its `.lock` (ignored: the ref has not moved yet), so the rename
-        // alone rings, at once: a 10 ms quiet here was a quarter of a file's trip to the peer.
+        // moves by a rename of its `.lock` (ignored: the ref has not moved yet), so a ref that
+        // exists moves with one event, taken at once: a 10 ms quiet here was a quarter of a file's
+        // trip to the peer. (Two refs moved one after the other may cost a second round; the
+        // doorbell keeps a ring that comes during a round.)
         let (quiet, most): (Duration, Duration) = link.hub ? (.milliseconds(40), .milliseconds(250)) : (.zero, .milliseconds(50))
         let watcher: Watcher
         do {
