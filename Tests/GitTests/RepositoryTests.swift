@@ -1,5 +1,6 @@
 import Foundation
 @testable import Git
+import Platform
 import PropertyBased
 import SystemPackage
 import Testing
@@ -167,6 +168,29 @@ import TestSupport
         #expect(accessTime() == 1_000_000_000)
     }
 
+    /// A file of another owner (readable by all) is still read: `O_NOATIME` is refused (EPERM)
+    /// to anyone but the owner, and `openToRead` goes on without it. Run as root, the thread takes
+    /// the file-system identity of `nobody` (setfsuid drops CAP_FOWNER with it), then its own back.
+    @Test func aFileOfAnotherOwnerIsReadWithoutNoAtime() throws {
+        let t = try TempDevice()
+        try t.write("shared.txt", "bytes\n")
+        // nobody must reach it: the test's own directories only (the temporary directory above
+        // them lets anyone through)
+        for dir in [t.root, t.data] { _ = dir.withPlatformString { chmod($0, 0o755) } }
+        let path = t.data.appending("shared.txt")
+        _ = path.withPlatformString { chmod($0, 0o644) }
+        let previous = linuxSetfsuid(65534)
+        let refused = path.withPlatformString { open($0, O_RDONLY | O_CLOEXEC | 0o1000000 /* O_NOATIME */) }
+        let refusedWith = errno
+        let fd = path.withPlatformString { openToRead($0, flags: O_RDONLY | O_CLOEXEC) }
+        _ = linuxSetfsuid(UInt32(bitPattern: previous))
+        #expect(linuxSetfsuid(UInt32.max) == previous)  // (asks without changing: back as before)
+        #expect(refused < 0 && refusedWith == EPERM, "O_NOATIME was not refused to another owner: the test proves nothing here")
+        #expect(fd >= 0, "a file readable by all was not opened under another owner's identity: errno \(errno)")
+        if refused >= 0 { close(refused) }
+        if fd >= 0 { close(fd) }
+    }
+
     @Test func errorsNameTheCallAndPath() throws {
         let t = try TempDevice()
         do {
@@ -250,3 +274,7 @@ import TestSupport
         #expect(try !repo.isReachable(commits[0], fromAny: []))
     }
 }
+
+/// setfsuid(2) (Swift's Glibc module does not declare it): this thread's file-system user id.
+@_silgen_name("setfsuid")
+private func linuxSetfsuid(_ uid: UInt32) -> Int32
