@@ -43,6 +43,10 @@ enum FetchRunner {
         }
     }
 
+    /// A copy of at least this many objects gives its freed memory back as the fetch ends: far
+    /// above a steady sync's few objects, so only bulk copies pay the trim.
+    static let trimAfterObjects = 10_000
+
     /// Fetches; throws libgit2's error (see `SyncError.fetching`), or `Abandoned`. `attempt` lets the caller see whether a
     /// previous fetch's thread is still stuck.
     static func fetch(gitDir: FilePath, data: FilePath, peer: String, url: String, localGitDir: FilePath?,
@@ -52,7 +56,7 @@ enum FetchRunner {
                                          auth: auth, shouldCancel: shouldCancel)
             // A big copy's lists are freed on this thread, into an arena of their own: given back
             // before the merge fills the other (a 100k-file first sync: 14 MB held through it).
-            if copied >= 10_000 { FreeMemory.returnToSystem() }
+            if copied >= trimAfterObjects { FreeMemory.returnToSystem() }
         }
     }
 
