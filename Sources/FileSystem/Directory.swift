@@ -85,24 +85,46 @@ extension Durability {
     /// directory once, however many of the files it holds). False when a file cannot be opened,
     /// or anything cannot be flushed: the caller then flushes the whole file system instead. The
     /// caller lists every parent up to the one that stays, so a directory already gone is skipped.
+    /// Every file's writeback is started before the first `fsync` (`startWriteback`): on ext4 the
+    /// first `fsync` then commits one journal transaction that holds every file's blocks, and the
+    /// later ones find their data written and their transaction committed (four new objects:
+    /// 3.1-3.5 -> 1.4-1.6 ms on the bench's ext4). Each file still gets its own `fsync`.
     public static func flushFiles(_ files: [FilePath], andDirectories extra: [FilePath] = []) -> Bool {
         var directories: [FilePath] = []
         var seen = Set<FilePath>()
         for file in files {
-            guard flush(file, directory: false) else { return false }
             let up = file.removingLastComponent()
             if seen.insert(up).inserted { directories.append(up) }
         }
         for dir in extra where seen.insert(dir).inserted { directories.append(dir) }
-        return directories.allSatisfy { flush($0, directory: true) }
+        var start = files.startIndex
+        while start < files.endIndex {
+            let chunk = files[start ..< min(start + filesOpenAtOnce, files.endIndex)]
+            start = chunk.endIndex
+            var fds: [Int32] = []
+            defer { for fd in fds { close(fd) } }
+            for file in chunk {
+                let fd = file.withPlatformString { open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+                guard fd >= 0 else { return false }
+                fds.append(fd)
+                startWriteback(fd)
+            }
+            guard fds.allSatisfy(flush) else { return false }
+        }
+        return directories.allSatisfy { dir in
+            let fd = dir.withPlatformString { open($0, O_RDONLY | O_CLOEXEC | O_DIRECTORY) }
+            // A directory that is gone (pruned once empty) needs no flush: its parent, which names
+            // it no more, is flushed with the others.
+            guard fd >= 0 else { return errno == ENOENT }
+            defer { close(fd) }
+            return flush(fd)
+        }
     }
 
-    private static func flush(_ path: FilePath, directory: Bool) -> Bool {
-        let fd = path.withPlatformString { open($0, O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : O_NOFOLLOW)) }
-        // A directory that is gone (pruned once empty) needs no flush: its parent, which names it
-        // no more, is flushed with the others.
-        guard fd >= 0 else { return directory && errno == ENOENT }
-        defer { close(fd) }
+    /// Files held open at once by `flushFiles` (its callers list at most a few hundred).
+    public static let filesOpenAtOnce = 64
+
+    private static func flush(_ fd: Int32) -> Bool {
         while fsync(fd) != 0 {
             guard errno == EINTR else { return false }
         }

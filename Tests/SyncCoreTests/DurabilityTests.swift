@@ -1,0 +1,49 @@
+import FileSystem
+import Foundation
+import SystemPackage
+import Testing
+import TestSupport
+
+/// `Durability.flushFiles` is what stands between new objects and a ref that points at them: it
+/// must say false whenever it could not flush one of them (the caller then flushes the whole file
+/// system), and a store that commits for months must not leak a descriptor on either way out.
+@Suite struct DurabilityTests {
+    /// Descriptors this process holds on anything under `root` (other tests run alongside).
+    func openDescriptors(under root: FilePath) throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count { fd in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"))?.hasPrefix(root.string) ?? false
+        }
+    }
+
+    /// More files than it holds open at once, in several directories, one listed directory gone.
+    func files(_ t: TempDirectory, count: Int) throws -> [FilePath] {
+        try (0 ..< count).map { i in
+            let rel = "d\(i % 7)/f\(i)"
+            try t.write(rel, "object \(i)")
+            return t.root.appending(rel)
+        }
+    }
+
+    @Test func everyFileAndDirectoryFlushedWithoutLeavingDescriptors() throws {
+        let t = try TempDirectory()
+        let all = try files(t, count: 3 * Durability.filesOpenAtOnce + 5)
+                #expect(Durability.flushFiles(all, andDirectories: [t.root, t.root.appending("pruned")]))
+        #expect(try openDescriptors(under: t.root) == 0)
+        for i in all.indices { #expect(t.read("d\(i % 7)/f\(i)") == "object \(i)") }
+    }
+
+    @Test func aMissingFileOrALinkIsAFailureAndLeavesNoDescriptor() throws {
+        let t = try TempDirectory()
+        var all = try files(t, count: Durability.filesOpenAtOnce + 10)
+                // In the middle of the second chunk: the first chunk's files are open when it is met.
+        all.insert(t.root.appending("d1/gone"), at: Durability.filesOpenAtOnce + 3)
+        #expect(!Durability.flushFiles(all))
+        #expect(try openDescriptors(under: t.root) == 0)
+        // A link in a file's place is not followed (O_NOFOLLOW): the object is not flushed.
+        try FileManager.default.createSymbolicLink(atPath: t.path("link"), withDestinationPath: all[0].string)
+        #expect(!Durability.flushFiles([all[0], t.root.appending("link")]))
+        #expect(try openDescriptors(under: t.root) == 0)
+        // A listed directory that is a file, not a directory, cannot be flushed as one.
+        #expect(!Durability.flushFiles([all[0]], andDirectories: [all[1]]))
+    }
+}
