@@ -115,7 +115,9 @@ public enum Files {
     /// throws, nothing is left behind; an error that is not an `Errno` becomes `EIO`.
     /// - Parameter mtime: set as the file's modification time once its bytes are written (a
     ///   `WriteStamp`); when the file system will not take it, the file is left with its own.
-    public static func create(_ path: FilePath, executable: Bool, mtime: timespec? = nil,
+    /// - Parameter writeback: start the file's writeback once its bytes are written, whatever its
+    ///   size (a file an `fsync` follows soon: its blocks join the journal transaction of its rename).
+    public static func create(_ path: FilePath, executable: Bool, mtime: timespec? = nil, writeback: Bool = false,
                               contents: (FileSink) throws -> Void) throws(Errno) {
         let fd = path.withPlatformString { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, executable ? 0o755 : 0o644) }
         guard fd >= 0 else { throw Errno(rawValue: errno) }
@@ -135,7 +137,7 @@ public enum Files {
             let times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2 /* UTIME_OMIT: atime as it is */), mtime]
             _ = times.withUnsafeBufferPointer { futimens(fd, $0.baseAddress) }
         }
-        if failure == nil, sink.written >= Durability.writebackFrom { Durability.startWriteback(fd) }
+        if failure == nil, writeback || sink.written >= Durability.writebackFrom { Durability.startWriteback(fd) }
         if close(fd) != 0, failure == nil { failure = Errno(rawValue: errno) }
         if let failure {
             _ = path.withPlatformString { unlink($0) }

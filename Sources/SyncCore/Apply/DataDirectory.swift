@@ -9,6 +9,10 @@ import SystemPackage
 /// it with a repository handle of their own.
 struct DataDirectory: Sendable {
     let root: FilePath
+    /// Each new file starts its way to the disk as soon as it is written, before its rename: for a
+    /// small apply, whose files are each flushed at the end (`makeDurable`), so that the first
+    /// `fsync` commits one journal transaction that holds both the blocks and the rename.
+    var writebackAtOnce = false
 
     /// One path to write, with what the decision needs (read from the index and the unapplied list
     /// before the workers start: neither is touched by more than one thread).
@@ -342,7 +346,7 @@ struct DataDirectory: Sendable {
             try Files.createLink(temp, target: bytes)
         } else {
             // Streamed: a big file costs a fixed buffer, not its size.
-            try Files.create(temp, executable: side.mode == EntryMode.executable, mtime: stamp) { sink in
+            try Files.create(temp, executable: side.mode == EntryMode.executable, mtime: stamp, writeback: writebackAtOnce) { sink in
                 try repo.streamBlob(side.oid) { chunk in try sink.write(chunk) }
             }
         }

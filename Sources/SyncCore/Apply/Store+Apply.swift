@@ -100,6 +100,8 @@ extension Store {
         let workers = items.count >= 64 ? max(1, min(4, ProcessInfo.processInfo.activeProcessorCount + 1)) : 1
         let disk = self.disk
         guard workers > 1 else {
+            var disk = disk
+            disk.writebackAtOnce = true  // few files: each flushed on its own at the end
             var counter: UInt64 = 0
             return items.map { disk.placeChecked($0, repo: repo, counter: &counter, leftovers: &leftovers) }
         }
