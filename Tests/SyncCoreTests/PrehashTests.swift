@@ -52,6 +52,37 @@ import TestSupport
         #expect(try gitFsck(fixture.gitDir, full: true) == 0)
     }
 
+    /// The commit makes durable exactly the packs the pre-hash names (no `syncfs`): every blob it
+    /// hashed must be in one of them, across several packs per worker (big files: a pack each
+    /// 32 MiB) and small files alike.
+    @Test func everyBlobHashedAheadIsInAPackTheJobNames() throws {
+        let fixture = try StoreFixture()
+        var paths: Set<FilePath> = []
+        let random = try #require(FileHandle(forReadingAtPath: "/dev/urandom"))
+        defer { try? random.close() }
+        for i in 0..<300 {
+            // A few files of 6 MB of random bytes (streamed into the pack), the rest small text.
+            let bytes = i % 30 == 0 ? random.readData(ofLength: 6 << 20) : Data("small file \(i)\n".utf8)
+            let path = FilePath("d\(i % 5)/f\(i)")
+            try FileManager.default.createDirectory(atPath: fixture.data.pushing(path).removingLastComponent().string,
+                                                    withIntermediateDirectories: true)
+            try Data(bytes).write(to: URL(fileURLWithPath: fixture.data.pushing(path).string))
+            paths.insert(path)
+        }
+        let job = try #require(fixture.store.prehashAhead(paths))
+        let found = job.result()
+        let packs = job.packs()
+        #expect(found.count == 300)
+        #expect(packs.count >= 3, "60 MB of big files: more than one pack per worker")
+        let repo = try Repository.openForReading(gitDir: fixture.gitDir)
+        let ids = found.values.map(\.oid)
+        var held = Set<Oid>()
+        for pack in packs { held.formUnion(try repo.pack(pack, holds: ids)) }
+        #expect(Set(ids).subtracting(held).count == 0, "blobs in no pack the job names")
+        #expect(try fixture.store.commit(paths: paths, ahead: job).commit != nil)
+        #expect(try gitFsck(fixture.gitDir, full: true) == 0)
+    }
+
     /// A batch hashed ahead and then not committed (a stop between chunks) leaves nothing a later
     /// commit or `git fsck` trips on.
     @Test func aJobThatIsNeverCommittedLeavesTheStoreWhole() throws {

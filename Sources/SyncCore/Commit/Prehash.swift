@@ -35,11 +35,14 @@ extension Store {
     /// - Parameter list: in path order (`precedesInBytes`), a contiguous run per worker: each pack
     ///   holds its files in the order a peer's apply reads them, so reading a blob maps the pack
     ///   window the one before it used instead of a new one per file.
+    /// Also returns the names of the packs the workers finished (`PackBatch.names`): the commit
+    /// makes exactly those durable before its ref names their objects.
     static func prehash(_ list: [FilePath], gitDir: FilePath, data: FilePath,
-                        cancelled: @Sendable () -> Bool = { false }) -> [FilePath: Prehashed] {
+                        cancelled: @Sendable () -> Bool = { false }) -> (found: [FilePath: Prehashed], packs: [String]) {
         let workers = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
-        guard workers > 1 else { return [:] }
+        guard workers > 1 else { return ([:], []) }
         let found = Mutex<[FilePath: Prehashed]>([:])
+        let packs = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
             guard let repo = try? Repository.open(gitDir: gitDir, workdir: data) else { return }
             // Small files go into packs written straight from memory: no inode per object, nothing
@@ -48,7 +51,7 @@ extension Store {
             let range = (list.count * worker / workers)..<(list.count * (worker + 1) / workers)
             var mine: [FilePath: Prehashed] = [:]
             mine.reserveCapacity(range.count)
-            var stats = (before: stat(), after: stat())
+            var stats = (before: Glibc.stat(), after: Glibc.stat())
             for i in range {
                 if cancelled() { return }  // its pack, unfinished, is dropped with the batch
                 let path = list[i]
@@ -64,10 +67,11 @@ extension Store {
             }
             // Objects still in memory are not in the store: without their pack, none of this
             // worker's results is used (the commit loop reads those files itself).
+            defer { if let batch { packs.withLock { $0 += batch.names } } }
             if let batch, (try? batch.flush()) == nil { return }
             found.withLock { $0.merge(mine) { a, _ in a } }
         }
-        return found.withLock { $0 }
+        return (found.withLock { $0 }, packs.withLock { $0 })
     }
 }
 
@@ -76,6 +80,7 @@ public final class PrehashJob: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     /// Written once by the hashing thread before `finished` is signalled; read only after it.
     private var found: [FilePath: Prehashed] = [:]
+    private var packNames: [String] = []
     private let stop = Atomic<Bool>(false)
     /// The coarse clock before any of the job's files was looked at (`Store.settledStat`).
     let startedAt = WriteStamp.coarseNow()
@@ -83,7 +88,7 @@ public final class PrehashJob: @unchecked Sendable {
     /// - Parameter list: in path order (`precedesInBytes`).
     init(list: [FilePath], gitDir: FilePath, data: FilePath) {
         DispatchQueue.global().async { [self] in
-            found = Store.prehash(list, gitDir: gitDir, data: data) { [self] in stop.load(ordering: .relaxed) }
+            (found, packNames) = Store.prehash(list, gitDir: gitDir, data: data) { [self] in stop.load(ordering: .relaxed) }
             finished.signal()
         }
     }
@@ -93,6 +98,12 @@ public final class PrehashJob: @unchecked Sendable {
         finished.wait()
         finished.signal()  // for a second caller
         return found
+    }
+
+    /// The packs the job wrote (names as `PackBatch.names` gives them), once every thread is done.
+    func packs() -> [String] {
+        _ = result()
+        return packNames
     }
 
     /// Stops the hashing threads at their next file and waits until none of them writes into the

@@ -101,12 +101,16 @@ extension Store {
         }
         var job = ahead ?? hashAhead(from: 0)
         defer { job?.cancel() }  // a commit that failed half-way: no thread keeps writing
-        // A small commit flushes just the objects it wrote (`moveRef`); the pre-hash's packs are
-        // not in that log, so a batch that may use it flushes the file system.
-        if ahead == nil && !chunked { repo.recordWrites() }
+        // The commit flushes just the objects it wrote (`moveRef`): the loose ones it logs and the
+        // pre-hash's packs, so the data directory's own dirty pages (a folder of photos just
+        // copied) are not written out on the way; past `writeLogLimit` loose objects it flushes
+        // the file system.
+        repo.recordWrites()
         defer { _ = repo.takeWrites() }
+        var packs: [String] = []
         for start in stride(from: 0, to: ordered.count, by: step) {
             let prehashed = job?.result() ?? [:]
+            packs += job?.packs() ?? []
             let hashedAt = job?.startedAt ?? lookedAt
             job = hashAhead(from: start + step)
             if !prehashed.isEmpty { repo.refreshObjects() }  // the workers' packs
@@ -234,7 +238,7 @@ extension Store {
                                        committer: committer,
                                        message: (reason.map { "\(device): \($0)\n\n" } ?? "") + summary.message(device: device),
                                        updateRef: nil)
-        try moveRef(Store.mainRef, to: id, expected: parent, message: "syncagent: commit", written: repo.takeWrites())
+        try moveRef(Store.mainRef, to: id, expected: parent, message: "syncagent: commit", written: repo.takeWrites(), packs: packs)
         try saveIndex(index)
         return CommitOutcome(commit: id.id, summary: summary, retry: retry, skipped: skipped, newlyHeld: newlyHeld)
     }

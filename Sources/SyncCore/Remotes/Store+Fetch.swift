@@ -37,15 +37,20 @@ extension Store {
     }
 
     /// Copies the objects behind `tips` that this store lacks from a store on this machine, and
-    /// makes them durable before any ref may point at them: a small copy wrote only loose files,
-    /// and those are flushed; anything else, the file system.
+    /// makes them durable before any ref may point at them: the loose files it wrote and the packs
+    /// that are new in `objects/pack` (written, linked or indexed), an fsync each, so what else is
+    /// waiting on the file system (the peer's data directory, when it shares it) is not written out
+    /// on the way; when that fails, the whole file system.
     @discardableResult
     static func copyDurably(into repo: Repository, gitDir: FilePath, from source: Repository, tips: [Oid],
                             shouldCancel: @escaping () -> Bool) throws(GitError) -> Int {
+        let objects = gitDir.appending("objects"), packs = objects.appending("pack")
+        let before = Set(((try? Directory.entries(of: packs)) ?? []).map(\.name))
         let report = try repo.copyMissingObjects(from: source, tips: tips, progress: { _ in !shouldCancel() })
-        let onlyLoose = report.packs == 0 && report.wholePacks == 0 && report.looseIds.count == report.objects
-        if report.objects > 0, !(onlyLoose && Durability.flushFiles(report.looseIds.map(repo.looseObjectPath),
-                                                                    andDirectories: [gitDir.appending("objects")])) {
+        guard report.objects > 0 else { return 0 }
+        let new = ((try? Directory.entries(of: packs)) ?? []).map(\.name).filter { !before.contains($0) }
+        if !Durability.flushFiles(new.map { packs.appending($0) } + report.looseIds.map(repo.looseObjectPath),
+                                  andDirectories: [objects, packs]) {
             Durability.flushFileSystem(containing: gitDir)
         }
         return report.objects

@@ -113,12 +113,18 @@ public final class Store {
     /// Moves a ref only after every object written so far is on disk, so a crash can never leave a
     /// ref pointing at a missing object. A crash before the move loses nothing either: the data
     /// directory still holds the files, and the next start commits them again.
-    /// With `written` (the objects this step wrote, from `Repository.takeWrites()`, all loose),
-    /// only those files are flushed: every other object the ref reaches was made durable before an
-    /// earlier ref pointed at it, or by the flush after a fetch or a pack.
-    func moveRef(_ name: String, to id: Oid, expected: Oid?, message: String, written: [Oid]? = nil) throws(GitError) {
+    /// With `written` (the loose objects this step wrote, from `Repository.takeWrites()`) and
+    /// `packs` (the packs it wrote, `PackBatch.names`), only those files are flushed: every other
+    /// object the ref reaches was made durable before an earlier ref pointed at it, or by the
+    /// flush after a fetch or a pack.
+    func moveRef(_ name: String, to id: Oid, expected: Oid?, message: String, written: [Oid]? = nil,
+                 packs: [String] = []) throws(GitError) {
         let objects = gitDir.appending("objects")
-        if !(written.map { ids in Durability.flushFiles(ids.map(repo.looseObjectPath), andDirectories: [objects]) } ?? false) {
+        let packDir = objects.appending("pack")
+        let packFiles = packs.flatMap { [packDir.appending("pack-\($0).pack"), packDir.appending("pack-\($0).idx")] }
+        if !(written.map { ids in
+            Durability.flushFiles(packFiles + ids.map(repo.looseObjectPath), andDirectories: packs.isEmpty ? [objects] : [objects, packDir])
+        } ?? false) {
             Durability.flushFileSystem(containing: gitDir)
         }
         try repo.updateReference(name, to: id, expected: expected, message: message)
