@@ -24,7 +24,7 @@ public struct ObjectCopyLimits: Sendable {
     /// Blobs larger than this go through a fixed buffer when the peer keeps them loose (hashed
     /// once, as they are written; a whole read also had libgit2 hash them on the way in).
     public var streamAbove: Int
-    /// The first this many objects are written loose; the rest go into packs.
+    /// A copy of at most this many objects writes them loose; a bigger one, into packs.
     public var looseLimit: Int
     /// A pack is written each time the objects waiting for one hold this many bytes.
     public var batchBytes: Int
@@ -232,6 +232,10 @@ private struct ObjectCopier: ~Copyable {
             let taken = try takeWholePacks(wanted: wanted)
             if !taken.isEmpty { missing.removeAll { taken.contains($0.id) } }
         }
+        // A copy of more objects than a small one writes loose goes into packs from its first
+        // object: loose files would cost an fsync each (and one for each new fan-out directory)
+        // before a ref may name them, a pack costs two.
+        if missing.count > limits.looseLimit { loose = limits.looseLimit }
         for (id, type) in missing where !has(id) {
             if type == GIT_OBJECT_BLOB { try copyBlob(id) } else { try copyWhole(id, expecting: type) }
         }
