@@ -14,8 +14,8 @@ public enum Libgit2 {
         for level in [GIT_CONFIG_LEVEL_GLOBAL, GIT_CONFIG_LEVEL_XDG, GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_PROGRAMDATA] {
             _ = syncagent_git_set_search_path(level.rawValue, empty)
         }
-        // No fsync per object: the store flushes the file system once per batch, before a ref
-        // moves (see Store), which is as safe and far cheaper for large batches.
+        // No fsync per object from libgit2: the store flushes what a batch wrote before a ref moves
+        // (`Store.moveRef`: the objects it logged and the packs it wrote, else the file system).
         _ = syncagent_git_enable_fsync_gitdir(0)
         // Trees and commits are made only from objects this process has just written or read: no
         // existence check per entry (at 1,000 entries a level it cost a lookup each, every commit).

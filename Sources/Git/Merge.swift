@@ -175,6 +175,10 @@ extension Repository {
         case unreadable
     }
 
+    /// Room for `writeBlob(fromFile:stats:)`'s two `fstat`s (made here: a caller that does not
+    /// import the C modules cannot always name `stat`'s initializer).
+    public static var blankStats: (before: stat, after: stat) { (stat(), stat()) }
+
     /// Writes the regular file at `absolutePath` into the object database as a blob, byte for byte:
     /// a file up to 1 MiB in one read (and only when the store lacks it), a larger one streamed in
     /// 1 MiB pieces (memory does not grow with the file); never through a filter

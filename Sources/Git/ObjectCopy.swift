@@ -64,7 +64,9 @@ extension Repository {
     /// fixed buffer when the peer keeps them loose, so a 1 GiB file costs no 1 GiB of memory.
     /// A commit is written only after its tree and its parents: a commit present here always has
     /// everything it reaches, which is what lets the walk stop at the first commit it finds.
-    /// Objects are written loose and not synced: make them durable before a reference names them.
+    /// A copy of at most `looseLimit` objects writes them loose, a bigger one into packs (big
+    /// blobs the peer keeps loose are streamed or linked loose either way); nothing is synced:
+    /// make what the report lists durable before a reference names it.
     /// `progress` is called after each object; returning false abandons the copy (it throws).
     @discardableResult
     public func copyMissingObjects(from source: Repository, tips: [Oid], limits: ObjectCopyLimits = ObjectCopyLimits(),
@@ -84,10 +86,11 @@ private struct ObjectCopier: ~Copyable {
     let limits: ObjectCopyLimits
     let progress: (ObjectCopyReport) -> Bool
     var report = ObjectCopyReport()
-    /// Past `limits.looseLimit` loose objects, the rest go into packs: every new file costs an
-    /// inode, and on ext4 that is most of the time of a big copy (git's own unpackLimit is 100).
+    /// Small objects written loose so far: past `limits.looseLimit` (set there at once for a copy
+    /// of more objects), they go into packs: every new file costs an inode, and on ext4 that is
+    /// most of the time of a big copy (git's own unpackLimit is 100), and an fsync before a ref moves.
     var loose = 0
-    /// Objects waiting in memory for the next pack (opened at the first object past the loose ones).
+    /// Objects waiting in memory for the next pack (opened at the first object that goes into one).
     var batch: PackBatch?
     /// Lookups of objects this store lacks, made cheap once there are many (`has`).
     let misses = Misses()
@@ -171,7 +174,7 @@ private struct ObjectCopier: ~Copyable {
         if let packs = misses.packs { _ = git_odb_refresh(packs) }
     }
 
-    /// Writes a small object: loose for the first few, then into the batch for the next pack.
+    /// Writes a small object: loose in a small copy, else into the batch for the next pack.
     mutating func write(_ data: UnsafeRawPointer?, _ size: Int, _ type: git_object_t, _ id: Oid) throws(GitError) {
         if loose < limits.looseLimit {
             loose += 1

@@ -54,11 +54,17 @@ public final class PackBatch {
         git_odb_free(odb)
     }
 
+    /// An object was found in one of the store's packs (maybe one this batch wrote, maybe one
+    /// nobody has flushed yet): flushing `names` alone then does not cover every id it returned.
+    public private(set) var foundStored = false
+
     /// Whether the object is in the batch or already in one of the store's packs.
     public func has(_ id: Oid) -> Bool {
         if waiting.contains(id) { return true }
         var raw = id.raw
-        return git_odb_exists_ext(odb, &raw, Self.noRefresh) == 1
+        guard git_odb_exists_ext(odb, &raw, Self.noRefresh) == 1 else { return false }
+        foundStored = true
+        return true
     }
 
     /// Adds an object (nothing when the store or the batch has it already); returns its id.

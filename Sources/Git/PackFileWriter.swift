@@ -476,10 +476,17 @@ final class StreamSHA1 {
 
     /// The id of an object of this type and content, as git computes it (`<type> <size>\0` first).
     static func objectID(type: git_object_t, content: UnsafeRawBufferPointer) throws(GitError) -> Oid {
-        let sha = try StreamSHA1()
-        Array("\(String(cString: git_object_type2string(type))) \(content.count)\0".utf8).withUnsafeBytes { sha.update($0) }
-        sha.update(content)
-        let digest = try sha.finish()
+        try StreamSHA1().objectID(type: type, content: content)
+    }
+
+    /// The same, through this context, started again for each object (one context for a whole
+    /// pack: OpenSSL 3 looks the digest up again at every new context).
+    func objectID(type: git_object_t, content: UnsafeRawBufferPointer) throws(GitError) -> Oid {
+        guard EVP_DigestInit_ex(context, nil, nil) == 1 else { throw Self.failed("EVP_DigestInit_ex") }
+        failedUpdate = false
+        Array("\(String(cString: git_object_type2string(type))) \(content.count)\0".utf8).withUnsafeBytes { update($0) }
+        update(content)
+        let digest = try finish()
         var raw = git_oid()
         withUnsafeMutableBytes(of: &raw.id) { $0.copyBytes(from: digest) }
         return Oid(raw)

@@ -200,7 +200,7 @@ extension PackTransfer {
             if size > Self.adoptObjectsUpTo { return nil }
             types.append(type)
         }
-        // Every id computed. A big pack (photos: sha1dc's 600 MB/s is most of the cost) is split
+        // Every id computed. A big pack (photos: hashing is most of the cost) is split
         // in two runs of objects in offset order, each read through a handle of its own on a core
         // of its own (a delta whose base is in the other run reads that base itself).
         // A slice of 256 MiB of the pack at a time, progress told between slices.
@@ -291,6 +291,8 @@ extension PackTransfer {
     /// error goes to `failure` (and stops every run).
     static func hashRun(_ entries: [(id: Oid, offset: UInt64, crc: UInt32)], _ range: Range<Int>, odb: OpaquePointer,
                         pack: FilePath, failure: FirstFailure) {
+        let sha: StreamSHA1
+        do { sha = try StreamSHA1() } catch { return failure.record(error) }
         for n in range {
             if failure.happened { return }
             let entry = entries[n]
@@ -303,8 +305,8 @@ extension PackTransfer {
             // libgit2's collision detection.)
             let computed: Oid
             do {
-                computed = try StreamSHA1.objectID(type: git_odb_object_type(object),
-                                                   content: UnsafeRawBufferPointer(start: git_odb_object_data(object), count: git_odb_object_size(object)))
+                computed = try sha.objectID(type: git_odb_object_type(object),
+                                            content: UnsafeRawBufferPointer(start: git_odb_object_data(object), count: git_odb_object_size(object)))
             } catch {
                 git_odb_object_free(object)
                 return failure.record(error)

@@ -18,16 +18,29 @@ import TestSupport
         let tree = try repo.writeFlatTree(blobs.enumerated().map { (name: "f\($0.offset)", blob: $0.element) })
         let sig = Signature(name: "phone", email: "phone@syncagent", time: 1_700_000_000)
         let commit = try repo.createCommit(tree: tree, parents: [], author: sig, committer: sig, message: "m\n", updateRef: nil)
+        // An annotated tag (a peer's store never makes one, but a pack may hold any type).
+        var target: OpaquePointer?
+        var commitRaw = commit.raw
+        #expect(git_object_lookup(&target, repo.handle, &commitRaw, GIT_OBJECT_COMMIT) == 0)
+        defer { git_object_free(target) }
+        let tagger = try sig.makeC()
+        defer { git_signature_free(tagger) }
+        var tagRaw = git_oid()
+        #expect(git_tag_create(&tagRaw, repo.handle, "v1", target, tagger, "a tag\n", 0) == 0)
+        let tag = Oid(tagRaw)
         var odb: OpaquePointer?
         #expect(git_repository_odb(&odb, repo.handle) == 0)
         defer { git_odb_free(odb) }
-        for id in blobs + [tree, commit] {
+        // One context for all (as a pack's check uses it), and a fresh one for each.
+        let shared = try StreamSHA1()
+        for id in blobs + [tree, commit, tag] {
             var raw = id.raw
             var object: OpaquePointer?
             #expect(git_odb_read(&object, odb, &raw) == 0)
             defer { git_odb_object_free(object) }
             let content = UnsafeRawBufferPointer(start: git_odb_object_data(object), count: git_odb_object_size(object))
             #expect(try StreamSHA1.objectID(type: git_odb_object_type(object), content: content) == id)
+            #expect(try shared.objectID(type: git_odb_object_type(object), content: content) == id)
             // One byte more is another object: the check is not a formality.
             var longer = Array(content)
             longer.append(0x0a)

@@ -27,7 +27,7 @@ import TestSupport
     @Test func everyFileAndDirectoryFlushedWithoutLeavingDescriptors() throws {
         let t = try TempDirectory()
         let all = try files(t, count: 3 * Durability.filesOpenAtOnce + 5)
-                #expect(Durability.flushFiles(all, andDirectories: [t.root, t.root.appending("pruned")]))
+        #expect(Durability.flushFiles(all, andDirectories: [t.root, t.root.appending("pruned")]))
         #expect(try openDescriptors(under: t.root) == 0)
         for i in all.indices { #expect(t.read("d\(i % 7)/f\(i)") == "object \(i)") }
     }
@@ -35,7 +35,7 @@ import TestSupport
     @Test func aMissingFileOrALinkIsAFailureAndLeavesNoDescriptor() throws {
         let t = try TempDirectory()
         var all = try files(t, count: Durability.filesOpenAtOnce + 10)
-                // In the middle of the second chunk: the first chunk's files are open when it is met.
+        // In the middle of the second chunk: the first chunk's files are open when it is met.
         all.insert(t.root.appending("d1/gone"), at: Durability.filesOpenAtOnce + 3)
         #expect(!Durability.flushFiles(all))
         #expect(try openDescriptors(under: t.root) == 0)

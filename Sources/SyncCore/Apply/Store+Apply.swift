@@ -101,7 +101,7 @@ extension Store {
         let disk = self.disk
         guard workers > 1 else {
             var disk = disk
-            disk.writebackAtOnce = true  // few files: each flushed on its own at the end
+            disk.writebackAtOnce = true  // few files: flushed one by one at the end (mostly)
             var counter: UInt64 = 0
             return items.map { disk.placeChecked($0, repo: repo, counter: &counter, leftovers: &leftovers) }
         }

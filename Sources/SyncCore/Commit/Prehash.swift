@@ -35,23 +35,26 @@ extension Store {
     /// - Parameter list: in path order (`precedesInBytes`), a contiguous run per worker: each pack
     ///   holds its files in the order a peer's apply reads them, so reading a blob maps the pack
     ///   window the one before it used instead of a new one per file.
-    /// Also returns the names of the packs the workers finished (`PackBatch.names`): the commit
-    /// makes exactly those durable before its ref names their objects.
+    /// Also returns the names of the packs the workers finished (`PackBatch.names`), which the
+    /// commit makes durable before its ref names their objects; nil when some id found is not in
+    /// them (an object already in another of the store's packs: the commit flushes the file system).
     static func prehash(_ list: [FilePath], gitDir: FilePath, data: FilePath,
-                        cancelled: @Sendable () -> Bool = { false }) -> (found: [FilePath: Prehashed], packs: [String]) {
+                        cancelled: @Sendable () -> Bool = { false }) -> (found: [FilePath: Prehashed], packs: [String]?) {
         let workers = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
         guard workers > 1 else { return ([:], []) }
         let found = Mutex<[FilePath: Prehashed]>([:])
-        let packs = Mutex<[String]>([])
+        let packs = Mutex<[String]?>([])
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
             guard let repo = try? Repository.open(gitDir: gitDir, workdir: data) else { return }
             // Small files go into packs written straight from memory: no inode per object, nothing
             // to repack later (a pack batch per worker, one pack each 32 MiB).
-            let batch = try? PackBatch(gitDir: gitDir)
+            // Without a batch nothing is hashed here: a loose object written through this handle
+            // would be in no list the commit flushes.
+            guard let batch = try? PackBatch(gitDir: gitDir) else { return }
             let range = (list.count * worker / workers)..<(list.count * (worker + 1) / workers)
             var mine: [FilePath: Prehashed] = [:]
             mine.reserveCapacity(range.count)
-            var stats = (before: Glibc.stat(), after: Glibc.stat())
+            var stats = Repository.blankStats
             for i in range {
                 if cancelled() { return }  // its pack, unfinished, is dropped with the batch
                 let path = list[i]
@@ -67,8 +70,8 @@ extension Store {
             }
             // Objects still in memory are not in the store: without their pack, none of this
             // worker's results is used (the commit loop reads those files itself).
-            defer { if let batch { packs.withLock { $0 += batch.names } } }
-            if let batch, (try? batch.flush()) == nil { return }
+            defer { packs.withLock { $0 = batch.foundStored ? nil : $0.map { $0 + batch.names } } }
+            if (try? batch.flush()) == nil { return }
             found.withLock { $0.merge(mine) { a, _ in a } }
         }
         return (found.withLock { $0 }, packs.withLock { $0 })
@@ -80,7 +83,7 @@ public final class PrehashJob: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     /// Written once by the hashing thread before `finished` is signalled; read only after it.
     private var found: [FilePath: Prehashed] = [:]
-    private var packNames: [String] = []
+    private var packNames: [String]? = []
     private let stop = Atomic<Bool>(false)
     /// The coarse clock before any of the job's files was looked at (`Store.settledStat`).
     let startedAt = WriteStamp.coarseNow()
@@ -100,8 +103,9 @@ public final class PrehashJob: @unchecked Sendable {
         return found
     }
 
-    /// The packs the job wrote (names as `PackBatch.names` gives them), once every thread is done.
-    func packs() -> [String] {
+    /// The packs the job wrote (names as `PackBatch.names` gives them), once every thread is done;
+    /// nil when some blob it found is in none of them.
+    func packs() -> [String]? {
         _ = result()
         return packNames
     }

@@ -103,14 +103,14 @@ extension Store {
         defer { job?.cancel() }  // a commit that failed half-way: no thread keeps writing
         // The commit flushes just the objects it wrote (`moveRef`): the loose ones it logs and the
         // pre-hash's packs, so the data directory's own dirty pages (a folder of photos just
-        // copied) are not written out on the way; past `writeLogLimit` loose objects it flushes
-        // the file system.
+        // copied) are not written out on the way. Past `writeLogLimit` loose objects, or when the
+        // pre-hash found a blob already packed, it flushes the file system.
         repo.recordWrites()
         defer { _ = repo.takeWrites() }
-        var packs: [String] = []
+        var packs: [String]? = []
         for start in stride(from: 0, to: ordered.count, by: step) {
             let prehashed = job?.result() ?? [:]
-            packs += job?.packs() ?? []
+            if let job { packs = job.packs().flatMap { mine in packs.map { $0 + mine } } }
             let hashedAt = job?.startedAt ?? lookedAt
             job = hashAhead(from: start + step)
             if !prehashed.isEmpty { repo.refreshObjects() }  // the workers' packs
@@ -238,7 +238,7 @@ extension Store {
                                        committer: committer,
                                        message: (reason.map { "\(device): \($0)\n\n" } ?? "") + summary.message(device: device),
                                        updateRef: nil)
-        try moveRef(Store.mainRef, to: id, expected: parent, message: "syncagent: commit", written: repo.takeWrites(), packs: packs)
+        try moveRef(Store.mainRef, to: id, expected: parent, message: "syncagent: commit", written: packs == nil ? nil : repo.takeWrites(), packs: packs ?? [])
         try saveIndex(index)
         return CommitOutcome(commit: id.id, summary: summary, retry: retry, skipped: skipped, newlyHeld: newlyHeld)
     }

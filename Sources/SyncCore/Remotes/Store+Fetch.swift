@@ -41,19 +41,39 @@ extension Store {
     /// that are new in `objects/pack` (written, linked or indexed), an fsync each, so what else is
     /// waiting on the file system (the peer's data directory, when it shares it) is not written out
     /// on the way; when that fails, the whole file system.
+    /// A copy that fails or is cancelled flushes the file system too: the packs it put in place
+    /// stay, and a later copy, finding their objects here, would not write (nor flush) them again.
     @discardableResult
     static func copyDurably(into repo: Repository, gitDir: FilePath, from source: Repository, tips: [Oid],
                             shouldCancel: @escaping () -> Bool) throws(GitError) -> Int {
         let objects = gitDir.appending("objects"), packs = objects.appending("pack")
-        let before = Set(((try? Directory.entries(of: packs)) ?? []).map(\.name))
-        let report = try repo.copyMissingObjects(from: source, tips: tips, progress: { _ in !shouldCancel() })
+        let before = packFiles(in: packs)
+        let report: ObjectCopyReport
+        do {
+            report = try repo.copyMissingObjects(from: source, tips: tips, progress: { _ in !shouldCancel() })
+        } catch {
+            Durability.flushFileSystem(containing: gitDir)
+            throw error
+        }
         guard report.objects > 0 else { return 0 }
-        let new = ((try? Directory.entries(of: packs)) ?? []).map(\.name).filter { !before.contains($0) }
-        if !Durability.flushFiles(new.map { packs.appending($0) } + report.looseIds.map(repo.looseObjectPath),
-                                  andDirectories: [objects, packs]) {
+        let after = packFiles(in: packs)
+        let new = before.flatMap { before in after?.filter { !before.contains($0) } }
+        // The listing failed, or a pack the copy wrote is not there: what to flush is not known.
+        let complete = new.map { new in report.packs + report.wholePacks == 0 || new.contains { $0.extension == "pack" } } ?? false
+        if !complete || !Durability.flushFiles((new ?? []).map { packs.appending($0) } + report.looseIds.map(repo.looseObjectPath),
+                                                andDirectories: [objects, packs]) {
             Durability.flushFileSystem(containing: gitDir)
         }
         return report.objects
+    }
+
+    /// The packs and their indexes in `objects/pack` (`pack-*.pack`, `pack-*.idx`: not the
+    /// temporary files a pack is written under); nil when the folder cannot be read.
+    static func packFiles(in packs: FilePath) -> Set<FilePath.Component>? {
+        guard let entries = try? Directory.entries(of: packs) else { return nil }
+        return Set(entries.map(\.name).filter { name in
+            name.stem.hasPrefix("pack-") && (name.extension == "pack" || name.extension == "idx")
+        })
     }
 
     /// Runs a fetch, then makes the packs it wrote durable (an fsync each, or one `syncfs` when
@@ -62,11 +82,13 @@ extension Store {
     /// only (its indexer), never loose objects.
     static func durably(gitDir: FilePath, _ fetch: () throws(GitError) -> Void) throws(GitError) {
         let packs = gitDir.appending("objects").appending("pack")
-        let before = Set(((try? Directory.entries(of: packs)) ?? []).map(\.name))
+        let before = packFiles(in: packs)
         try fetch()
-        let new = ((try? Directory.entries(of: packs)) ?? []).map(\.name).filter { !before.contains($0) }
+        guard let before, let new = packFiles(in: packs)?.subtracting(before) else {
+            return Durability.flushFileSystem(containing: gitDir)  // not known what it wrote
+        }
         guard !new.isEmpty else { return }
-        if !Durability.flushFiles(new.map { packs.appending($0) }, andDirectories: [gitDir.appending("objects")]) {
+        if !Durability.flushFiles(new.map { packs.appending($0) }, andDirectories: [gitDir.appending("objects"), packs]) {
             Durability.flushFileSystem(containing: gitDir)
         }
     }

@@ -116,7 +116,8 @@ public final class Store {
     /// With `written` (the loose objects this step wrote, from `Repository.takeWrites()`) and
     /// `packs` (the packs it wrote, `PackBatch.names`), only those files are flushed: every other
     /// object the ref reaches was made durable before an earlier ref pointed at it, or by the
-    /// flush after a fetch or a pack.
+    /// flush after a fetch, a copy or a pack. (An object the log names that is not a loose file,
+    /// found already packed, makes the flush fail: then the whole file system is flushed.)
     func moveRef(_ name: String, to id: Oid, expected: Oid?, message: String, written: [Oid]? = nil,
                  packs: [String] = []) throws(GitError) {
         let objects = gitDir.appending("objects")
