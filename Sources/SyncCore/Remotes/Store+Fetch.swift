@@ -46,8 +46,7 @@ extension Store {
     @discardableResult
     static func copyDurably(into repo: Repository, gitDir: FilePath, from source: Repository, tips: [Oid],
                             shouldCancel: @escaping () -> Bool) throws(GitError) -> Int {
-        let objects = gitDir.appending("objects"), packs = objects.appending("pack")
-        let before = packFiles(in: packs)
+        let before = packFiles(in: gitDir)
         let report: ObjectCopyReport
         do {
             report = try repo.copyMissingObjects(from: source, tips: tips, progress: { _ in !shouldCancel() })
@@ -56,24 +55,34 @@ extension Store {
             throw error
         }
         guard report.objects > 0 else { return 0 }
-        let after = packFiles(in: packs)
-        let new = before.flatMap { before in after?.filter { !before.contains($0) } }
-        // The listing failed, or a pack the copy wrote is not there: what to flush is not known.
-        let complete = new.map { new in report.packs + report.wholePacks == 0 || new.contains { $0.extension == "pack" } } ?? false
-        if !complete || !Durability.flushFiles((new ?? []).map { packs.appending($0) } + report.looseIds.map(repo.looseObjectPath),
-                                                andDirectories: [objects, packs]) {
-            Durability.flushFileSystem(containing: gitDir)
-        }
+        flushNew(in: gitDir, packsSince: before, loose: report.looseIds.map(repo.looseObjectPath),
+                 packsWritten: report.packs + report.wholePacks > 0)
         return report.objects
     }
 
     /// The packs and their indexes in `objects/pack` (`pack-*.pack`, `pack-*.idx`: not the
     /// temporary files a pack is written under); nil when the folder cannot be read.
-    static func packFiles(in packs: FilePath) -> Set<FilePath.Component>? {
-        guard let entries = try? Directory.entries(of: packs) else { return nil }
+    static func packFiles(in gitDir: FilePath) -> Set<FilePath.Component>? {
+        guard let entries = try? Directory.entries(of: gitDir.appending("objects").appending("pack")) else { return nil }
         return Set(entries.map(\.name).filter { name in
             name.stem.hasPrefix("pack-") && (name.extension == "pack" || name.extension == "idx")
         })
+    }
+
+    /// Makes durable what a fetch or a copy wrote: the packs new in `objects/pack` since `before`
+    /// and the `loose` files, an fsync each; the whole file system when that fails, when a listing
+    /// failed, or when `packsWritten` and no new pack is listed (what to flush is not known).
+    static func flushNew(in gitDir: FilePath, packsSince before: Set<FilePath.Component>?, loose: [FilePath],
+                         packsWritten: Bool) {
+        let objects = gitDir.appending("objects"), packs = objects.appending("pack")
+        guard let before, let new = packFiles(in: gitDir)?.subtracting(before),
+              !packsWritten || new.contains(where: { $0.extension == "pack" }) else {
+            return Durability.flushFileSystem(containing: gitDir)
+        }
+        guard !new.isEmpty || !loose.isEmpty else { return }
+        if !Durability.flushFiles(new.map { packs.appending($0) } + loose, andDirectories: [objects, packs]) {
+            Durability.flushFileSystem(containing: gitDir)
+        }
     }
 
     /// Runs a fetch, then makes the packs it wrote durable (an fsync each, or one `syncfs` when
@@ -81,15 +90,8 @@ extension Store {
     /// a fast-forward to it flushes nothing more (`integrateMain`). libgit2's fetch writes packs
     /// only (its indexer), never loose objects.
     static func durably(gitDir: FilePath, _ fetch: () throws(GitError) -> Void) throws(GitError) {
-        let packs = gitDir.appending("objects").appending("pack")
-        let before = packFiles(in: packs)
+        let before = packFiles(in: gitDir)
         try fetch()
-        guard let before, let new = packFiles(in: packs)?.subtracting(before) else {
-            return Durability.flushFileSystem(containing: gitDir)  // not known what it wrote
-        }
-        guard !new.isEmpty else { return }
-        if !Durability.flushFiles(new.map { packs.appending($0) }, andDirectories: [gitDir.appending("objects"), packs]) {
-            Durability.flushFileSystem(containing: gitDir)
-        }
+        flushNew(in: gitDir, packsSince: before, loose: [], packsWritten: false)
     }
 }
