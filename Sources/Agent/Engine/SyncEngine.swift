@@ -100,29 +100,21 @@ actor SyncEngine {
                 paths.formUnion(heldDeletes)
                 releaseHold()
             }
-            let outcome = try store.commit(paths: paths, send: send, ahead: ahead, unchanged: ownWrites)
-            setProblem(.commit, nil)
-            if outcome.commit != nil {
-                schedule.lastActivity = .now
-                schedule.packPending = true
-                schedule.commitsSincePack += 1
+            // Big new files (a folder of photos) go in as several commits, each slice hashed on
+            // other threads while the one before is committed: a peer fetches and writes the first
+            // while the rest is hashed, instead of waiting for the whole batch.
+            let sliceable = ahead == nil && send.isEmpty && !batch.rescan && !confirmDeletes && config.mode != .receiveOnly
+            // (A merge's own writes read back are looked at no further: they go with the first.)
+            var slices = sliceable ? store.slicesBySize(paths.subtracting(ownWrites)) : []
+            if slices.count > 1 { slices[0].formUnion(ownWrites) } else { slices = [paths] }
+            var job = slices.count > 1 ? store.prehashAhead(slices[0].subtracting(ownWrites), always: true) : ahead
+            defer { if slices.count > 1 { job?.cancel() } }  // a slice failed: no thread keeps writing
+            for (n, slice) in slices.enumerated() {
+                let current = job
+                job = n + 1 < slices.count ? store.prehashAhead(slices[n + 1], always: true) : nil
+                let outcome = try store.commit(paths: slice, send: send, ahead: current, unchanged: ownWrites)
+                finishCommit(outcome)
             }
-            for change in outcome.newlyHeld.prefix(AgentEvent.maxPaths) {
-                events.emit(.held(path: change.path.display, reason: change.reason))
-                if change.reason != .localChange {
-                    logger.info("holding \(change.path.display) (\(change.reason.rawValue)); share it with `syncagent send \(change.path.display)`")
-                }
-            }
-            for obstacle in outcome.skipped {
-                logger.warning("skipping \(config.data.pushing(obstacle.path).display): it is \(obstacle.what); only regular files, symbolic links and directories this user can read are synced, and it is never removed")
-            }
-            if let id = outcome.commit {
-                logger.info("committed \(id.hex.prefix(12)): \(outcome.summary.message(device: config.device, limit: 0).split(separator: "\n").first ?? "")")
-                let summary = outcome.summary
-                let paths = (summary.added + summary.modified + summary.deleted + summary.renamed.map(\.to)).prefix(AgentEvent.maxPaths)
-                events.emit(.committed(commit: id.hex, paths: paths.map(\.display), count: summary.count))
-            }
-            if !outcome.retry.isEmpty { watcher?.report(outcome.retry) }
             // A big batch (a bulk copy, or a big merge's own writes read back): its sets are gone.
             if paths.count >= Store.prehashThreshold, ahead == nil { FreeMemory.returnToSystem() }
         } catch {
@@ -132,6 +124,33 @@ actor SyncEngine {
             failedBatch = paths
             schedule.commitFailedAt = .now
         }
+    }
+
+    /// What follows a commit: the problem cleared, the schedule told, held paths, skipped
+    /// obstacles and the new commit logged and announced.
+    private func finishCommit(_ outcome: CommitOutcome) {
+        setProblem(.commit, nil)
+        if outcome.commit != nil {
+            schedule.lastActivity = .now
+            schedule.packPending = true
+            schedule.commitsSincePack += 1
+        }
+        for change in outcome.newlyHeld.prefix(AgentEvent.maxPaths) {
+            events.emit(.held(path: change.path.display, reason: change.reason))
+            if change.reason != .localChange {
+                logger.info("holding \(change.path.display) (\(change.reason.rawValue)); share it with `syncagent send \(change.path.display)`")
+            }
+        }
+        for obstacle in outcome.skipped {
+            logger.warning("skipping \(config.data.pushing(obstacle.path).display): it is \(obstacle.what); only regular files, symbolic links and directories this user can read are synced, and it is never removed")
+        }
+        if let id = outcome.commit {
+            logger.info("committed \(id.hex.prefix(12)): \(outcome.summary.message(device: config.device, limit: 0).split(separator: "\n").first ?? "")")
+            let summary = outcome.summary
+            let paths = (summary.added + summary.modified + summary.deleted + summary.renamed.map(\.to)).prefix(AgentEvent.maxPaths)
+            events.emit(.committed(commit: id.hex, paths: paths.map(\.display), count: summary.count))
+        }
+        if !outcome.retry.isEmpty { watcher?.report(outcome.retry) }
     }
 
     /// Applies the deletion guard to these paths; true (and `heldDeletes` set) when their

@@ -26,9 +26,10 @@ extension Store {
 
     /// Starts hashing `paths` on other threads and returns at once (nil for a batch small enough
     /// to hash in the commit loop): the start-up commit hashes its next chunk while the engine
-    /// commits the one before. Give the job to `commit(paths:ahead:)`.
-    public func prehashAhead(_ paths: Set<FilePath>) -> PrehashJob? {
-        guard paths.count >= Self.prehashThreshold else { return nil }
+    /// commits the one before. Give the job to `commit(paths:ahead:)`. `always`: however few the
+    /// paths (a slice of big files, `slicesBySize`).
+    public func prehashAhead(_ paths: Set<FilePath>, always: Bool = false) -> PrehashJob? {
+        guard always || paths.count >= Self.prehashThreshold, !paths.isEmpty else { return nil }
         return PrehashJob(list: paths.sortedInBytes(), gitDir: gitDir, data: data)
     }
 
