@@ -43,6 +43,22 @@ extension Repository {
         try diffTree(old, new, prefix: [], visit)
     }
 
+    /// `new` and every subtree of it that `old` does not hold at the same path with the same id:
+    /// each tree object a step from `old` to `new` wrote (or took from elsewhere), found at the
+    /// cost of the difference. Empty when they are the same tree.
+    public func treesDiffering(_ old: Oid?, _ new: Oid) throws(GitError) -> [Oid] {
+        var out: [Oid] = []
+        func walk(_ old: Oid?, _ new: Oid) throws(GitError) {
+            guard old != new else { return }
+            out.append(new)
+            var before: [[UInt8]: Oid] = [:]
+            for x in try entries(of: old).entries where x.isTree { before[x.name] = x.id }
+            for y in try entries(of: new).entries where y.isTree { try walk(before[y.name], y.id) }
+        }
+        try walk(old, new)
+        return out
+    }
+
     /// One entry of a tree: its name's bytes, id and mode.
     private struct Entry {
         let name: [UInt8]

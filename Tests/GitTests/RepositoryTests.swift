@@ -97,6 +97,25 @@ import TestSupport
         #expect(!(paths.contains("a") && paths.contains("a/in")))
     }
 
+    /// The trees a step from one tree to another wrote: the new root and each subtree whose id
+    /// differs at its path (a merge flushes exactly these), none that both share.
+    @Test func treesDifferingAreTheNewRootAndTheSubtreesAlongTheChanges() throws {
+        let t = try TempDevice()
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let x = try repo.createBlob(Array("x\n".utf8)), y = try repo.createBlob(Array("y\n".utf8))
+        let file = { (id: Oid) in TreeEdit.entry(ConflictSide(oid: id, mode: 0o100644)) }
+        let base = try repo.updateTree(nil, edits: [("a/deep/x", file(x)), ("b/y", file(y)), ("c/z", file(x))])
+        let next = try repo.updateTree(base, edits: [("b/y", file(x)), ("d/new/w", file(y)), ("c/z", .remove)])
+        let differing = try repo.treesDiffering(base, next)
+        var expected = [next]
+        for dir in ["b", "d", "d/new"] { expected.append(try #require(try repo.entry(at: FilePath(dir), inTree: next)).oid) }
+        #expect(Set(differing) == Set(expected))
+        #expect(differing.count == expected.count)
+        #expect(!differing.contains(try #require(try repo.entry(at: "a", inTree: next)).oid), "a is the same tree on both sides")
+        #expect(try repo.treesDiffering(base, base).isEmpty)
+        #expect(try repo.treesDiffering(nil, base).count == 5)  // root, a, a/deep, b, c
+    }
+
     @Test func commitWithStaleParentIsRefused() throws {
         let t = try TempDevice()
         try t.write("a", "1")

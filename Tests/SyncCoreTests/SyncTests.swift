@@ -88,6 +88,40 @@ final class TwoDevices {
         #expect(try t.watch.pull(from: t.phone).action == .upToDate)
     }
 
+    /// A merge flushes the objects it made, not the whole file system (`mergeWrites`): every
+    /// object the merge commit reaches that neither side's tip reaches must be among them, text
+    /// that libgit2 merged from both sides' edits of one file included.
+    @Test func aMergeFlushesEveryObjectItMade() throws {
+        let t = try TwoDevices()
+        let lines = (1...12).map { "line \($0)\n" }
+        try t.phone.write("notes/a.txt", lines.joined())
+        try t.phone.write("deep/er/b.txt", "b\n")
+        try t.phone.commit("notes/a.txt", "deep/er/b.txt")
+        _ = try t.watch.pull(from: t.phone)
+        var mine = lines, theirs = lines
+        mine[0] = "line 1, phone\n"
+        theirs[11] = "line 12, watch\n"
+        try t.phone.write("notes/a.txt", mine.joined())
+        try t.phone.write("deep/er/p.txt", "p\n")
+        try t.phone.commit("notes/a.txt", "deep/er/p.txt")
+        try t.watch.write("notes/a.txt", theirs.joined())
+        try t.watch.write("deep/w.txt", "w\n")
+        try t.watch.commit("notes/a.txt", "deep/w.txt")
+        let ours = try #require(try t.phone.store.head())
+        #expect(try t.phone.pull(from: t.watch).action == .merged)
+        let merged = try #require(try t.phone.store.head())
+        let theirTip = try #require(try t.watch.store.head())
+        let store = t.phone.store
+        let changes = try store.repo.diffTrees(try store.commitInfo(ours).tree, try store.commitInfo(merged).tree)
+        let flushed = try #require(store.mergeWrites(from: try store.commitInfo(ours).tree, to: try store.commitInfo(merged).tree,
+                                                     changes: changes, commit: merged))
+        let made = try git(t.phone.gitDir, ["rev-list", "--objects", merged.hex, "^" + ours.hex, "^" + theirTip.hex])
+        let madeIDs = made.split(separator: "\n").map { String($0.prefix(40)) }
+        #expect(madeIDs.count >= 4, "the commit, the root, deep and the merged notes/a.txt at least: \(madeIDs)")
+        #expect(Set(madeIDs).isSubset(of: Set(flushed.map(\.hex))), "made \(madeIDs), flushed \(flushed.map(\.hex))")
+        #expect(t.phone.read("notes/a.txt") == ([mine[0]] + lines[1..<11] + [theirs[11]]).joined())
+    }
+
     @Test func crossedCleanMergesAreOneJoinCommit() throws {
         let t = try TwoDevices()
         try t.phone.write("p", "1")

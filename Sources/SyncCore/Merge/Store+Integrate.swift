@@ -254,9 +254,24 @@ extension Store {
             applied.localChanges += heldBack
             return SyncOutcome(action: .merged, head: head, newConflicts: records, notes: notes, applied: applied)
         }
-        try moveRef(Store.mainRef, to: commit, expected: ours, message: "syncagent: merge \(peer)")
+        try moveRef(Store.mainRef, to: commit, expected: ours, message: "syncagent: merge \(peer)",
+                    written: mergeWrites(from: ourTree, to: tree, changes: changes, commit: commit))
         applied.localChanges = heldBack
         return SyncOutcome(action: .merged, head: commit, newConflicts: records, notes: notes, applied: applied)
+    }
+
+    /// The loose objects a merge's ref move makes durable instead of the whole file system: the
+    /// trees of the result that `ourTree` does not have, the blobs it changes to (the peer's, or
+    /// text libgit2 merged from both sides' edits) and the commit. One of them that is not a loose
+    /// file is in a pack, made durable as it was written (a fetch's or a copy's flush, the idle
+    /// packing's, a roll-up's) or else before any ref reached it (the pre-hash's packs, which hold
+    /// this device's own blobs only). nil, the file system, when they are many.
+    func mergeWrites(from ourTree: Oid, to tree: Oid, changes: [TreeChange], commit: Oid) -> [Oid]? {
+        guard changes.count < Repository.writeLogLimit,
+              let trees = try? repo.treesDiffering(ourTree, tree), trees.count + changes.count < Repository.writeLogLimit
+        else { return nil }
+        let ids = Set(trees + changes.compactMap { $0.new?.oid } + [commit])
+        return ids.filter { repo.looseObjectPath($0).withPlatformString { access($0, F_OK) } == 0 }
     }
 
     /// Files that changed on disk after the merge was planned were left as they are: their bytes
