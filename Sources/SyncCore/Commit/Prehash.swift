@@ -40,11 +40,12 @@ extension Store {
     /// commit makes durable before its ref names their objects; nil when some id found is not in
     /// them (an object already in another of the store's packs: the commit flushes the file system).
     static func prehash(_ list: [FilePath], gitDir: FilePath, data: FilePath,
-                        cancelled: @Sendable () -> Bool = { false }) -> (found: [FilePath: Prehashed], packs: [String]?) {
+                        cancelled: @Sendable () -> Bool = { false }) -> (found: [FilePath: Prehashed], packs: [String]?, written: [String]) {
         let workers = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
-        guard workers > 1 else { return ([:], []) }
+        guard workers > 1 else { return ([:], [], []) }
         let found = Mutex<[FilePath: Prehashed]>([:])
         let packs = Mutex<[String]?>([])
+        let written = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
             guard let repo = try? Repository.open(gitDir: gitDir, workdir: data) else { return }
             // Small files go into packs written straight from memory: no inode per object, nothing
@@ -71,11 +72,14 @@ extension Store {
             }
             // Objects still in memory are not in the store: without their pack, none of this
             // worker's results is used (the commit loop reads those files itself).
-            defer { packs.withLock { $0 = batch.foundStored ? nil : $0.map { $0 + batch.names } } }
+            defer {
+                packs.withLock { $0 = batch.foundStored ? nil : $0.map { $0 + batch.names } }
+                written.withLock { $0 += batch.names }
+            }
             if (try? batch.flush()) == nil { return }
             found.withLock { $0.merge(mine) { a, _ in a } }
         }
-        return (found.withLock { $0 }, packs.withLock { $0 })
+        return (found.withLock { $0 }, packs.withLock { $0 }, written.withLock { $0 })
     }
 }
 
@@ -85,14 +89,18 @@ public final class PrehashJob: @unchecked Sendable {
     /// Written once by the hashing thread before `finished` is signalled; read only after it.
     private var found: [FilePath: Prehashed] = [:]
     private var packNames: [String]? = []
+    /// Every pack the job finished, named or not in `packNames`.
+    private var packsWritten: [String] = []
+    private let packDir: FilePath
     private let stop = Atomic<Bool>(false)
     /// The coarse clock before any of the job's files was looked at (`Store.settledStat`).
     let startedAt = WriteStamp.coarseNow()
 
     /// - Parameter list: in path order (`precedesInBytes`).
     init(list: [FilePath], gitDir: FilePath, data: FilePath) {
+        packDir = gitDir.appending("objects").appending("pack")
         DispatchQueue.global().async { [self] in
-            (found, packNames) = Store.prehash(list, gitDir: gitDir, data: data) { [self] in stop.load(ordering: .relaxed) }
+            (found, packNames, packsWritten) = Store.prehash(list, gitDir: gitDir, data: data) { [self] in stop.load(ordering: .relaxed) }
             finished.signal()
         }
     }
@@ -113,10 +121,16 @@ public final class PrehashJob: @unchecked Sendable {
 
     /// Stops the hashing threads at their next file and waits until none of them writes into the
     /// store any more (a job whose batch will not be committed: a pack it finished stays behind,
-    /// unreferenced, until the store is repacked).
+    /// unreferenced, until the store is repacked). Those packs are made durable here: a copy from
+    /// a peer that finds one of their blobs skips it, and a ref may then reach it with nothing
+    /// else flushing it (rare: a stop during the start-up commit, a commit that failed).
     public func cancel() {
         stop.store(true, ordering: .relaxed)
         _ = result()
+        let files = packsWritten.flatMap { [packDir.appending("pack-\($0).pack"), packDir.appending("pack-\($0).idx")] }
+        if !files.isEmpty, !Durability.flushFiles(files, andDirectories: [packDir]) {
+            Durability.flushFileSystem(containing: packDir)
+        }
     }
 }
 
