@@ -104,20 +104,59 @@ def write_files(root, data, only=None):
             f.write(data[i])
 
 
-def wait_all(root, data, agents, timeout=300.0):
-    """Until every file under root holds its bytes: the last one written first (cheap to poll),
-    then all of them; returns perf_counter when the last check passed."""
+def wait_all(root, data, agents, timeout=300.0, before=None):
+    """Until every file under root holds its bytes; returns perf_counter when the last one did.
+    Polled by `stat` (the size it must have and, for a file `before` lists, other stat data than
+    it had then: the agents, Syncthing and Unison all rename a whole file into place), the last
+    written first and stopping at the first not yet in place, so a poll costs a stat or two; the
+    bytes of every file are compared once, after the clock is read. The harness used to read each
+    file (600 MB of photos) while the tool under test ran, on the same two cores, where Unison's
+    run is timed with nothing reading beside it. A file whose bytes differ then is polled by
+    content from there on, and the figure is the time it was found right."""
     deadline = time.perf_counter() + timeout
-    pending = list(range(len(data) - 1, -1, -1))
+    paths = [os.path.join(root, bench.rel_path(i)) for i in range(len(data))]
+
+    def signature(i):
+        try:
+            st = os.stat(paths[i])
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    def in_place(i):
+        sig = signature(i)
+        return sig is not None and sig[1] == len(data[i]) and (before is None or sig != before[i])
+
+    order = list(range(len(data) - 1, -1, -1))
+    k = 0
+    wrong = []
     while True:
-        pending = [i for i in pending if not bench.holds(os.path.join(root, bench.rel_path(i)), data[i])]
+        while k < len(order) and in_place(order[k]):
+            k += 1
+        wrong = [i for i in wrong if not bench.holds(paths[i], data[i])]
         now = time.perf_counter()
-        if not pending:
-            return now
+        if k == len(order):
+            wrong += [i for i in order if not bench.holds(paths[i], data[i])]
+            order, k = [], 0
+            if not wrong:
+                return now
         if now > deadline:
-            raise BenchError(f"{root}: {len(pending)} of {len(data)} files without their bytes after {timeout:.0f} s")
+            left = len(order) - k + len(wrong)
+            raise BenchError(f"{root}: {left} of {len(data)} files without their bytes after {timeout:.0f} s")
         bench.check_running(agents)
         time.sleep(0.005)
+
+
+def signatures(root, n):
+    """The stat data of root's first n bench files (None for an absent one), for `wait_all`."""
+    out = []
+    for i in range(n):
+        try:
+            st = os.stat(os.path.join(root, bench.rel_path(i)))
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        except FileNotFoundError:
+            out.append(None)
+    return out
 
 
 def cpu_of(agent):
@@ -177,9 +216,10 @@ def bench_bulk_pair(syncagent, tmp, rows, notes, agents, n, kind):
     a_new, a_cpu, a_rss, phone, watch = agents_take(syncagent, base, f"peers-{kind}", agents, new)
 
     mod = contents(n, kind, version=1)
+    before = signatures(watch.data, n)
     write_files(phone.data, mod)
     t_last = time.perf_counter()
-    t_done = wait_all(watch.data, mod, (phone, watch))
+    t_done = wait_all(watch.data, mod, (phone, watch), before=before)
     a_mod = t_done - t_last
     bench.wait_converged(phone, watch, timeout=bench.COMMIT_TIMEOUT_S)
     stop_and_compare(phone, watch)
@@ -243,9 +283,10 @@ def syncthing_bulk(base, new, mod):
         s_new = wait_all(pair.b.data, new, ()) - t_last
         pair.wait(lambda: pair.idle(pair.a) and pair.idle(pair.b), 300, "Syncthing did not settle after the new files")
         cpu1, _ = pair.b.usage()
+        before = signatures(pair.b.data, len(mod))
         write_files(pair.a.data, mod)
         t_last = time.perf_counter()
-        s_mod = wait_all(pair.b.data, mod, ()) - t_last
+        s_mod = wait_all(pair.b.data, mod, (), before=before) - t_last
         pair.wait(lambda: pair.idle(pair.a) and pair.idle(pair.b), 300, "Syncthing did not settle after the edits")
         _, rss = pair.b.usage()
         syncthing.same_tree(pair.a.data, pair.b.data)
