@@ -38,6 +38,35 @@ import TestSupport
         #expect(f.store.slicesBySize(["p1"], sliceBytes: 10) == [["p1"]])
     }
 
+    /// A file this device does not keep (`never`) counts no bytes and is never hashed: a big disk
+    /// image beside its log is not cut into slices, nor read into the store.
+    @Test func aFileTheRulesKeepLocalIsNeitherCountedNorHashed() throws {
+        let f = try StoreFixture()
+        f.store.policy = PathPolicy(device: "phone", rules: [SyncRule(path: "vm/**", sync: .never)])
+        try f.write("vm/disk.img", String(repeating: "v", count: 5000))
+        try f.write("vm/log.txt", "booted\n")
+        try f.write("notes.txt", "n\n")
+        #expect(f.store.slicesBySize(["vm/disk.img", "vm/log.txt", "notes.txt"], sliceBytes: 1000) == [["vm/disk.img", "vm/log.txt", "notes.txt"]])
+        #expect(f.store.prehashAhead(["vm/disk.img", "vm/log.txt"], always: true) == nil)
+    }
+
+    /// A file replaced by a folder (or the reverse) takes the old entry away: the batch is not cut.
+    @Test func aBatchWhereAPathChangedKindIsNotCut() throws {
+        let f = try StoreFixture()
+        try f.write("d", "a file first\n")
+        _ = try f.store.commit(paths: ["d"])
+        try f.remove("d")
+        try f.write("d/x", String(repeating: "x", count: 800))
+        try f.write("d/y", String(repeating: "y", count: 800))
+        #expect(f.store.slicesBySize(["d", "d/x", "d/y"], sliceBytes: 1000) == [["d", "d/x", "d/y"]])
+        try f.write("e/1", "1\n")
+        _ = try f.store.commit(paths: ["e/1"])
+        try FileManager.default.removeItem(atPath: f.data.appending("e").string)
+        try f.write("e", String(repeating: "e", count: 1200))
+        try f.write("g", String(repeating: "g", count: 1200))
+        #expect(f.store.slicesBySize(["e", "g"], sliceBytes: 1000) == [["e", "g"]])
+    }
+
     /// A new folder whose files are cut across slices, with a big file sorting between the folder
     /// and its files (`a.jpg` < `a/`), committed slice by slice as the engine does (each slice
     /// hashed ahead). Every commit holds whole files only, none holds the empty-folder marker of

@@ -106,15 +106,13 @@ actor SyncEngine {
             let sliceable = ahead == nil && send.isEmpty && !batch.rescan && !confirmDeletes && config.mode != .receiveOnly
             // (A merge's own writes read back are looked at no further: they go with the first.)
             var slices = sliceable ? store.slicesBySize(paths.subtracting(ownWrites)) : []
-            if slices.count > 1 { slices[0].formUnion(ownWrites) } else { slices = [paths] }
-            var job = slices.count > 1 ? store.prehashAhead(slices[0].subtracting(ownWrites), always: true) : ahead
-            defer { if slices.count > 1 { job?.cancel() } }  // a slice failed: no thread keeps writing
-            for (n, slice) in slices.enumerated() {
-                let current = job
-                job = n + 1 < slices.count ? store.prehashAhead(slices[n + 1], always: true) : nil
-                let outcome = try store.commit(paths: slice, send: send, ahead: current, unchanged: ownWrites)
-                finishCommit(outcome)
+            if slices.count > 1 {
+                slices[0].formUnion(ownWrites)
+                try store.commit(slices: slices, send: send, unchanged: ownWrites) { finishCommit($0) }
+            } else {
+                finishCommit(try store.commit(paths: paths, send: send, ahead: ahead, unchanged: ownWrites))
             }
+            setProblem(.commit, nil)  // (after the last slice: one that fails again keeps it)
             // A big batch (a bulk copy, or a big merge's own writes read back): its sets are gone.
             if paths.count >= Store.prehashThreshold, ahead == nil { FreeMemory.returnToSystem() }
         } catch {
@@ -126,10 +124,9 @@ actor SyncEngine {
         }
     }
 
-    /// What follows a commit: the problem cleared, the schedule told, held paths, skipped
-    /// obstacles and the new commit logged and announced.
+    /// What follows a commit: the schedule told, held paths, skipped obstacles and the new
+    /// commit logged and announced.
     private func finishCommit(_ outcome: CommitOutcome) {
-        setProblem(.commit, nil)
         if outcome.commit != nil {
             schedule.lastActivity = .now
             schedule.packPending = true

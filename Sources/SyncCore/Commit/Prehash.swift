@@ -29,8 +29,11 @@ extension Store {
     /// commits the one before. Give the job to `commit(paths:ahead:)`. `always`: however few the
     /// paths (a slice of big files, `slicesBySize`).
     public func prehashAhead(_ paths: Set<FilePath>, always: Bool = false) -> PrehashJob? {
-        guard always || paths.count >= Self.prehashThreshold, !paths.isEmpty else { return nil }
-        return PrehashJob(list: paths.sortedInBytes(), gitDir: gitDir, data: data)
+        // Never the files this device does not keep (`never`, another device's): nothing would
+        // name their blobs.
+        let list = policy.rules.isEmpty ? paths : paths.filter { policy.materializes($0) }
+        guard always || list.count >= Self.prehashThreshold, !list.isEmpty else { return nil }
+        return PrehashJob(list: list.sortedInBytes(), gitDir: gitDir, data: data)
     }
 
     /// - Parameter list: in path order (`precedesInBytes`), a contiguous run per worker: each pack
@@ -53,6 +56,8 @@ extension Store {
             // Without a batch nothing is hashed here: a loose object written through this handle
             // would be in no list the commit flushes.
             guard let batch = try? PackBatch(gitDir: gitDir) else { return }
+            // Every pack it finished, also when cancelled below (`PrehashJob.cancel` flushes them).
+            defer { written.withLock { $0 += batch.names } }
             let range = (list.count * worker / workers)..<(list.count * (worker + 1) / workers)
             var mine: [FilePath: Prehashed] = [:]
             mine.reserveCapacity(range.count)
@@ -72,10 +77,7 @@ extension Store {
             }
             // Objects still in memory are not in the store: without their pack, none of this
             // worker's results is used (the commit loop reads those files itself).
-            defer {
-                packs.withLock { $0 = batch.foundStored ? nil : $0.map { $0 + batch.names } }
-                written.withLock { $0 += batch.names }
-            }
+            defer { packs.withLock { $0 = batch.foundStored ? nil : $0.map { $0 + batch.names } } }
             if (try? batch.flush()) == nil { return }
             found.withLock { $0.merge(mine) { a, _ in a } }
         }

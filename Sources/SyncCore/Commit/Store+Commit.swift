@@ -95,7 +95,7 @@ extension Store {
             guard chunked, start < ordered.count else { return nil }
             // This device's own writes, stamped and untouched since, are not read again (below);
             // a chunk with few others left hashes them in the loop.
-            let list = ordered[start..<min(start + step, ordered.count)].filter { !index.isStamped($0) }
+            let list = ordered[start..<min(start + step, ordered.count)].filter { !index.isStamped($0) && policy.materializes($0) }
             guard list.count >= Self.prehashThreshold / 4 else { return nil }
             return PrehashJob(list: list, gitDir: gitDir, data: data)
         }

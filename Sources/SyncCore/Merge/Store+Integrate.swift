@@ -255,23 +255,26 @@ extension Store {
             return SyncOutcome(action: .merged, head: head, newConflicts: records, notes: notes, applied: applied)
         }
         try moveRef(Store.mainRef, to: commit, expected: ours, message: "syncagent: merge \(peer)",
-                    written: mergeWrites(from: ourTree, to: tree, changes: changes, commit: commit))
+                    written: mergeWrites(ours: ourTree, theirs: theirTree, result: tree, changes: changes, commit: commit))
         applied.localChanges = heldBack
         return SyncOutcome(action: .merged, head: commit, newConflicts: records, notes: notes, applied: applied)
     }
 
-    /// The loose objects a merge's ref move makes durable instead of the whole file system: the
-    /// trees of the result that `ourTree` does not have, the blobs it changes to (the peer's, or
-    /// text libgit2 merged from both sides' edits) and the commit. One of them that is not a loose
-    /// file is in a pack, made durable as it was written (a fetch's or a copy's flush, the idle
-    /// packing's, a roll-up's) or else before any ref reached it (the pre-hash's packs, which hold
-    /// this device's own blobs only). nil, the file system, when they are many.
-    func mergeWrites(from ourTree: Oid, to tree: Oid, changes: [TreeChange], commit: Oid) -> [Oid]? {
+    /// The objects a merge's ref move makes durable instead of the whole file system: the trees
+    /// and blobs of the result that neither side holds at the same path (what libgit2 merged from
+    /// both sides' edits of one text is a new blob), and the commit. What ours holds is durable
+    /// (`main` reaches it), and so is what theirs holds (a fetch or a copy flushes what it brought
+    /// before the peer's ref names it). The rest is passed on as it is: one that is not a loose file
+    /// (found in a pack libgit2 saw first, which may be one nobody flushed yet) makes `moveRef`
+    /// flush the file system. nil, the file system, when they are many.
+    func mergeWrites(ours ourTree: Oid, theirs theirTree: Oid, result tree: Oid, changes: [TreeChange], commit: Oid) -> [Oid]? {
         guard changes.count < Repository.writeLogLimit,
-              let trees = try? repo.treesDiffering(ourTree, tree), trees.count + changes.count < Repository.writeLogLimit
-        else { return nil }
-        let ids = Set(trees + changes.compactMap { $0.new?.oid } + [commit])
-        return ids.filter { repo.looseObjectPath($0).withPlatformString { access($0, F_OK) } == 0 }
+              let vsOurs = try? repo.treesDiffering(ourTree, tree), vsOurs.count < Repository.writeLogLimit,
+              let vsTheirs = try? repo.treesDiffering(theirTree, tree),
+              let blobsVsTheirs = try? repo.diffTrees(theirTree, tree) else { return nil }
+        let trees = Set(vsOurs).intersection(vsTheirs)
+        let blobs = Set(changes.compactMap { $0.new?.oid }).intersection(blobsVsTheirs.compactMap { $0.new?.oid })
+        return Array(trees.union(blobs).union([commit]))
     }
 
     /// Files that changed on disk after the merge was planned were left as they are: their bytes
