@@ -72,6 +72,13 @@ import TestSupport
         let job = try #require(fixture.store.prehashAhead(paths))
         let found = job.result()
         let packs = job.packs()
+        guard ProcessInfo.processInfo.activeProcessorCount > 1 else {
+            // One core: nothing is hashed ahead, the commit loop reads every file itself.
+            #expect(found.isEmpty && packs?.isEmpty == true)
+            #expect(try fixture.store.commit(paths: paths, ahead: job).commit != nil)
+            #expect(try fixture.store.files(at: try #require(try fixture.store.head())).count == 300)
+            return
+        }
         #expect(found.count == 300)
         #expect(packs?.count ?? 0 >= 3, "60 MB of big files (one worker's run, all in d0): more than one pack")
         let repo = try Repository.openForReading(gitDir: fixture.gitDir)
