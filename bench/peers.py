@@ -116,15 +116,8 @@ def wait_all(root, data, agents, timeout=300.0, before=None):
     deadline = time.perf_counter() + timeout
     paths = [os.path.join(root, bench.rel_path(i)) for i in range(len(data))]
 
-    def signature(i):
-        try:
-            st = os.stat(paths[i])
-        except FileNotFoundError:
-            return None
-        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
     def in_place(i):
-        sig = signature(i)
+        sig = stat_signature(paths[i])
         return sig is not None and sig[1] == len(data[i]) and (before is None or sig != before[i])
 
     order = list(range(len(data) - 1, -1, -1))
@@ -147,16 +140,18 @@ def wait_all(root, data, agents, timeout=300.0, before=None):
         time.sleep(0.005)
 
 
+def stat_signature(path):
+    """(inode, size, mtime, ctime) of the file at path; None when it is absent."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 def signatures(root, n):
     """The stat data of root's first n bench files (None for an absent one), for `wait_all`."""
-    out = []
-    for i in range(n):
-        try:
-            st = os.stat(os.path.join(root, bench.rel_path(i)))
-            out.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-        except FileNotFoundError:
-            out.append(None)
-    return out
+    return [stat_signature(os.path.join(root, bench.rel_path(i))) for i in range(n)]
 
 
 def cpu_of(agent):
