@@ -28,7 +28,15 @@ public struct WatchBatch: Sendable, Equatable {
 /// the rest is copied; a file still open for writing waits for its close (or for quiet), so no
 /// half-written file is taken for a slice. A batch in which something that may be tracked went
 /// away waits for quiet as before: the deletion guard must see a mass deletion whole, never in
-/// slices that each look small. A pure state machine: time is passed in.
+/// slices that each look small.
+/// A save after a quiet spell is due sooner (`settle`): when the tree had been quiet for `quiet`
+/// before the batch's first event and every file of the batch is whole (closed after writing, or
+/// moved in), with nothing tracked gone, the batch is due `settle` after its last event instead
+/// of `quiet`: one save reaches the peers in milliseconds, not a debounce later, and the files of
+/// the same save written one after the other still go together. Any file still open for writing,
+/// a removal or a rescan puts the batch back on `quiet`; a batch that starts within `quiet` of the
+/// one before waits for `quiet` too, so non-stop writers make no more commits than before.
+/// A pure state machine: time is passed in.
 public struct Debouncer: Sendable {
     public typealias Instant = ContinuousClock.Instant
 
@@ -45,12 +53,16 @@ public struct Debouncer: Sendable {
     public static let defaultMaxPaths = 4096
     /// How long a batch of new and changed files gathers before its closed files are due.
     public static let defaultSlice: Duration = .milliseconds(250)
+    /// How long a save after a quiet spell gathers (several files written one after the other).
+    public static let defaultSettle: Duration = .milliseconds(5)
 
     public let quiet: Duration
     public let maxDelay: Duration
     public let maxPaths: Int
     /// nil: no slices by time.
     public let slice: Duration?
+    /// nil: every batch waits for `quiet`.
+    public let settle: Duration?
     private var batch = WatchBatch()
     /// Paths of the batch written (or made) and not closed since: a slice leaves them pending.
     private var writing: Set<FilePath> = []
@@ -60,12 +72,18 @@ public struct Debouncer: Sendable {
     private var made: Set<FilePath> = []
     /// Something this batch did not make went away: the batch waits for quiet or `maxDelay`.
     private var removes = false
+    /// The last event of any batch (kept across batches).
+    private var lastEvent: Instant?
+    /// The batch's first event came after `quiet` without any.
+    private var afterQuiet = false
 
-    public init(quiet: Duration, maxDelay: Duration, maxPaths: Int = Debouncer.defaultMaxPaths, slice: Duration? = nil) {
+    public init(quiet: Duration, maxDelay: Duration, maxPaths: Int = Debouncer.defaultMaxPaths, slice: Duration? = nil,
+                settle: Duration? = nil) {
         self.quiet = quiet
         self.maxDelay = max(maxDelay, quiet)
         self.maxPaths = max(1, maxPaths)
         self.slice = slice
+        self.settle = settle.map { min($0, quiet) }
     }
 
     public var pendingCount: Int { batch.paths.count }
@@ -103,8 +121,12 @@ public struct Debouncer: Sendable {
     }
 
     private mutating func touch(_ now: Instant) {
-        if firstChange == nil { firstChange = now }
+        if firstChange == nil {
+            firstChange = now
+            afterQuiet = lastEvent.map { $0 + quiet <= now } ?? true
+        }
         lastChange = now
+        lastEvent = max(lastEvent ?? now, now)
     }
 
     /// When the pending batch (or a slice of it) becomes due; nil when nothing is pending.
@@ -112,6 +134,7 @@ public struct Debouncer: Sendable {
         guard let firstChange, let lastChange else { return nil }
         if !removes, !batch.rescan, batch.paths.count >= maxPaths { return lastChange }
         let due = min(lastChange + quiet, firstChange + maxDelay)
+        if let settle, afterQuiet, !removes, !batch.rescan, writing.isEmpty { return min(due, lastChange + settle) }
         if let slice, !removes, !batch.rescan, batch.paths.count > writing.count { return min(due, firstChange + slice) }
         return due
     }
@@ -126,6 +149,7 @@ public struct Debouncer: Sendable {
             batch.paths = writing
             made.formIntersection(writing)  // the others are committed: their removal is a deletion
             self.firstChange = now
+            afterQuiet = false  // a writer that does not stop: the rest waits for quiet
             return WatchBatch(paths: closed)
         }
         return flush()
@@ -141,6 +165,7 @@ public struct Debouncer: Sendable {
             made = []
             writing = []
             removes = false
+            afterQuiet = false
         }
         return batch
     }

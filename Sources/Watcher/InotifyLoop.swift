@@ -151,7 +151,9 @@ final class Loop: @unchecked Sendable {
                 var drained = [UInt8](repeating: 0, count: 64)
                 while read(wakeFd, &drained, 64) > 0 {}
                 let pendingRequests = requests.exchange(0, ordering: .acquiringAndReleasing)
-                for path in injected.withLock({ paths in defer { paths = [] }; return paths }) { changed(path) }
+                // (A file that changed while it was committed is likely still being written: it waits
+                // for quiet, never for a slice or a save's settle.)
+                for path in injected.withLock({ paths in defer { paths = [] }; return paths }) { changed(path, writing: true) }
                 if pendingRequests & Request.rescan.rawValue != 0 { debouncer.requestRescan(at: .now) }
                 if pendingRequests & Request.rewatch.rawValue != 0 {
                     // The data directory was replaced: drop every watch and start again from it.

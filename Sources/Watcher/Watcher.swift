@@ -26,7 +26,10 @@ public final class Watcher: Sendable {
     ///   - fallbackScanInterval: how often to rescan everything when watches run out.
     ///   - slice: how long a batch of new and changed files gathers before its closed files are
     ///     due without waiting for quiet (`Debouncer.slice`); nil for none.
+    ///   - settle: how long a whole save after a quiet spell gathers (`Debouncer.settle`); nil:
+    ///     every batch waits for quiet.
     public init(root: FilePath, quiet: Duration, maxDelay: Duration, slice: Duration? = Debouncer.defaultSlice,
+                settle: Duration? = nil,
                 fallbackScanInterval: Duration = .seconds(10),
                 handoff: Bool = false,
                 ignore: @escaping @Sendable (FilePath.Component) -> Bool = { _ in false },
@@ -35,7 +38,7 @@ public final class Watcher: Sendable {
         self.root = root
         let (stream, continuation) = AsyncStream.makeStream(of: WatchBatch.self, bufferingPolicy: .unbounded)
         batches = stream
-        loop = try Loop(root: root, debouncer: Debouncer(quiet: quiet, maxDelay: maxDelay, slice: slice),
+        loop = try Loop(root: root, debouncer: Debouncer(quiet: quiet, maxDelay: maxDelay, slice: slice, settle: settle),
                         fallbackScanInterval: fallbackScanInterval, handoff: handoff, ignore: ignore,
                         recordedMoves: recordedMoves, onProblem: onProblem, output: continuation)
     }

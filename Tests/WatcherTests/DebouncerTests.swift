@@ -130,4 +130,92 @@ import Watcher
         }
         #expect(d.takeIfDue(at: t0) == nil)
     }
+
+    // MARK: a save after a quiet spell (`settle`)
+
+    func settling() -> Debouncer {
+        Debouncer(quiet: .milliseconds(200), maxDelay: .seconds(2), slice: .milliseconds(250), settle: .milliseconds(5))
+    }
+
+    /// One file written and closed after a quiet spell goes 5 ms after its close, not 200.
+    @Test func aWholeSaveAfterQuietIsDueAfterTheSettle() {
+        var d = settling()
+        d.add("notes.txt", at: t0, change: .created, writing: true)
+        d.add("notes.txt", at: t0 + .milliseconds(1), writing: true)
+        #expect(d.deadline == t0 + .milliseconds(201))  // still open: waits for quiet
+        d.add("notes.txt", at: t0 + .milliseconds(2), writing: false)
+        #expect(d.takeIfDue(at: t0 + .milliseconds(6)) == nil)
+        // a second file of the same save, 3 ms later, goes with it
+        d.add("index.json", at: t0 + .milliseconds(5), change: .created, writing: true)
+        #expect(d.takeIfDue(at: t0 + .milliseconds(8)) == nil)  // open: back on quiet
+        d.add("index.json", at: t0 + .milliseconds(6), writing: false)
+        #expect(d.takeIfDue(at: t0 + .milliseconds(10)) == nil)
+        #expect(d.takeIfDue(at: t0 + .milliseconds(11)) == WatchBatch(paths: ["notes.txt", "index.json"]))
+        // a temporary renamed over its target after a quiet spell: also a whole save
+        let later = t0 + .seconds(1)
+        d.add("doc.tmp.1", at: later, change: .created, writing: true)
+        d.add("doc.tmp.1", at: later, writing: false)
+        d.add("doc.tmp.1", at: later, change: .removed)
+        d.add("doc", at: later, writing: false)
+        #expect(d.takeIfDue(at: later + .milliseconds(5)) == WatchBatch(paths: ["doc.tmp.1", "doc"]))
+    }
+
+    /// A removal of something tracked, a rename of a tracked file or a rescan waits for quiet: the
+    /// deletion guard sees a deletion whole.
+    @Test func aSaveWithARemovalOrARescanWaitsForQuiet() {
+        var d = settling()
+        d.add("a.txt", at: t0, writing: false)
+        d.add("old.txt", at: t0, change: .removed)
+        #expect(d.takeIfDue(at: t0 + .milliseconds(199)) == nil)
+        #expect(d.takeIfDue(at: t0 + .milliseconds(200)) == WatchBatch(paths: ["a.txt", "old.txt"]))
+        let later = t0 + .seconds(1)
+        d.add("b.txt", at: later, writing: false)
+        d.requestRescan(at: later)
+        #expect(d.takeIfDue(at: later + .milliseconds(199)) == nil)
+        #expect(d.takeIfDue(at: later + .milliseconds(200)) == WatchBatch(paths: ["b.txt"], rescan: true))
+    }
+
+    /// A writer that does not pause for `quiet` gets no settle: a file every 10 ms makes the commits
+    /// the debounce and its slices allow, not one per file.
+    @Test func changesWithinQuietOfTheLastBatchWaitForQuiet() {
+        var d = settling()
+        d.add("f0", at: t0, writing: false)
+        #expect(d.takeIfDue(at: t0 + .milliseconds(5)) == WatchBatch(paths: ["f0"]))
+        var now = t0 + .milliseconds(10)
+        var taken: [WatchBatch] = []
+        for i in 1...50 {
+            d.add(FilePath("f\(i)"), at: now, change: .created, writing: true)
+            d.add(FilePath("f\(i)"), at: now, writing: false)
+            now += .milliseconds(10)
+            if let b = d.takeIfDue(at: now) { taken.append(b) }
+        }
+        // every 250 ms a slice of the closed files, never a batch per file
+        #expect(taken.count == 2)
+        #expect(taken.allSatisfy { $0.paths.count >= 24 })
+        // after a quiet spell the next save settles again
+        _ = d.flush()
+        let later = now + .milliseconds(200)
+        d.add("g", at: later, writing: false)
+        #expect(d.deadline == later + .milliseconds(5))
+    }
+
+    /// What a slice leaves pending (files still being written) waits for quiet once they close.
+    @Test func theRestOfASliceWaitsForQuiet() {
+        var d = settling()
+        d.add("done", at: t0, writing: false)
+        d.add("big", at: t0, change: .created, writing: true)
+        d.add("big", at: t0 + .milliseconds(240), writing: true)
+        #expect(d.takeIfDue(at: t0 + .milliseconds(250)) == WatchBatch(paths: ["done"]))
+        d.add("big", at: t0 + .milliseconds(260), writing: false)
+        #expect(d.deadline == t0 + .milliseconds(460))
+    }
+
+    /// Without `settle`, a whole save waits for quiet as before; `settle` never exceeds `quiet`.
+    @Test func noSettleMeansQuietAndSettleIsCappedByQuiet() {
+        var d = Debouncer(quiet: .milliseconds(200), maxDelay: .seconds(2))
+        d.add("a", at: t0, writing: false)
+        #expect(d.deadline == t0 + .milliseconds(200))
+        let short = Debouncer(quiet: .milliseconds(2), maxDelay: .seconds(1), settle: .milliseconds(5))
+        #expect(short.settle == .milliseconds(2))
+    }
 }

@@ -57,6 +57,9 @@ public final class AgentService: Service, Sendable {
             root: config.data,
             quiet: .milliseconds(config.watch.debounceMs),
             maxDelay: .milliseconds(config.watch.maxDelayMs),
+            // A save after a quiet spell goes out 5 ms after its last file is closed (README
+            // "When changes are committed").
+            settle: Debouncer.defaultSettle,
             handoff: true,
             ignore: { PathRules.isIgnored($0) },
             // What the apply lands (or swaps out) through its temporaries, it stages itself: 100k
