@@ -28,7 +28,8 @@ public enum ConfigTemplate {
             # mode = "send-receive"
 
             [watch]
-            # Quiet period before a commit, in milliseconds (0 to 600000).
+            # Quiet period before a commit, in milliseconds (0 to 600000). A save after a quiet
+            # spell, its files closed and nothing removed, goes 5 ms after its last file closes.
             # debounce_ms = \(defaults.debounceMs)
             # During non-stop changes, commit at least this often, in milliseconds (debounce_ms to 3600000).
             # max_delay_ms = \(defaults.maxDelayMs)
