@@ -35,7 +35,11 @@ public struct WatchBatch: Sendable, Equatable {
 /// of `quiet`: one save reaches the peers in milliseconds, not a debounce later, and the files of
 /// the same save written one after the other still go together. Any file still open for writing,
 /// a removal or a rescan puts the batch back on `quiet`; a batch that starts within `quiet` of the
-/// one before waits for `quiet` too, so non-stop writers make no more commits than before.
+/// one before waits for `quiet` too, so a writer that does not pause makes at most one commit
+/// more than before (its first files). A file written through two opens (created, closed, then
+/// appended to) may so be committed as it was at its first close, and an app's temporary not
+/// among the ignored names may be committed if the app pauses over 5 ms between closing it and
+/// renaming it: the next commit has the final state.
 /// A pure state machine: time is passed in.
 public struct Debouncer: Sendable {
     public typealias Instant = ContinuousClock.Instant
@@ -134,7 +138,10 @@ public struct Debouncer: Sendable {
         guard let firstChange, let lastChange else { return nil }
         if !removes, !batch.rescan, batch.paths.count >= maxPaths { return lastChange }
         let due = min(lastChange + quiet, firstChange + maxDelay)
-        if let settle, afterQuiet, !removes, !batch.rescan, writing.isEmpty { return min(due, lastChange + settle) }
+        if let settle, afterQuiet, !removes, !batch.rescan, writing.isEmpty {
+            // (whole files that keep coming still go as a slice)
+            return min(due, lastChange + settle, slice.map { firstChange + $0 } ?? due)
+        }
         if let slice, !removes, !batch.rescan, batch.paths.count > writing.count { return min(due, firstChange + slice) }
         return due
     }

@@ -199,6 +199,25 @@ import Watcher
         #expect(d.deadline == later + .milliseconds(5))
     }
 
+    /// Whole files that keep coming after a quiet spell (a folder moved in file by file) still go
+    /// as a slice 250 ms after the first, not only at `maxDelay`.
+    @Test func wholeFilesThatKeepComingGoAsASlice() {
+        var d = settling()
+        var now = t0
+        var taken: WatchBatch?
+        for i in 0..<100 {
+            d.add(FilePath("m\(i)"), at: now, writing: false)
+            #expect(d.deadline == min(now + .milliseconds(5), t0 + .milliseconds(250)))
+            now += .milliseconds(3)
+            if let b = d.takeIfDue(at: now) {
+                taken = b
+                break
+            }
+        }
+        #expect(now == t0 + .milliseconds(252))
+        #expect(taken?.paths.count == 84)
+    }
+
     /// What a slice leaves pending (files still being written) waits for quiet once they close.
     @Test func theRestOfASliceWaitsForQuiet() {
         var d = settling()

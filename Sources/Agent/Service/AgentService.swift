@@ -58,7 +58,7 @@ public final class AgentService: Service, Sendable {
             quiet: .milliseconds(config.watch.debounceMs),
             maxDelay: .milliseconds(config.watch.maxDelayMs),
             // A save after a quiet spell goes out 5 ms after its last file is closed (README
-            // "When changes are committed").
+            // "What gets committed").
             settle: Debouncer.defaultSettle,
             handoff: true,
             ignore: { PathRules.isIgnored($0) },
