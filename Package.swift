@@ -25,7 +25,7 @@ let package = Package(
         .systemLibrary(
             name: "CLibgit2",
             pkgConfig: "libgit2",
-            providers: [.apt(["libgit2-dev"])]
+            providers: [.apt(["libgit2-dev", "libdeflate-dev"])]
         ),
         // Every libgit2 call, pointer and error. Knows nothing of syncing.
         .target(

@@ -6,6 +6,7 @@
 #include <git2/sys/mempack.h>
 #include <git2/sys/transport.h>
 #include <zlib.h>
+#include <libdeflate.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <fcntl.h>

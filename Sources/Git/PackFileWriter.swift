@@ -32,9 +32,6 @@ final class PackFileWriter {
     private(set) var size: UInt64 = 12
     private var entries: [Entry] = []
     private var stream = z_stream()
-    /// zlib at level 0, for bytes `Incompressible` says deflate cannot shrink (started at first use).
-    private var storedStream = z_stream()
-    private var storedStreamReady = false
     private var scratch: [UInt8] = []
     private var finished = false
     /// A write failed: the file no longer matches `entries`, so nothing more goes in and
@@ -68,7 +65,6 @@ final class PackFileWriter {
 
     deinit {
         deflateEnd(&stream)
-        if storedStreamReady { deflateEnd(&storedStream) }
         if !finished { abandon() }
     }
 
@@ -98,27 +94,29 @@ final class PackFileWriter {
         let header = Self.header(type: type, size: UInt64(data.count))
 
         // Bytes that look random (photos, video, archives: already compressed) are stored as they
-        // are: deflate would spend most of a batch's time on them for nothing. A stream per level
-        // (zlib before 1.2.12 could emit bytes from `deflateParams` right after a reset).
-        let stored = Incompressible.looks(data)
-        if stored, !storedStreamReady {
-            guard syncagent_deflate_init(&storedStream, 0) == Z_OK else { throw zlibFailed(id) }
-            storedStreamReady = true
-        }
-        let produced = stored ? try compress(data, with: &storedStream, id: id) : try compress(data, with: &stream, id: id)
+        // are: deflate would spend most of a batch's time on them for nothing.
+        let produced = Incompressible.looks(data) ? store(data) : try compress(data, with: &stream, id: id)
         guard produced >= 0 else { throw zlibFailed(id) }
-        var crc = header.withUnsafeBufferPointer { crc32(0, $0.baseAddress, uInt($0.count)) }
-        crc = scratch.withUnsafeBufferPointer { crc32(crc, $0.baseAddress, uInt(produced)) }
-        entries.append(Entry(offset: size, id: id, crc: UInt32(truncatingIfNeeded: crc)))
+        let crc = header.withUnsafeBytes { Checksum.crc32(0, $0) }
+        let whole = scratch.withUnsafeBytes { Checksum.crc32(crc, UnsafeRawBufferPointer(rebasing: $0[..<produced])) }
+        entries.append(Entry(offset: size, id: id, crc: whole))
         pending.append(contentsOf: header)
         pending.append(contentsOf: scratch[..<produced])
         size += UInt64(header.count + produced)
         if pending.count >= 1 << 18 { try writePending() }
     }
 
+    /// `data` as a zlib stream of stored blocks, into `scratch`; returns its length.
+    private func store(_ data: UnsafeRawBufferPointer) -> Int {
+        let length = StoredZlib.length(of: data.count)
+        if scratch.count < length { scratch = [UInt8](repeating: 0, count: length) }
+        return scratch.withUnsafeMutableBytes { StoredZlib.write(data, into: $0) }
+    }
+
     /// The object being streamed in (`begin`, `feed`, `end`): where it starts, the CRC-32 of what
-    /// of it was produced so far, and whether its bytes are stored rather than deflated.
-    private var streaming: (start: UInt64, crc: uLong, stored: Bool)?
+    /// of it was produced so far, whether its bytes are stored rather than deflated, and (stored)
+    /// the Adler-32 of its bytes so far.
+    private var streaming: (start: UInt64, crc: UInt32, stored: Bool, adler: UInt32)?
     /// Room for one piece of deflate's output while streaming.
     private var piece: [UInt8] = []
 
@@ -128,15 +126,14 @@ final class PackFileWriter {
     func begin(type: git_object_t, size objectSize: UInt64, stored: Bool) throws(GitError) {
         drop()  // a stream libgit2 opened and never finished or freed is not part of the pack
         if let broken { throw broken }
-        if stored, !storedStreamReady {
-            guard syncagent_deflate_init(&storedStream, 0) == Z_OK else { throw zlibFailed(nil) }
-            storedStreamReady = true
+        if !stored {
+            guard deflateReset(&stream) == Z_OK else { throw zlibFailed(nil) }
+            if piece.isEmpty { piece = [UInt8](repeating: 0, count: 1 << 17) }
         }
-        guard (stored ? deflateReset(&storedStream) : deflateReset(&stream)) == Z_OK else { throw zlibFailed(nil) }
-        if piece.isEmpty { piece = [UInt8](repeating: 0, count: 1 << 17) }
-        let header = Self.header(type: type, size: objectSize)
-        let crc = header.withUnsafeBufferPointer { crc32(0, $0.baseAddress, uInt($0.count)) }
-        streaming = (size, crc, stored)
+        var header = Self.header(type: type, size: objectSize)
+        if stored { header += StoredZlib.header }
+        let crc = header.withUnsafeBytes { Checksum.crc32(0, $0) }
+        streaming = (size, crc, stored, 1)
         pending.append(contentsOf: header)
         size += UInt64(header.count)
     }
@@ -151,7 +148,7 @@ final class PackFileWriter {
         try deflatePiece(UnsafeRawBufferPointer(start: nil, count: 0), finish: true)
         guard let object = streaming else { return }
         streaming = nil
-        entries.append(Entry(offset: object.start, id: id, crc: UInt32(truncatingIfNeeded: object.crc)))
+        entries.append(Entry(offset: object.start, id: id, crc: object.crc))
     }
 
     /// Takes the object being streamed back out of the pack (the store had it already, or its file
@@ -175,6 +172,21 @@ final class PackFileWriter {
     private func deflatePiece(_ bytes: UnsafeRawBufferPointer, finish: Bool) throws(GitError) {
         if let broken { throw broken }
         guard var object = streaming else { preconditionFailure("no object is being streamed into this pack") }
+        if object.stored {
+            // Stored blocks, framed here: one pass of each checksum over the bytes, no zlib.
+            let start = pending.count
+            if finish {
+                StoredZlib.appendEnd(adler: object.adler, to: &pending)
+            } else {
+                object.adler = Checksum.adler32(object.adler, bytes)
+                StoredZlib.appendBlocks(bytes, to: &pending)
+            }
+            object.crc = pending.withUnsafeBytes { Checksum.crc32(object.crc, UnsafeRawBufferPointer(rebasing: $0[start...])) }
+            size += UInt64(pending.count - start)
+            streaming = object
+            if pending.count >= 1 << 18 { try writePending() }
+            return
+        }
         func run(_ zs: inout z_stream) throws(GitError) {
             zs.next_in = UnsafeMutablePointer(mutating: bytes.baseAddress?.assumingMemoryBound(to: Bytef.self))
             zs.avail_in = uInt(bytes.count)
@@ -187,7 +199,7 @@ final class PackFileWriter {
                 }
                 guard rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR else { throw zlibFailed(nil) }
                 let produced = piece.count - Int(zs.avail_out)
-                object.crc = piece.withUnsafeBufferPointer { crc32(object.crc, $0.baseAddress, uInt(produced)) }
+                object.crc = piece.withUnsafeBytes { Checksum.crc32(object.crc, UnsafeRawBufferPointer(rebasing: $0[..<produced])) }
                 pending.append(contentsOf: piece[..<produced])
                 size += UInt64(produced)
                 if pending.count >= 1 << 18 { try writePending() }
@@ -195,7 +207,7 @@ final class PackFileWriter {
             }
         }
         // (a piece is at most what a read returns: far below zlib's 32-bit counts)
-        if object.stored { try run(&storedStream) } else { try run(&stream) }
+        try run(&stream)
         streaming = object
     }
 
@@ -221,8 +233,7 @@ final class PackFileWriter {
         drop()
         if let broken { throw broken }
         let start = size
-        let crc = crc32(0, bytes.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(bytes.count))
-        entries.append(Entry(offset: start, id: id, crc: UInt32(truncatingIfNeeded: crc)))
+        entries.append(Entry(offset: start, id: id, crc: Checksum.crc32(0, bytes)))
         pending.append(contentsOf: bytes)
         size += UInt64(bytes.count)
         if pending.count >= 1 << 18 { try writePending() }

@@ -71,7 +71,7 @@ struct PackRollUp {
                 let length = Int(next - entry.offset)
                 if buffer.count < length { buffer = [UInt8](repeating: 0, count: length) }
                 try PackRollUp.readExactly(fd, into: &buffer, count: length, at: entry.offset, path: packPath)
-                let crc = buffer.withUnsafeBufferPointer { UInt32(truncatingIfNeeded: crc32(0, $0.baseAddress, uInt(length))) }
+                let crc = buffer.withUnsafeBytes { Checksum.crc32(0, UnsafeRawBufferPointer(rebasing: $0[..<length])) }
                 guard crc == entry.crc else {
                     throw PackRollUp.damaged("\(packPath): object \(entry.id) does not match its CRC-32 (the pack is damaged on disk)")
                 }

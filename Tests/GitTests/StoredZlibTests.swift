@@ -1,0 +1,70 @@
+import CLibgit2
+@testable import Git
+import Testing
+
+/// The zlib streams of stored blocks a pack batch writes for bytes that do not compress, and the
+/// checksums it takes from libdeflate: zlib itself must read the one and agree on the others.
+@Suite struct StoredZlibTests {
+    static let sizes = [0, 1, 65_534, 65_535, 65_536, 131_070, 131_071, 200_000]
+
+    func random(_ count: Int) -> [UInt8] {
+        var rng = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: 0...255, using: &rng) }
+    }
+
+    /// zlib's `uncompress` of `stream`, which must hold exactly `count` bytes.
+    func inflated(_ stream: [UInt8], count: Int) -> [UInt8]? {
+        var out = [UInt8](repeating: 0, count: count + 1)
+        var length = uLongf(out.count)
+        let rc = out.withUnsafeMutableBufferPointer { o in
+            stream.withUnsafeBufferPointer { uncompress(o.baseAddress, &length, $0.baseAddress, uLong($0.count)) }
+        }
+        return rc == Z_OK ? Array(out[..<Int(length)]) : nil
+    }
+
+    @Test(arguments: sizes) func aWholeStreamInflatesToItsBytes(count: Int) {
+        let bytes = random(count)
+        var stream = [UInt8](repeating: 0, count: StoredZlib.length(of: count))
+        let written = stream.withUnsafeMutableBytes { out in bytes.withUnsafeBytes { StoredZlib.write($0, into: out) } }
+        #expect(written == stream.count, "length(of:) is the stream's length")
+        #expect(inflated(stream, count: count) == bytes)
+    }
+
+    /// Streamed in pieces of every size around a block's limit, ended by an empty final block.
+    @Test(arguments: [1, 1000, 65_535, 65_536, 70_000]) func aStreamInPiecesInflatesToItsBytes(piece: Int) {
+        let bytes = random(200_000)
+        var stream = StoredZlib.header
+        var adler: UInt32 = 1
+        var at = 0
+        while at < bytes.count {
+            let n = min(piece, bytes.count - at)
+            bytes.withUnsafeBytes { all in
+                let part = UnsafeRawBufferPointer(rebasing: all[at..<(at + n)])
+                adler = Checksum.adler32(adler, part)
+                StoredZlib.appendBlocks(part, to: &stream)
+            }
+            at += n
+        }
+        StoredZlib.appendEnd(adler: adler, to: &stream)
+        #expect(inflated(stream, count: bytes.count) == bytes)
+        // one damaged byte of the content: zlib's own check of the Adler-32 refuses it
+        stream[stream.count / 2] ^= 1
+        #expect(inflated(stream, count: bytes.count) == nil)
+    }
+
+    @Test func checksumsAreZlibs() {
+        for count in Self.sizes {
+            let bytes = random(count)
+            bytes.withUnsafeBytes { raw in
+                let p = raw.baseAddress?.assumingMemoryBound(to: Bytef.self)
+                for seed: UInt32 in [0, 1, 0xdead_beef] {
+                    #expect(Checksum.crc32(seed, raw) == UInt32(crc32(uLong(seed), p, uInt(count))), "crc32 of \(count) bytes")
+                }
+                #expect(Checksum.adler32(1, raw) == UInt32(adler32(1, p, uInt(count))), "adler32 of \(count) bytes")
+                let half = count / 2
+                let first = Checksum.adler32(1, UnsafeRawBufferPointer(rebasing: raw[..<half]))
+                #expect(Checksum.adler32(first, UnsafeRawBufferPointer(rebasing: raw[half...])) == Checksum.adler32(1, raw))
+            }
+        }
+    }
+}
