@@ -49,34 +49,4 @@ enum StoredZlib {
         out.append(final ? 1 : 0)  // BFINAL, BTYPE 00 (stored), then padding to the byte
         out.append(contentsOf: [UInt8(n & 0xff), UInt8(n >> 8), UInt8(~n & 0xff), UInt8(~n >> 8)])
     }
-
-    /// The length of the whole stream of `count` bytes (`write`).
-    static func length(of count: Int) -> Int {
-        header.count + max(1, (count + blockLimit - 1) / blockLimit) * 5 + count + 4
-    }
-
-    /// Writes the whole stream of `bytes` into `out` (at least `length(of:)` long); returns its length.
-    static func write(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Int {
-        var at = 0, to = 0
-        func put(_ byte: UInt8) {
-            out[to] = byte
-            to += 1
-        }
-        header.forEach(put)
-        repeat {
-            let n = min(blockLimit, bytes.count - at)
-            let final = at + n == bytes.count
-            let length = UInt16(n)
-            put(final ? 1 : 0)
-            put(UInt8(length & 0xff)); put(UInt8(length >> 8)); put(UInt8(~length & 0xff)); put(UInt8(~length >> 8))
-            if n > 0 {
-                UnsafeMutableRawBufferPointer(rebasing: out[to..<(to + n)]).copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[at..<(at + n)]))
-            }
-            at += n
-            to += n
-        } while at < bytes.count
-        let adler = Checksum.adler32(1, bytes)
-        withUnsafeBytes(of: adler.bigEndian) { for b in $0 { put(b) } }
-        return to
-    }
 }

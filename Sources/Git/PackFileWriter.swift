@@ -91,11 +91,16 @@ final class PackFileWriter {
         guard data.count <= Int(UInt32.max) else {
             throw GitError(code: GitError.Code.generic, errorClass: 0, message: "object \(id) is too big for a pack batch (\(data.count) bytes)", call: "PackFileWriter.append")
         }
-        let header = Self.header(type: type, size: UInt64(data.count))
-
         // Bytes that look random (photos, video, archives: already compressed) are stored as they
-        // are: deflate would spend most of a batch's time on them for nothing.
-        let produced = Incompressible.looks(data) ? store(data) : try compress(data, with: &stream, id: id)
+        // are: deflate would spend most of a batch's time on them for nothing. The same framing
+        // as a streamed object's, in one piece.
+        if Incompressible.looks(data) {
+            try begin(type: type, size: UInt64(data.count), stored: true)
+            try feed(data)
+            return try end(id: id)
+        }
+        let header = Self.header(type: type, size: UInt64(data.count))
+        let produced = try compress(data, with: &stream, id: id)
         guard produced >= 0 else { throw zlibFailed(id) }
         let crc = header.withUnsafeBytes { Checksum.crc32(0, $0) }
         let whole = scratch.withUnsafeBytes { Checksum.crc32(crc, UnsafeRawBufferPointer(rebasing: $0[..<produced])) }
@@ -104,13 +109,6 @@ final class PackFileWriter {
         pending.append(contentsOf: scratch[..<produced])
         size += UInt64(header.count + produced)
         if pending.count >= 1 << 18 { try writePending() }
-    }
-
-    /// `data` as a zlib stream of stored blocks, into `scratch`; returns its length.
-    private func store(_ data: UnsafeRawBufferPointer) -> Int {
-        let length = StoredZlib.length(of: data.count)
-        if scratch.count < length { scratch = [UInt8](repeating: 0, count: length) }
-        return scratch.withUnsafeMutableBytes { StoredZlib.write(data, into: $0) }
     }
 
     /// The object being streamed in (`begin`, `feed`, `end`): where it starts, the CRC-32 of what

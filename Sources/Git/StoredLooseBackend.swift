@@ -123,13 +123,13 @@ enum StoredLooseBackend {
         }
 
         /// Writes `bytes` into the file as stored blocks (with `finish`, then the end of the zlib
-        /// stream), 64 KiB at a time.
+        /// stream), 16 blocks (1 MiB) at a time: `git_odb_write` hands a whole object.
         func write(_ bytes: UnsafeRawBufferPointer, finish: Bool = false) -> Bool {
             guard !failed, fd >= 0 else { return false }
             adler = Checksum.adler32(adler, bytes)
             var at = 0
             while at < bytes.count {
-                let n = min(StoredZlib.blockLimit, bytes.count - at)
+                let n = min(16 * StoredZlib.blockLimit, bytes.count - at)
                 StoredZlib.appendBlocks(UnsafeRawBufferPointer(rebasing: bytes[at..<(at + n)]), to: &out)
                 at += n
                 guard writeAll(out.count) else { return fail() }

@@ -24,9 +24,11 @@ import Testing
 
     @Test(arguments: sizes) func aWholeStreamInflatesToItsBytes(count: Int) {
         let bytes = random(count)
-        var stream = [UInt8](repeating: 0, count: StoredZlib.length(of: count))
-        let written = stream.withUnsafeMutableBytes { out in bytes.withUnsafeBytes { StoredZlib.write($0, into: out) } }
-        #expect(written == stream.count, "length(of:) is the stream's length")
+        var stream = StoredZlib.header
+        bytes.withUnsafeBytes { StoredZlib.appendBlocks($0, to: &stream) }
+        StoredZlib.appendEnd(adler: bytes.withUnsafeBytes { Checksum.adler32(1, $0) }, to: &stream)
+        let blocks = max(1, (count + StoredZlib.blockLimit - 1) / StoredZlib.blockLimit)
+        #expect(stream.count == 2 + count + 5 * (count == 0 ? 1 : blocks + 1) + 4, "one 5-byte header per block, an empty final one")
         #expect(inflated(stream, count: count) == bytes)
     }
 
