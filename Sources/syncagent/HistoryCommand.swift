@@ -58,6 +58,7 @@ struct RestoreCommand: AsyncParsableCommand {
         usage: """
             syncagent restore [--config <file>] <path> [--at <commit|time>]
                               [--to <file>]
+            syncagent restore [--config <file>] --deletes
             """,
         discussion: """
             Without --at: the version before PATH's newest change (a deleted file or directory \
@@ -65,19 +66,41 @@ struct RestoreCommand: AsyncParsableCommand {
             TIME (ISO 8601) takes it as this device's main held it then. For a directory, every \
             file under it is put back and files added since are removed (their versions stay in \
             the store). The result is a new change that syncs to every device like any other. \
-            With --to FILE, the version is only written to FILE (a new path) and nothing changes.
+            With --to FILE, the version is only written to FILE (a new path) and nothing changes. \
+            A file whose deletion was never committed (held by the deletion guard) comes back too.
+
+            --deletes: every file the deletion spell under way or held took (see `syncagent \
+            status`), back on disk as it was when the spell began, including those whose \
+            deletions had already left this device; the hold then ends by itself.
 
             Example: syncagent restore notes/ --at 2026-11-20T10:00:00Z
             """
     )
 
     @OptionGroup var options: ConfigOption
-    @Argument(help: "A file or directory, relative to the data directory.") var path: String
+    @Argument(help: "A file or directory, relative to the data directory.") var path: String?
+    @Flag(name: .long, help: "Bring back every file of the deletion spell held or under way.") var deletes = false
     @Option(name: .long, help: ArgumentHelp("A commit (from `syncagent history`) or an ISO 8601 time.", valueName: "commit|time")) var at: String?
     @Option(name: .long, help: ArgumentHelp("Write the version to this new path instead.", valueName: "file")) var to: String?
 
+    func validate() throws {
+        if deletes {
+            guard path == nil, at == nil, to == nil else {
+                throw ValidationError("--deletes brings back what the deletion spell took and takes no path, --at or --to")
+            }
+        } else if path == nil {
+            throw ValidationError("give a path to restore (relative to the data directory), or --deletes")
+        }
+    }
+
     func run() async throws {
         let config = try options.load()
+        guard let path else {
+            let result = try await OneShot.restoreDeletes(config: config)
+            if let error = result.error { throw UserFacingError(error) }
+            print(result.message)
+            return
+        }
         let target = DataPath.bytes(path, data: config.data)
         guard let to else {
             let result = try await OneShot.restore(config: config, path: target, at: at)

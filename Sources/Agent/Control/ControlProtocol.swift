@@ -23,6 +23,8 @@ public enum ControlRequest: Codable, Sendable {
     case revert(paths: [[UInt8]])
     /// Answer: `MessageResult`. The path relative to the data directory, as bytes.
     case restore(path: [UInt8], at: String?)
+    /// Answer: `MessageResult`. `restore --deletes`: what the deletion spell took, back on disk.
+    case restoreDeletes
     /// Answer: one `AgentEvent` per line: the kept ones after `since`, then (with `follow`) every new
     /// one until the client hangs up or the agent stops.
     case events(since: Int?, follow: Bool)
@@ -39,7 +41,7 @@ public enum ControlRequest: Codable, Sendable {
         case .sendDeletes, .send: "send"
         case .held: "held"
         case .revert: "revert"
-        case .restore: "restore"
+        case .restore, .restoreDeletes: "restore"
         case .events: "events"
         case .commit: "commit"
         }

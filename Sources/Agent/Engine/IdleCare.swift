@@ -15,6 +15,8 @@ struct IdleCare: Sendable, Equatable {
         case pack
         /// Paths that could not be written are tried again every 5 s.
         case retryUnapplied
+        /// Deletions waiting for their spell to end are judged again (`DeletionSpell`).
+        case deletionSpell
     }
 
     static let rootEvery: Duration = .seconds(1)
@@ -37,6 +39,8 @@ struct IdleCare: Sendable, Equatable {
     var commitsSincePack = 0
     var unappliedWaiting = false
     var lastUnappliedTry: Instant
+    /// When the deletions that wait for their spell to end are judged again.
+    var spellEnds: Instant?
 
     init(now: Instant) {
         lastRootCheck = now
@@ -55,6 +59,7 @@ struct IdleCare: Sendable, Equatable {
             out.append((.pack, commitsSincePack >= Self.packEveryCommits ? lastActivity : lastActivity + Self.packIdle))
         }
         if unappliedWaiting { out.append((.retryUnapplied, lastUnappliedTry + Self.unappliedEvery)) }
+        if let spellEnds { out.append((.deletionSpell, spellEnds)) }
         // While the directory is gone nothing else is done: only the look for it is.
         return rootMissing ? out.filter { $0.0 == .checkRoot } : out
     }

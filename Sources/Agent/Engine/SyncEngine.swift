@@ -26,15 +26,19 @@ actor SyncEngine {
     private let store: Store
     private let logger: Logger
     nonisolated let events: EventBus
-    private let guardRule: DeletionGuard
+    /// The deletion spell under way, if any (SPEC "Safety holds").
+    private var spell: DeletionSpell
     /// The local watcher, when an agent runs (nil for one-shot commands: they scan instead).
     private var watcher: Watcher?
     private var ledger: PeerLedger
     /// Problems `status` shows until they go away, by topic.
     private var problems: [ProblemKey: String] = [:]
-    /// Deleted paths held for confirmation (`send --deletes`), and why.
+    /// Deleted paths not committed: waiting for their spell to end, or held (`hold`) until the
+    /// user confirms (`send --deletes`) or brings them back (`restore --deletes`).
     private var heldDeletes: Set<FilePath> = []
     private var hold: DeletionHold?
+    /// The deletions `judgeDeletions` said to send in this batch: tracked files, for the spell.
+    private var sendingDeletions = 0
     /// The data directory's identity, to tell "moved away and back" from "replaced".
     private var rootIdentity: (device: UInt64, inode: UInt64)?
     /// A batch whose commit failed (disk full, ...), retried a second later (`IdleCare`).
@@ -56,7 +60,7 @@ actor SyncEngine {
         self.store = store
         self.logger = logger
         self.events = events
-        guardRule = DeletionGuard(settings: config.safety)
+        spell = DeletionSpell(rule: DeletionGuard(settings: config.safety), root: config.data)
         ledger = PeerLedger.load(state: config.state)
         if let stat = try? FileStat.of(config.data) { rootIdentity = (stat.device, stat.inode) }
     }
@@ -67,7 +71,9 @@ actor SyncEngine {
 
     /// Commits one batch of changed paths (a full scan when `rescan`), holding accidental
     /// deletions back (SPEC "Safety holds").
-    func commit(_ batch: WatchBatch, confirmDeletes: Bool = false, send: Set<FilePath> = [], ahead: PrehashJob? = nil) {
+    /// `deletionsJudged`: the start-up commit's chunks, whose deletions were judged as one set.
+    func commit(_ batch: WatchBatch, confirmDeletes: Bool = false, send: Set<FilePath> = [], ahead: PrehashJob? = nil,
+                deletionsJudged: Bool = false) {
         var paths = batch.paths.union(failedBatch)
         failedBatch = []
         schedule.commitFailedAt = nil
@@ -89,15 +95,15 @@ actor SyncEngine {
             let ownWrites = try store.unchangedOwnWrites(among: paths)
             if config.mode == .receiveOnly {
                 // Nothing is committed: the store holds every local edit back (`localChanges`).
+            } else if deletionsJudged {
+                // Judged with the whole start-up set; what was held is not among these paths.
             } else if !confirmDeletes {
                 paths.formUnion(heldDeletes)
-                if try holdDeletions(among: paths.subtracting(ownWrites)) {
-                    paths.subtract(heldDeletes)
-                } else if !heldDeletes.isEmpty {
-                    releaseHold()  // under the threshold now, or the files came back
-                }
+                try judgeDeletions(among: paths.subtracting(ownWrites), wholeSeen: batch.rescan || watcher == nil)
+                paths.subtract(heldDeletes)
             } else {
                 paths.formUnion(heldDeletes)
+                spell.confirm()
                 releaseHold()
             }
             // Big new files (a folder of photos) go in as several commits, each slice hashed on
@@ -113,6 +119,10 @@ actor SyncEngine {
                 finishCommit(try store.commit(paths: paths, send: send, ahead: ahead, unchanged: ownWrites))
             }
             setProblem(.commit, nil)  // (after the last slice: one that fails again keeps it)
+            if sendingDeletions > 0 {
+                spell.sent(sendingDeletions, now: .now)
+                sendingDeletions = 0
+            }
             // A big batch (a bulk copy, or a big merge's own writes read back): its sets are gone.
             if paths.count >= Store.prehashThreshold, ahead == nil { FreeMemory.returnToSystem() }
         } catch {
@@ -150,22 +160,42 @@ actor SyncEngine {
         if !outcome.retry.isEmpty { watcher?.report(outcome.retry) }
     }
 
-    /// Applies the deletion guard to these paths; true (and `heldDeletes` set) when their
-    /// deletions must wait for `send --deletes`.
-    private func holdDeletions(among paths: Set<FilePath>) throws -> Bool {
+    /// Judges the deletions among these paths as part of their spell (`DeletionSpell`): sets
+    /// `heldDeletes` to those that must not be committed now (waiting for the spell to end, or held),
+    /// and `sendingDeletions` to the files of those that go.
+    private func judgeDeletions(among paths: Set<FilePath>, wholeSeen: Bool) throws {
+        sendingDeletions = 0
         let gone = try store.deletions(among: paths)
-        guard !gone.paths.isEmpty else { return false }
-        let empty = ((try? Directory.entries(of: config.data)) ?? []).isEmpty
-        guard let hold = guardRule.check(root: config.data, deleting: gone.files, tracked: try store.trackedCount(),
-                                         rootIsEmpty: empty) else { return false }
-        if self.hold == nil {
-            logger.warning("\(hold.message)")
-            for path in gone.paths.prefix(AgentEvent.maxPaths) { events.emit(.held(path: path.display, reason: .massDelete)) }
+        let grew = !gone.paths.subtracting(heldDeletes).isEmpty
+        let now = ContinuousClock.now
+        let decision: DeletionSpell.Decision
+        if gone.paths.isEmpty {
+            decision = spell.observe(now: now, deleted: 0, grew: false, tracked: 0, rootIsEmpty: false, wholeSeen: wholeSeen, head: nil)
+        } else {
+            let empty = ((try? Directory.entries(of: config.data)) ?? []).isEmpty
+            decision = spell.observe(now: now, deleted: gone.files, grew: grew, tracked: try store.trackedCount(), rootIsEmpty: empty,
+                                     wholeSeen: wholeSeen, head: ((try? store.headID()) ?? nil)?.hex)
         }
-        self.hold = hold
-        setProblem(.hold, hold.message)
-        heldDeletes = gone.paths
-        return true
+        switch decision {
+        case .send:
+            if hold != nil { releaseHold() }  // the files came back
+            heldDeletes = []
+            sendingDeletions = gone.files
+            schedule.spellEnds = nil
+        case .wait(let until):
+            if hold != nil { releaseHold() }
+            heldDeletes = gone.paths
+            schedule.spellEnds = until
+        case .hold(let hold):
+            if self.hold == nil {
+                logger.warning("\(hold.message)")
+                for path in gone.paths.prefix(AgentEvent.maxPaths) { events.emit(.held(path: path.display, reason: .massDelete)) }
+            }
+            self.hold = hold
+            setProblem(.hold, hold.message)
+            heldDeletes = gone.paths
+            schedule.spellEnds = nil
+        }
     }
 
     private func releaseHold() {
@@ -173,6 +203,7 @@ actor SyncEngine {
         hold = nil
         heldDeletes = []
         problems[.hold] = nil
+        schedule.spellEnds = nil
     }
 
     /// Sets (or clears, with nil) the problem `status` shows under `key`; a new one is an event too.
@@ -274,7 +305,18 @@ actor SyncEngine {
             return
         }
         guard rootIsPresent() else { return }
-        _ = try? holdDeletions(among: Set(rest))  // the guard sees the whole set, not chunks
+        // The guard sees the whole set as one spell, not chunks.
+        do {
+            try judgeDeletions(among: Set(rest), wholeSeen: true)
+        } catch {
+            logger.error("cannot look for deletions in \(config.data.display): \(error); none is committed until it can")
+            let gone = Set(rest.filter { (try? FileStat.of(config.data.pushing($0))) ?? nil == nil })
+            heldDeletes.formUnion(gone)
+        }
+        if sendingDeletions > 0 {
+            spell.sent(sendingDeletions, now: .now)
+            sendingDeletions = 0
+        }
         if !heldDeletes.isEmpty { rest.removeAll { heldDeletes.contains($0) } }
         let total = rest.count
         // Each chunk's files are hashed on other threads while the chunk before is committed.
@@ -289,7 +331,7 @@ actor SyncEngine {
             // whole list (5 MB) no longer sits beside the full index at the end.
             rest.removeFirst(batch.count)
             let next = hashAhead()
-            commit(WatchBatch(paths: batch), ahead: ahead)
+            commit(WatchBatch(paths: batch), ahead: ahead, deletionsJudged: true)
             // The chunk's sets and hashes are freed while the index grows: without handing the
             // pages back now, the heap's holes added 10 MB to the peak of a 100k-file start.
             if total > chunk { FreeMemory.returnToSystem() }
@@ -327,7 +369,7 @@ actor SyncEngine {
         for job in schedule.due(at: now) {
             switch job {
             case .checkRoot: break  // done above
-            case .retryCommit: commit(WatchBatch())
+            case .retryCommit, .deletionSpell: commit(WatchBatch())
             case .saveIndex: saveIndex()
             case .pack: packWhenIdle()
             case .retryUnapplied:
@@ -399,7 +441,7 @@ actor SyncEngine {
         await commitPendingLocal()
         if let hold { return .paused("merges wait while deletions are held: \(hold.message)") }
         if !heldDeletes.isEmpty {
-            return .paused("merges wait while \(heldDeletes.count) deletions are held; confirm them with `syncagent send --deletes` or put the files back")
+            return .paused("merges wait until the deletion spell under way ends: \(heldDeletes.count) deleted paths go once no deletion has come for \(DeletionSpell.quiet)")
         }
         do {
             let outcome = try store.integrate(peer: peer)
@@ -567,7 +609,7 @@ actor SyncEngine {
 
     /// `syncagent held`: every change this device keeps back, with the reason.
     func heldList() -> [HeldEntry] {
-        HeldEntry.list(heldDeletes: heldDeletes, held: store.loadHeld())
+        HeldEntry.list(heldDeletes: hold == nil ? [] : heldDeletes, held: store.loadHeld())
     }
 
     /// `syncagent send PATH... | --all`: commits the held changes at these paths (or under these
@@ -650,6 +692,42 @@ actor SyncEngine {
         }
     }
 
+    /// `syncagent restore --deletes`: every file the deletion spell under way (or held) took, back
+    /// on disk from the version `main` had when the spell began, whether its deletions were
+    /// committed or not. The files that had left are added again (a change that syncs); the hold
+    /// ends by itself, since nothing is deleted any more.
+    func restoreDeletes() async -> MessageResult {
+        await commitPendingLocal()
+        guard let start = spell.current?.startCommit else {
+            return MessageResult(message: "no deletions are held or waiting; `syncagent restore DIR --at TIME` brings a directory back as it was at a time", error: nil)
+        }
+        do {
+            let changes = try store.missingSince(start)
+            guard !changes.isEmpty else {
+                return MessageResult(message: "every file there was when the deletions began is on disk; nothing to restore", error: nil)
+            }
+            let report = try store.writeRestored(changes)
+            commit(WatchBatch(paths: Set(changes.paths)))
+            var message = "restored \(report.written) file\(report.written == 1 ? "" : "s") as of \(start.prefix(12)) (when the deletions began)"
+            if !report.localChanges.isEmpty {
+                message += "; \(report.localChanges.count) paths were written meanwhile and left as they are: \(report.localChanges.prefix(5).map(\.display).joined(separator: ", "))"
+            }
+            if !report.failures.isEmpty {
+                let first = report.failures[0]
+                message += "; \(report.failures.count) could not be written (\(first.path.display): \(first.errno)); retried like a merge's, see `syncagent status`"
+            }
+            if hold != nil || !heldDeletes.isEmpty {
+                message += "; \(heldDeletes.count) deleted paths are still missing, so deletions stay held: `syncagent held` lists them"
+            }
+            logger.notice("\(message)")
+            return MessageResult(message: message, error: nil)
+        } catch {
+            let why = (error as? StoreError).map { "\($0.message). \($0.hint)" } ?? SyncError(error).message
+            return MessageResult(message: "not restored", error: "cannot restore the deleted files: \(why). Nothing was lost: `syncagent restore DIR --at TIME` can bring a directory back",
+                                 errorCode: SyncError(error).code.rawValue)
+        }
+    }
+
     /// At start-up: the data directory follows rules that changed since the last run.
     func followRules() {
         do {
@@ -675,9 +753,9 @@ actor SyncEngine {
             ledger.peers[name] = live
         }
         return StatusBuilder.report(config: config, store: store, running: true, pid: getpid(),
-                                    pending: pending + inFlight, ledger: ledger,
+                                    pending: pending + inFlight + (hold == nil ? heldDeletes.count : 0), ledger: ledger,
                                     problems: problems.sorted { $0.key.precedes($1.key) }.map(\.value),
-                                    heldDeletes: heldDeletes.count, measureStore: measureStore)
+                                    heldDeletes: hold == nil ? 0 : heldDeletes.count, measureStore: measureStore)
     }
 }
 

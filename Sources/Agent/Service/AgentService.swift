@@ -176,6 +176,10 @@ public final class AgentService: Service, Sendable {
             let result = await engine.restore(path: FilePath(bytes: path), at: at)
             for peer in peers { peer.doorbell.ring() }
             return Array((try? encoder.encode(result)) ?? Data())
+        case .restoreDeletes:
+            let result = await engine.restoreDeletes()
+            for peer in peers { peer.doorbell.ring() }
+            return Array((try? encoder.encode(result)) ?? Data())
         case .status:
             return Array((try? encoder.encode(await status())) ?? Data())
         case .resolve(let targets, let all, let choice):

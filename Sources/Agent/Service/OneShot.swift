@@ -91,6 +91,13 @@ public enum OneShot {
         }
     }
 
+    /// `syncagent restore --deletes`: through the running agent, or under the lock.
+    public static func restoreDeletes(config: Config) async throws -> MessageResult {
+        try await viaAgentOrLock(config, .restoreDeletes, as: MessageResult.self) { engine in
+            await engine.restoreDeletes()
+        }
+    }
+
     /// Every event from now on (or after `since`), as values, for a program that is a client of the
     /// agent: across agent restarts, until the iteration ends, which closes the connection at once.
     public static func follow(config: Config, since: Int? = nil) -> AsyncStream<AgentEvent> {

@@ -34,10 +34,12 @@ public enum ConfigTemplate {
             # During non-stop changes, commit at least this often, in milliseconds (debounce_ms to 3600000).
             # max_delay_ms = \(defaults.maxDelayMs)
 
-            # Deletion guard: one batch that deletes more than this share of the tracked files (0 to 100)...
+            # Deletion guard: one deletion spell (deletions with gaps under 5 s) that deletes more than
+            # this share of the files tracked when it began (0 to 100)...
             # [safety]
             # max_delete_percent = \(safety.maxDeletePercent)
-            # ...and at least this many files is held until `syncagent send --deletes` (or the files come back).
+            # ...and at least this many files is held until `syncagent send --deletes`, or until the
+            # files come back (`syncagent restore --deletes`).
             # min_delete_files = \(safety.minDeleteFiles)
 
             # One [[peer]] table for each device to sync with.

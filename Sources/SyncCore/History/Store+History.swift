@@ -123,6 +123,11 @@ extension Store {
             }
             return RestorePoint(commit: found.id, why: "main at \(at)")
         }
+        // Deletions not committed yet (held by the deletion guard, or waiting for their spell to
+        // end): `main` itself still has every file, so it is the version to put back.
+        if try entries(under: path, in: head).keys.contains(where: { !isOnDisk($0) }) {
+            return RestorePoint(commit: head.id, why: "main (its files deleted here and not committed)")
+        }
         var found: RestorePoint?
         try repo.walk(from: head, firstParentOnly: true) { id in
             let info = try repo.commit(id)
@@ -201,11 +206,38 @@ extension Store {
         RestoreChanges(changes: try restoreChanges(path, to: point.commit.oid))
     }
 
+    /// Against `main`, and against the disk: a file `main` holds whose deletion was never committed
+    /// (held, or waiting for its spell to end) is missing all the same, and comes back.
     func restoreChanges(_ path: FilePath, to point: Oid) throws -> [TreeChange] {
         let wanted = try version(of: path, at: point)
         let current = try head().map { try entries(under: path, in: $0) } ?? [:]
-        return Set(wanted.keys).union(current.keys).sortedInBytes()
-            .compactMap { p in wanted[p] == current[p] ? nil : TreeChange(path: p, old: current[p], new: wanted[p]) }
+        return Set(wanted.keys).union(current.keys).sortedInBytes().compactMap { p in
+            if let want = wanted[p], current[p] != nil, !isOnDisk(p) { return TreeChange(path: p, old: nil, new: want) }
+            return wanted[p] == current[p] ? nil : TreeChange(path: p, old: current[p], new: wanted[p])
+        }
+    }
+
+    /// Whether a path of a tree is in the data directory (a marker: its directory), or is one this
+    /// device does not keep there (then it counts as present).
+    func isOnDisk(_ path: FilePath) -> Bool {
+        guard policy.materializes(path) else { return true }
+        let target = DirectoryMarker.isMarker(path) ? DirectoryMarker.directory(of: path) : path
+        return ((try? FileStat.of(data.pushing(target))) ?? nil) != nil
+    }
+
+    /// `restore --deletes`: every file (and empty directory) `commit` holds that is not in the data
+    /// directory now, from `commit`'s version: what a deletion spell that began at `commit` took,
+    /// whether its deletions were committed or held.
+    public func missingSince(_ commit: String) throws -> RestoreChanges {
+        guard let id = Oid(hex: commit) else {
+            throw StoreError(path: gitDir, message: "\(commit) is no commit id", hint: "this is a bug; `syncagent restore DIR --at TIME` brings a directory back as it was")
+        }
+        let tree = try repo.commit(id).tree
+        var changes: [TreeChange] = []
+        for file in try repo.treeFiles(tree) where !isOnDisk(file.path) {
+            changes.append(TreeChange(path: file.path, old: nil, new: ConflictSide(oid: file.oid, mode: file.mode)))
+        }
+        return RestoreChanges(changes: changes)
     }
 
     /// Writes these restored versions into the data directory like a merge would (a file edited
