@@ -121,6 +121,29 @@ extension Durability {
         }
     }
 
+    /// Makes a file written by replacing it (a lock file renamed over it: a git ref, the index)
+    /// durable at `relative` under `root`: the file, then every directory from its own up to
+    /// `root` (a ref's directory may be new). After a power cut the file is then either this
+    /// version or, had the cut come before this returned, the one before it; never a name that
+    /// points at data that was never written. False when anything cannot be flushed.
+    @discardableResult
+    public static func flushReplaced(_ relative: FilePath, under root: FilePath) -> Bool {
+        var dirs: [FilePath] = []
+        var dir = relative.removingLastComponent()
+        while !dir.isEmpty {
+            dirs.append(root.pushing(dir))
+            dir.removeLastComponent()
+        }
+        dirs.append(root)
+        return flushFiles([root.pushing(relative)], andDirectories: dirs)
+    }
+
+    /// `flushFiles` for files that may not exist (objects a write found already packed): those
+    /// that are there, and their directories.
+    public static func flushExisting(_ files: [FilePath], andDirectories extra: [FilePath] = []) -> Bool {
+        flushFiles(files.filter { ((try? FileStat.of($0)) ?? nil) != nil }, andDirectories: extra)
+    }
+
     /// Files held open at once by `flushFiles` (its callers list at most a few hundred).
     public static let filesOpenAtOnce = 64
 

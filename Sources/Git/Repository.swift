@@ -200,6 +200,18 @@ public final class Repository {
         return Array(UnsafeRawBufferPointer(start: content, count: size))
     }
 
+    /// The size of an object from its header, without reading its content.
+    public func blobSize(_ id: Oid) throws(GitError) -> Int64 {
+        var raw = id.raw
+        var odb: OpaquePointer?
+        try check(git_repository_odb(&odb, handle), "git_repository_odb")
+        defer { git_odb_free(odb) }
+        var size = 0
+        var type = GIT_OBJECT_INVALID
+        try check(git_odb_read_header(&size, &type, odb, &raw), "git_odb_read_header(\(id))")
+        return Int64(size)
+    }
+
     /// Hands the bytes of a blob to `body`: in chunks of at most `chunk` bytes when the blob is
     /// bigger than that and loose (read with read(2) and zlib, see `LooseObject`), else at once
     /// from libgit2's own buffer (no copy). A 1 GiB file written by the commit path or copied from a peer

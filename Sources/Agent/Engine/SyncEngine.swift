@@ -53,7 +53,12 @@ actor SyncEngine {
     /// Long work in hand, for `status` while the engine is busy.
     nonisolated let progress: ProgressBoard
 
-    init(config: Config, store: sending Store, logger: Logger, events: EventBus, progress: ProgressBoard) {
+    /// The machine stopped under the last session (`AgentSession`): the start-up commit first looks
+    /// for files a power cut damaged.
+    private var afterPowerLoss: Bool
+
+    init(config: Config, store: sending Store, logger: Logger, events: EventBus, progress: ProgressBoard, afterPowerLoss: Bool = false) {
+        self.afterPowerLoss = afterPowerLoss
         self.progress = progress
         executor = ThreadExecutor(name: "syncagent-engine")
         self.config = config
@@ -305,6 +310,10 @@ actor SyncEngine {
             return
         }
         guard rootIsPresent() else { return }
+        if afterPowerLoss {
+            afterPowerLoss = false
+            putBackPowerCutDamage(&rest)
+        }
         // The guard sees the whole set as one spell, not chunks.
         do {
             try judgeDeletions(among: Set(rest), wholeSeen: true)
@@ -344,6 +353,27 @@ actor SyncEngine {
         }
         if total >= Store.prehashThreshold { FreeMemory.returnToSystem() }  // the scan's sets are gone
         retryUnapplied()  // what stood in the way may have gone while the agent was stopped
+    }
+
+    /// After a power cut: files emptied, cut short or older than their committed version are not
+    /// committed over what the peers hold; the committed version goes back on disk and what the
+    /// disk held is kept in the store (`refs/syncagent/kept`).
+    private func putBackPowerCutDamage(_ rest: inout [FilePath]) {
+        do {
+            let damaged = try store.powerCutDamage(among: rest)
+            guard !damaged.isEmpty else { return }
+            let (report, kept) = try store.putBackCommitted(damaged)
+            let put = Set(damaged).subtracting(report.localChanges)
+            rest.removeAll { put.contains($0) }
+            let names = damaged.prefix(5).map(\.display).joined(separator: ", ") + (damaged.count > 5 ? ", ..." : "")
+            var message = "after the machine stopped (a power cut or a system crash), \(damaged.count) file(s) in \(config.data.display) were empty, cut short or older than the version committed before (\(names)): a program wrote them without flushing them to the disk. Each got its committed version back instead of being sent to the other devices as an edit"
+            if let kept { message += "; what the disk held is kept: `git --git-dir=\(config.storePath) show --stat \(kept.hex)`" }
+            message += ". `syncagent history PATH` lists every version"
+            logger.warning("\(message)")
+            events.emit(.problem(message))
+        } catch {
+            logger.error("cannot check the files changed before the machine stopped for damage: \(error); they are committed as they are")
+        }
     }
 
     /// Writes the paths an earlier merge could not write, where that is possible now.

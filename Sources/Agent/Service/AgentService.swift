@@ -140,6 +140,7 @@ public final class AgentService: Service, Sendable {
         control?.stop()
         bus.emit(AgentEvent(.stopped))
         bus.finish()
+        AgentSession.end(state: config.state)  // a clean stop: the next start looks for no damage
         logger.info("stopped; every change seen is committed")
     }
 

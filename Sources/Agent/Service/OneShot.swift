@@ -54,6 +54,7 @@ public enum OneShot {
         defer {
             session.events.finish()  // every event written before the lock is let go
             session.engine.finishThread()  // an app's `set`s would otherwise leave a thread each
+            AgentSession.end(state: config.state)
         }
         if commitFirst { await session.engine.commitStartupChanges(stopping: { false }) }
         return await work(session.engine)

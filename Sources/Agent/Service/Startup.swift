@@ -49,6 +49,14 @@ enum Startup {
         for stale in Store.clearStaleLocks(gitDir: config.storePath) {
             logger.warning("removed a stale lock left by a stopped agent", metadata: ["file": "\(stale)"])
         }
+        // The machine stopped under the last process that held the store (a power cut): what was
+        // never flushed may be damaged, in the store and in the data directory.
+        let powerLoss = AgentSession.begin(state: config.state)
+        if powerLoss {
+            logger.warning("the machine stopped while syncagent was using \(config.storePath) (a power cut or a crash of the system): checking the store, and the files changed since the last commit, for damage")
+        }
+        let repair = StoreRepair.repair(gitDir: config.storePath, checkObjects: powerLoss)
+        for line in repair.lines { logger.warning("\(config.storePath): \(line)") }
         for peer in config.peers where peer.hub {
             guard let hubDir = PeerLink(peer, configFile: config.file).localGitDir else { continue }
             for stale in Store.clearStaleHubLocks(hubGitDir: hubDir, device: config.device) {
@@ -63,7 +71,8 @@ enum Startup {
         let events = EventBus(state: config.state)
         let progress = ProgressBoard(logger: logger)
         store.onProgress = { task, done, total in progress.update(task, done: done, total: total) }
-        return Session(lock: lock, engine: SyncEngine(config: config, store: store, logger: logger, events: events, progress: progress),
+        return Session(lock: lock, engine: SyncEngine(config: config, store: store, logger: logger, events: events, progress: progress,
+                                                      afterPowerLoss: powerLoss),
                        events: events, progress: progress, control: control)
     }
 }

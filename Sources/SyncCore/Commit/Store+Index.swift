@@ -24,7 +24,11 @@ extension Store {
 
     /// Saves the index now, or marks it to be saved by `flushIndex` while writes are deferred.
     func saveIndex(_ index: Index) throws(GitError) {
-        guard deferIndexWrites else { return try index.write() }
+        guard deferIndexWrites else {
+            try index.write()
+            Durability.flushReplaced("index", under: gitDir)
+            return
+        }
         indexState.dirty = true
     }
 
@@ -35,6 +39,9 @@ extension Store {
     public func flushIndex() throws {
         guard indexState.dirty else { return }
         try repo.index().write()
+        // Renamed over the old one without an fsync by libgit2: a power cut could otherwise leave
+        // a name pointing at a file whose data never reached the disk.
+        Durability.flushReplaced("index", under: gitDir)
         indexState.dirty = false
     }
 

@@ -36,9 +36,15 @@ struct ConflictBook {
         let tree = try repo.writeFlatTree(entries)
         let current = try repo.resolveReference(ref)
         if let current, try repo.commit(current).tree == tree { return false }
+        let objects = repo.gitDir.appending("objects")
         for candidate in candidates.sorted(by: >) where try repo.commit(candidate).tree == tree {
-            Durability.flushFileSystem(containing: repo.gitDir)
+            // The peer's book came with a fetch, which made its objects durable; the tree and blobs
+            // written above may be loose.
+            if !Durability.flushExisting((entries.map(\.blob) + [tree]).map(repo.looseObjectPath), andDirectories: [objects]) {
+                Durability.flushFileSystem(containing: repo.gitDir)
+            }
             try repo.updateReference(ref, to: candidate, expected: current, message: "syncagent: adopt conflict records")
+            if !Durability.flushReplaced(FilePath(ref), under: repo.gitDir) { Durability.flushFileSystem(containing: repo.gitDir) }
             return true
         }
         let now = Int64(Date().timeIntervalSince1970)
@@ -46,8 +52,12 @@ struct ConflictBook {
         let parents = ([current] + candidates.map { Optional($0) }).compactMap { $0 }
         let commit = try repo.createCommit(tree: tree, parents: Array(Set(parents)).sorted(), author: sig,
                                            committer: sig, message: message, updateRef: nil)
-        Durability.flushFileSystem(containing: repo.gitDir)
+        // Exactly what was written (a loose file each, unless it was packed already), then the ref.
+        if !Durability.flushExisting((entries.map(\.blob) + [tree, commit]).map(repo.looseObjectPath), andDirectories: [objects]) {
+            Durability.flushFileSystem(containing: repo.gitDir)
+        }
         try repo.updateReference(ref, to: commit, expected: current, message: message)
+        if !Durability.flushReplaced(FilePath(ref), under: repo.gitDir) { Durability.flushFileSystem(containing: repo.gitDir) }
         return true
     }
 

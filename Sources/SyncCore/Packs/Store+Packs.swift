@@ -46,11 +46,20 @@ extension Store {
         try Repository.openForReading(gitDir: gitDir).writeCombinedPack(of: packs.map { FilePath($0.string + ".idx") })
     }
 
+    /// Makes these new packs durable (pack and index, and the directory naming them) before what
+    /// they replace goes: an fsync each, not `syncfs` (which a FUSE file system never sees, and
+    /// which waits for every other program's writes too); `syncfs` only when that fails.
+    static func flushPacks(_ names: [String], gitDir: FilePath) {
+        let dir = gitDir.appending("objects").appending("pack")
+        let files = names.flatMap { name in ["pack", "idx", "rev"].map { dir.appending("pack-\(name).\($0)") } }
+        if !Durability.flushExisting(files, andDirectories: [dir]) { Durability.flushFileSystem(containing: gitDir) }
+    }
+
     /// The quick half of a roll-up, on the store's own thread: the new pack made durable, the packs
     /// it holds removed (the index first: a pack without one is invisible to readers), the object
     /// database reopened. Nothing is lost if it is never called: the objects are then stored twice.
     public func finishCombining(_ packs: [FilePath], into name: String) throws {
-        Durability.flushFileSystem(containing: gitDir)
+        Self.flushPacks([name], gitDir: gitDir)
         // (The new pack has an old one's name only when it holds exactly that pack's objects.)
         for pack in packs where pack.lastComponent?.string != "pack-" + name {
             for ext in ["idx", "pack", "rev", "bitmap", "mtimes"] {
@@ -213,7 +222,7 @@ extension Store {
             try batch.flush()
             batchNames = batch.names
         }
-        Durability.flushFileSystem(containing: gitDir)
+        flushPacks((name.map { [$0] } ?? []) + batchNames, gitDir: gitDir)
         var held: Set<Oid> = []
         if let name { held.formUnion(try repo.pack(name, holds: chosen.map(\.id))) }
         for packed in batchNames { held.formUnion(try repo.pack(packed, holds: stored.map(\.id))) }

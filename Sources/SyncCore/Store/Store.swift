@@ -129,6 +129,9 @@ public final class Store {
             Durability.flushFileSystem(containing: gitDir)
         }
         try repo.updateReference(name, to: id, expected: expected, message: message)
+        // libgit2 renames its lock file over the ref without an fsync (GIT_OPT_ENABLE_FSYNC_GITDIR
+        // would fsync every loose object too, one by one): the ref and its directories now.
+        if !Durability.flushReplaced(FilePath(name), under: gitDir) { Durability.flushFileSystem(containing: gitDir) }
     }
 
     /// Removes `*.lock` files libgit2 left in the git dir when a process died mid-write. Call it only

@@ -1,0 +1,90 @@
+import FileSystem
+internal import Git
+import SystemPackage
+
+/// What a power cut can leave in a store that nothing else repairs, found and cleared before
+/// libgit2 opens it: a ref or `HEAD` whose file is empty or garbage (its name reached the disk, its
+/// bytes did not), an index cut short or failing its checksum, loose objects full of zeros.
+/// None of these held anything acknowledged (every ref move that was is flushed with its objects
+/// first, and the ref itself after): what is removed comes back from the data directory (the
+/// index is rebuilt from `main` and the files read again), from the peers (their refs and the
+/// conflict records) or was never pointed at (objects written for a commit the cut stopped).
+public enum StoreRepair {
+    public struct Report: Sendable, Equatable {
+        /// Refs removed (relative to the git dir), each with what was wrong.
+        public var removedRefs: [String] = []
+        public var headRewritten = false
+        /// Why the index file was removed (nil: it was fine or absent).
+        public var indexRemoved: String?
+        /// Loose objects removed as damaged (their ids).
+        public var removedObjects: [String] = []
+        public var isEmpty: Bool { removedRefs.isEmpty && !headRewritten && indexRemoved == nil && removedObjects.isEmpty }
+
+        /// One line per thing repaired, for the log.
+        public var lines: [String] {
+            var out: [String] = []
+            if headRewritten { out.append("HEAD was damaged; it points at refs/heads/main again") }
+            for ref in removedRefs { out.append("removed the damaged ref \(ref); it is set again by the next commit, fetch or merge") }
+            if let why = indexRemoved { out.append("removed the index file (\(why)); it is rebuilt from main and every file is read again") }
+            if !removedObjects.isEmpty {
+                out.append("removed \(removedObjects.count) damaged loose object(s) no ref pointed at (\(removedObjects.prefix(3).joined(separator: ", "))\(removedObjects.count > 3 ? ", ..." : ""))")
+            }
+            return out
+        }
+    }
+
+    /// - checkObjects: also read every loose object through (after a power cut; costs their bytes).
+    public static func repair(gitDir: FilePath, checkObjects: Bool) -> Report {
+        var report = Report()
+        let head = gitDir.appending("HEAD")
+        if let bytes = try? Files.read(head), !isSymbolicRef(bytes), !isObjectID(bytes) {
+            try? Files.remove(head)
+            if (try? Files.create(head, bytes: Array("ref: refs/heads/main\n".utf8), executable: false)) != nil {
+                Durability.flushReplaced("HEAD", under: gitDir)
+                report.headRewritten = true
+            }
+        }
+        let refs = gitDir.appending("refs")
+        Directory.walk(refs) { rel, kind in
+            guard kind == .regular, rel.lastComponent?.extension != "lock" else { return }
+            let path = refs.pushing(rel)
+            guard let bytes = try? Files.read(path), !isObjectID(bytes), !isSymbolicRef(bytes) else { return }
+            if (try? Files.remove(path)) != nil {
+                report.removedRefs.append("refs/\(rel) (\(bytes.isEmpty ? "empty" : "\(bytes.count) bytes naming no commit"))")
+            }
+        }
+        if !report.removedRefs.isEmpty { Durability.flushFileSystem(containing: gitDir) }
+        let index = gitDir.appending("index")
+        if let bytes = try? Files.read(index), let why = Integrity.indexDamage(bytes), (try? Files.remove(index)) != nil {
+            report.indexRemoved = why
+            _ = Durability.flushFiles([], andDirectories: [gitDir])
+        }
+        if checkObjects {
+            let objects = gitDir.appending("objects")
+            for fan in (try? Directory.entries(of: objects)) ?? [] where isHex(fan.name.string, count: 2) {
+                let dir = objects.appending(fan.name)
+                for entry in (try? Directory.entries(of: dir)) ?? [] where isHex(entry.name.string, count: 38) {
+                    let file = dir.appending(entry.name)
+                    if !Integrity.looseObjectIsIntact(file), (try? Files.remove(file)) != nil {
+                        report.removedObjects.append(fan.name.string + entry.name.string)
+                    }
+                }
+            }
+        }
+        return report
+    }
+
+    /// 40 hex digits and a newline (or none): a ref's whole content.
+    static func isObjectID(_ bytes: [UInt8]) -> Bool {
+        let body = bytes.last == UInt8(ascii: "\n") ? bytes.dropLast() : bytes[...]
+        return body.count == 40 && body.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+
+    static func isSymbolicRef(_ bytes: [UInt8]) -> Bool {
+        bytes.starts(with: Array("ref: refs/".utf8)) && bytes.last == UInt8(ascii: "\n") && bytes.count > 11
+    }
+
+    static func isHex(_ text: String, count: Int) -> Bool {
+        text.utf8.count == count && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+}

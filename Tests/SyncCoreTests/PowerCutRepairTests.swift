@@ -1,0 +1,81 @@
+import FileSystem
+import Foundation
+import Git
+import Glibc
+import SystemPackage
+import Testing
+@testable import SyncCore
+import TestSupport
+
+/// Issue 43: what a power cut leaves in a store (names whose bytes never reached the disk) is
+/// repaired before libgit2 opens it, and the files it emptied or sent back in time are told apart
+/// from edits.
+@Suite struct PowerCutRepairTests {
+    @Test func emptyRefsAGarbledIndexAndZeroedObjectsAreCleared() throws {
+        let f = try StoreFixture()
+        try f.write("a.txt", "A")
+        let head = try #require(try f.store.commit(paths: ["a.txt"]).commit)
+        try f.store.flushIndex()
+        // What the issue found after a cut: a zero-length ref, an index without its bytes, a loose
+        // object full of zeros.
+        let refs = f.gitDir.appending("refs/syncagent")
+        try Files.makeDirectories(refs)
+        try Files.create(refs.appending("conflicts"), bytes: [], executable: false)
+        let index = f.gitDir.appending("index")
+        let good = try Files.read(index)
+        try Files.remove(index)
+        try Files.create(index, bytes: good.prefix(good.count - 3) + [0, 0, 0], executable: false)
+        let fan = f.gitDir.appending("objects/ab")
+        try Files.makeDirectories(fan)
+        try Files.create(fan.appending(String(repeating: "c", count: 38)), bytes: [UInt8](repeating: 0, count: 64), executable: false)
+
+        let report = StoreRepair.repair(gitDir: f.gitDir, checkObjects: true)
+        #expect(report.removedRefs.count == 1 && report.removedRefs[0].hasPrefix("refs/syncagent/conflicts"))
+        #expect(report.indexRemoved == "its checksum does not match its content")
+        #expect(report.removedObjects == ["ab" + String(repeating: "c", count: 38)])
+        #expect(!report.lines.joined().contains(".syncagent-keep"))
+        #expect(try gitFsck(f.gitDir) == 0)
+        // The store opens and goes on: main is intact, the index is rebuilt from it.
+        let store = try Store.openOrCreate(device: "phone", data: f.data, gitDir: f.gitDir)
+        #expect(try store.headID() == head)
+        try store.reconcileIndexWithHead()
+        try f.write("b.txt", "B")
+        #expect(try store.commit(paths: ["b.txt"]).commit != nil)
+        // A store with nothing wrong is left alone.
+        #expect(StoreRepair.repair(gitDir: f.gitDir, checkObjects: true).isEmpty)
+    }
+
+    @Test func emptiedAndOlderFilesAreDamageNewerOnesAreEdits() throws {
+        let f = try StoreFixture()
+        try f.write("emptied.txt", "was here", mtime: 1_700_000_000)
+        try f.write("older.txt", "version two", mtime: 1_700_000_100)
+        try f.write("edited.txt", "before", mtime: 1_700_000_000)
+        try f.settle("emptied.txt", "older.txt", "edited.txt")
+        _ = try f.store.commit(paths: ["emptied.txt", "older.txt", "edited.txt"])
+        try f.store.flushIndex()
+        // The cut: a file comes back empty, one as its older version, and one was edited before it.
+        try f.write("emptied.txt", "", mtime: 1_700_000_000)
+        try f.write("older.txt", "version one, longer", mtime: 1_700_000_050)
+        try f.write("edited.txt", "after, made durable by its program", mtime: 1_700_000_200)
+        let damaged = try f.store.powerCutDamage(among: ["emptied.txt", "older.txt", "edited.txt"])
+        #expect(Set(damaged) == ["emptied.txt", "older.txt"])
+        let (report, kept) = try f.store.putBackCommitted(damaged)
+        #expect(report.written == 2)
+        #expect(f.device.read("emptied.txt") == "was here")
+        #expect(f.device.read("older.txt") == "version two")
+        #expect(f.device.read("edited.txt") == "after, made durable by its program")
+        // What the disk held is kept in the store.
+        let keptCommit = try #require(kept)
+        let shown = try git(f.gitDir, ["show", "--stat", keptCommit.hex])
+        #expect(shown.status == 0)
+    }
+
+    @Test func aSessionEndedByTheMachineIsToldFromOneEndedByAKill() throws {
+        let dir = try TempDirectory()
+        #expect(AgentSession.begin(state: dir.root, bootID: "boot-1") == false)  // first start
+        #expect(AgentSession.begin(state: dir.root, bootID: "boot-1") == false)  // killed, same boot
+        #expect(AgentSession.begin(state: dir.root, bootID: "boot-2") == true)   // the machine stopped under it
+        AgentSession.end(state: dir.root)
+        #expect(AgentSession.begin(state: dir.root, bootID: "boot-3") == false)  // a clean stop before the reboot
+    }
+}
