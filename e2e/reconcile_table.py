@@ -46,7 +46,9 @@ an entry is absent, a file (mode, bytes), a link (target) or a directory (its ch
 holding an obstacle contributes the ancestor (nothing it cannot read is a change). If both sides are
 equal, that is the result (no record). If both are directories, their children are reconciled one
 by one (a directory one side emptied and the other left alone ends empty; one that gained files on
-one side keeps them). Otherwise, the side equal to the ancestor takes the other's entry; when both
+one side keeps them). A directory one side deleted whole and the other only deleted in (emptied it,
+or kept part of it) goes, with no record (Mutagen's partial deletion yielding to the full one).
+Otherwise, the side equal to the ancestor takes the other's entry; when both
 changed it differently, a record is expected: both-added (no ancestor), modified-deleted (one side
 absent: the modification is what both disks hold), type-changed (file / link / directory differ),
 both-modified; `main` holds either side's entry.
@@ -160,6 +162,13 @@ def classify(anc, p, w):
     return {"both-modified"}
 
 
+def only_deleted_in(e, anc):
+    """e is the directory anc with entries deleted (maybe all of them), nothing made or changed."""
+    if etype(e) != "dir" or etype(anc) != "dir":
+        return False
+    return all(c == anc[1].get(n) or only_deleted_in(c, anc[1].get(n)) for n, c in e[1].items())
+
+
 def reconcile(anc, p, w, path):
     """(candidate results, [(path, accepted kinds)]) for one entry."""
     if p == w:
@@ -193,6 +202,9 @@ def reconcile(anc, p, w, path):
             return [("file", mode, w[2])], []
         if fa is not None and w[2] == ab:
             return [("file", mode, p[2])], []
+    # - a whole deletion against a directory the other side only deleted in: the deletion wins.
+    if (p is None and only_deleted_in(w, anc)) or (w is None and only_deleted_in(p, anc)):
+        return [None], []
     # - a change against a deletion where a directory is involved (the ancestor or the change is a
     #   directory): the change wins on both disks, and no record is made (each file is its own path).
     if (p is None or w is None) and "dir" in (etype(anc), etype(p), etype(w)):

@@ -48,6 +48,8 @@ public struct ApplyFailure: Error, Sendable, CustomStringConvertible {
         self.obstacle = obstacle
     }
     public var description: String {
+        // An empty directory is a marker in the store, a name the user never made: the directory is named.
+        let path = Store.shown(self.path)
         if let obstacle {
             return "cannot write \(path.display) into the data directory: \(obstacle.what) is in the way. syncagent never removes it; "
                 + "move it away and the synced version lands by itself. The rest is synced."
@@ -426,8 +428,14 @@ extension Store {
         return try apply(changes)
     }
 
-    /// Paths an earlier merge could not write, with what the data directory held before.
-    public var unappliedPaths: [FilePath] { Array(loadUnapplied().keys) }
+    /// Paths an earlier merge could not write, as the user knows them: an empty directory's marker
+    /// is the directory (as `ApplyFailure.path` names it).
+    public var unappliedPaths: [FilePath] { Array(Set(loadUnapplied().keys.map(Self.shown))) }
+
+    /// The path the user knows: a `DirectoryMarker` is its directory.
+    static func shown(_ path: FilePath) -> FilePath {
+        DirectoryMarker.isMarker(path) ? DirectoryMarker.directory(of: path) : path
+    }
 
     /// Whether any path waits to be written (no list made).
     public var hasUnappliedPaths: Bool { !loadUnapplied().isEmpty }
@@ -436,7 +444,7 @@ extension Store {
     /// written, each with what stands in the way when that is known (for `status` while stopped,
     /// and `conflicts`). Looks at each path on disk.
     public func stuckPaths() -> [ApplyFailure] {
-        loadUnapplied().keys.sortedInBytes().map { path in
+        Set(loadUnapplied().keys.map(Self.shown)).sortedInBytes().map { path in
             if let obstacle = obstacle(at: path) { return ApplyFailure(path: path, errno: .fileExists, obstacle: obstacle) }
             return ApplyFailure(path: path, errno: .resourceTemporarilyUnavailable)
         }

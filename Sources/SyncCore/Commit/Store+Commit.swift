@@ -47,17 +47,21 @@ extension Store {
         }
         var heldList = loadHeld()
         var newlyHeld: [HeldChange] = []
+        let unapplied = loadUnapplied()
         func unstageDirectory(_ path: FilePath) throws(GitError) {
             let under = index.entries(under: path)
             guard !under.isEmpty else { return }
-            if policy.rules.isEmpty && policy.mode == .sendReceive {
+            // What a merge could not write under it (a FIFO stood where the directory was) and is
+            // still not there: no deletion of this device's; it lands by itself (`retryUnapplied`).
+            let unwritten: Set<FilePath> = unapplied.isEmpty ? [] : Set(under.map(\.path).filter { isUnappliedAndUntouched($0, unapplied: unapplied) })
+            if unwritten.isEmpty && policy.rules.isEmpty && policy.mode == .sendReceive {
                 try index.removeDirectory(path)
                 changes.append(contentsOf: under.map { ($0.path, $0.oid, nil) })
                 return
             }
             // The rules still apply file by file: a path this device does not keep is not deleted
             // by its directory's absence, and a held path's deletion is held.
-            for entry in under where policy.materializes(entry.path) {
+            for entry in under where policy.materializes(entry.path) && !unwritten.contains(entry.path) {
                 if !send.contains(entry.path), let why = policy.holdReason(entry.path, size: nil) {
                     let change = HeldChange(path: entry.path, reason: why, bytes: nil, blob: nil)
                     if heldList[entry.path]?.reason != why { newlyHeld.append(change) }
@@ -69,7 +73,6 @@ extension Store {
             }
         }
 
-        let unapplied = loadUnapplied()
         var unappliedTouched = false
         var obstructed: [FilePath: ConflictSide] = [:]
         /// Something we do not sync stands at `path`: what the store holds there and under it stays
@@ -274,6 +277,7 @@ extension Store {
             }
         }
         guard !dirs.isEmpty else { return }
+        let unapplied = loadUnapplied()
         var emptyBlob: Oid?
         // Deepest first: a directory's marker is settled before its parent looks at what it holds.
         for dir in dirs.sortedInBytes().reversed() {
@@ -283,6 +287,9 @@ extension Store {
             // Something that is not a directory we can read stands there (a FIFO, an unreadable
             // directory), or a file is still tracked at the path: its marker stays as it is.
             guard index.entry(dir) == nil, obstacle(at: dir) == nil else { continue }
+            // A marker a merge could not write here (a FIFO stood there) and still no directory: no
+            // deletion of this device's; the directory is made when it can be (`retryUnapplied`).
+            if isUnappliedAndUntouched(marker, unapplied: unapplied) { continue }
             let stat: FileStat?
             do { stat = try FileStat.of(data.pushing(dir)) } catch { continue }  // cannot look: leave it as it is
             let has = index.entry(marker)

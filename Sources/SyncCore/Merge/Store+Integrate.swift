@@ -219,6 +219,8 @@ extension Store {
             book[plan.record.id] = plan.record
             records.append(plan.record)
         }
+        let baseTree = try repo.mergeBase(ours, theirs).map { id throws in try repo.commit(id).tree }
+        _ = try dropEmptiedMarkers(merge, baseTree: baseTree, sides: [ourTree, theirTree])
         var tree = try merge.writeTree()
         var changes = try repo.diffTrees(ourTree, tree)
         if try dropStaleMarkers(merge, changes: changes) {
@@ -392,6 +394,43 @@ extension Store {
         return lost.sortedInBytes()
     }
 
+    /// One side emptied a directory that the other deleted whole: the marker the emptying side's
+    /// commit added (the directory still stood there, with nothing left in it) is no change of its
+    /// own, since the base held the directory with files and that side only deleted in it. The whole
+    /// deletion wins, as it does for every file the directory held (Mutagen: a partial deletion
+    /// yields to the full one), so no device keeps a directory neither wanted. A directory one side
+    /// made, emptied while the other kept it, or that the other turned into a file (a conflict of
+    /// its own) keeps its marker. Either side's markers, so every device merging the same tips drops
+    /// the same ones. Costs both sides' changes since the base. True when any went.
+    private func dropEmptiedMarkers(_ merge: MergeResult, baseTree: Oid?, sides: [Oid]) throws -> Bool {
+        guard let baseTree, sides.count == 2 else { return false }
+        var dropped = false
+        for (i, tree) in sides.enumerated() {
+            for change in try repo.diffTrees(baseTree, tree)
+            where change.old == nil && change.new != nil && DirectoryMarker.isMarker(change.path) {
+                let dir = DirectoryMarker.directory(of: change.path)
+                guard merge.hasEntry(change.path), !merge.hasEntries(under: dir, except: change.path),
+                      try repo.entry(at: dir, inTree: baseTree)?.mode == EntryMode.tree,
+                      try deletedWhole(dir, in: sides[1 - i]) else { continue }
+                try merge.remove(change.path)
+                dropped = true
+            }
+        }
+        return dropped
+    }
+
+    /// Whether `dir` is gone from `tree` with a directory: nothing there, or a directory above it
+    /// gone. (A file or link standing at it or above it is a type change, settled as a conflict.)
+    private func deletedWhole(_ dir: FilePath, in tree: Oid) throws -> Bool {
+        var prefix = FilePath("")
+        for component in dir.components {
+            prefix.append(component)
+            guard let entry = try repo.entry(at: prefix, inTree: tree) else { return true }
+            if entry.mode != EntryMode.tree { return false }
+        }
+        return false  // the directory is there
+    }
+
     /// One side made a directory that the other filled: the merged directory holds files, so its
     /// `DirectoryMarker` goes (every device merging the same tips drops the same markers). True
     /// when any went.
@@ -416,7 +455,7 @@ extension Store {
     /// with `main` are folded into one join here, objects only (no ref moved, nothing applied),
     /// so the data directory takes them in one apply instead of one merge and apply per device.
     /// A tip that does not join cleanly (a conflict, a file lost to a directory, a directory
-    /// marker to drop) is left out: it is merged on its own afterwards, as before. Returns the
+    /// marker to drop, an emptied directory the other side deleted) is left out: it is merged on its own afterwards, as before. Returns the
     /// pseudo-peer to integrate (`foldedPeer`, tracking the fold), or nil when fewer than two tips
     /// were folded.
     public func foldJoins(hub: String, devices: [String]) throws -> String? {
@@ -436,7 +475,8 @@ extension Store {
             let tipTree = try repo.commit(tip).tree
             let merge = try repo.mergeTrees(ancestor: baseTree, ours: tree, theirs: tipTree)
             guard merge.conflicts.isEmpty,
-                  try filesLostToDirectories(merge, baseTree: baseTree, sides: [tree, tipTree]).isEmpty else { continue }
+                  try filesLostToDirectories(merge, baseTree: baseTree, sides: [tree, tipTree]).isEmpty,
+                  try !dropEmptiedMarkers(merge, baseTree: baseTree, sides: [tree, tipTree]) else { continue }
             let merged = try merge.writeTree()
             let changes = try repo.diffTrees(tree, merged)
             guard try !dropStaleMarkers(merge, changes: changes), try takesWhole(changes, from: tipTree) else { continue }
