@@ -7,7 +7,7 @@ import SystemPackage
 /// over the versions the peers hold.
 extension Store {
     /// Of these changed paths, the tracked files a power cut damaged rather than a person edited:
-    /// emptied (the index recorded bytes there), or older or shorter than the version the index
+    /// gone, emptied (the index recorded bytes there), or older or shorter than the version the index
     /// recorded (a modification time before the recorded one: the disk went back in time). A file
     /// with a newer time and any size is an edit made before the cut and is committed as usual
     /// (in-place rewrites the program never flushed may then be a mix: nothing can tell).
@@ -15,6 +15,15 @@ extension Store {
         let index = try liveIndex()
         var damaged: [FilePath] = []
         for path in paths {
+            // Gone: a file whose name never reached the disk (made, or moved there, and never
+            // flushed with its directory). Its committed version comes back. (A deletion the user's
+            // program did flush, not committed before the cut, comes back too: nothing is lost, and
+            // deleting it again syncs.)
+            if ((try? FileStat.of(data.pushing(path))) ?? nil) == nil {
+                let tracked = [index.entry(path)].compactMap { $0 } + index.entries(under: path)
+                damaged += tracked.map(\.path).filter { policy.materializes($0) && !DirectoryMarker.isMarker($0) && ((try? FileStat.of(data.pushing($0))) ?? nil) == nil }
+                continue
+            }
             guard let entry = index.entry(path), !entry.isLink, policy.materializes(path),
                   let stat = (try? FileStat.of(data.pushing(path))) ?? nil, stat.kind == .regular else { continue }
             let recordedTime = (Int64(entry.mtimeSeconds), Int64(entry.mtimeNanoseconds))
@@ -25,7 +34,7 @@ extension Store {
             guard hasStat else { continue }
             if diskTime < recordedTime || (stat.size < committedSize && diskTime == recordedTime) { damaged.append(path) }
         }
-        return damaged
+        return Array(Set(damaged)).sortedInBytes()
     }
 
     /// Puts `main`'s version back at these paths; what the disk held is kept in the store first
