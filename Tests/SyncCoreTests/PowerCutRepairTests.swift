@@ -73,6 +73,22 @@ import TestSupport
         #expect(shown.status == 0)
     }
 
+    @Test func aFileTheCutBroughtBackAfterItsDeletionGoesAgain() throws {
+        let f = try StoreFixture()
+        try f.write("old.txt", "deleted just before the cut")
+        try f.write("new.txt", "never committed")
+        _ = try f.store.commit(paths: ["old.txt"])
+        try f.remove("old.txt")
+        _ = try f.store.commit(paths: ["old.txt"])
+        // The cut undid the unlink (never flushed); new.txt is an ordinary new file.
+        try f.write("old.txt", "deleted just before the cut")
+        let damaged = try f.store.powerCutDamage(among: ["old.txt", "new.txt"])
+        #expect(damaged == ["old.txt"])
+        _ = try f.store.putBackCommitted(damaged)
+        #expect(f.device.read("old.txt") == nil)
+        #expect(f.device.read("new.txt") == "never committed")
+    }
+
     @Test func aSessionEndedByTheMachineIsToldFromOneEndedByAKill() throws {
         let dir = try TempDirectory()
         #expect(AgentSession.begin(state: dir.root, bootID: "boot-1") == false)  // first start

@@ -366,7 +366,7 @@ actor SyncEngine {
             let put = Set(damaged).subtracting(report.localChanges)
             rest.removeAll { put.contains($0) }
             let names = damaged.prefix(5).map(\.display).joined(separator: ", ") + (damaged.count > 5 ? ", ..." : "")
-            var message = "after the machine stopped (a power cut or a system crash), \(damaged.count) file(s) in \(config.data.display) were gone, empty, cut short or older than the version committed before (\(names)): a program wrote them without flushing them to the disk. Each got its committed version back instead of being sent to the other devices as an edit"
+            var message = "after the machine stopped (a power cut or a system crash), \(damaged.count) file(s) in \(config.data.display) were gone, empty, cut short, older than the version committed before, or back after a deletion committed before (\(names)): a program wrote, or removed, them without flushing that to the disk. Each is as committed again instead of being sent to the other devices as an edit"
             if let kept { message += "; what the disk held is kept: `git --git-dir=\(config.storePath) show --stat \(kept.hex)`" }
             message += ". `syncagent history PATH` lists every version"
             logger.warning("\(message)")

@@ -54,6 +54,7 @@ extension Store {
         let headTree = try repo.headCommit().map { id throws(GitError) in try repo.commit(id).tree }
         let stale = try repo.diffIndex(index, against: headTree)
         for change in stale {
+            if let recorded = index.entry(change.path) { recordedBeforeReconcile[change.path] = recorded }
             if let side = change.old {
                 try index.add(change.path, blob: side.oid, mode: side.mode)
             } else {

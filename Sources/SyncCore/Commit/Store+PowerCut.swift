@@ -24,20 +24,68 @@ extension Store {
                 damaged += tracked.map(\.path).filter { policy.materializes($0) && !DirectoryMarker.isMarker($0) && ((try? FileStat.of(data.pushing($0))) ?? nil) == nil }
                 continue
             }
-            guard let entry = index.entry(path), !entry.isLink, policy.materializes(path),
+            if index.entry(path) == nil, index.entries(under: path).isEmpty {
+                // Back from the dead: a file deleted (or moved away) and committed just before the
+                // cut, whose removal never reached the disk. It is what `main` deleted, byte for byte.
+                damaged += try resurrected(under: path)
+                continue
+            }
+            guard let current = index.entry(path), !current.isLink, policy.materializes(path),
                   let stat = (try? FileStat.of(data.pushing(path))) ?? nil, stat.kind == .regular else { continue }
+            // An entry put back at `main` at start (the index file was saved before `main` last
+            // moved here): what the file recorded then is the reference.
+            let entry = current.mtimeSeconds == 0 ? (recordedBeforeReconcile[path] ?? current) : current
             let recordedTime = (Int64(entry.mtimeSeconds), Int64(entry.mtimeNanoseconds))
             let hasStat = recordedTime != (0, 0)
             let diskTime = (stat.mtimeSeconds, stat.mtimeNanoseconds)
             let committedSize: Int64 = hasStat ? Int64(entry.size) : ((try? repo.blobSize(entry.oid)) ?? 0)
             if stat.size == 0 && committedSize > 0 { damaged.append(path); continue }
             guard hasStat else { continue }
-            if diskTime < recordedTime || (stat.size < committedSize && diskTime == recordedTime) { damaged.append(path) }
+            // Older than recorded, or exactly what was recorded before `main` moved past it.
+            let sameAsRecorded = diskTime == recordedTime && stat.size == committedSize && entry.oid != current.oid
+            if diskTime < recordedTime || (stat.size < committedSize && diskTime == recordedTime) || sameAsRecorded { damaged.append(path) }
         }
         return Array(Set(damaged)).sortedInBytes()
     }
 
-    /// Puts `main`'s version back at these paths; what the disk held is kept in the store first
+    /// Commits of `main` looked through for a file a cut brought back (the deletion it undid was
+    /// among the last the agent made before the cut).
+    static let resurrectionDepth = 100
+
+    /// The regular files at or under `path` (untracked) that one of the last `resurrectionDepth`
+    /// commits of `main` deleted, with exactly these bytes.
+    func resurrected(under path: FilePath) throws -> [FilePath] {
+        guard policy.materializes(path), let head = try head() else { return [] }
+        var files: [FilePath] = []
+        if let stat = (try? FileStat.of(data.pushing(path))) ?? nil {
+            if stat.kind == .regular { files = [path] }
+            else if stat.kind == .directory {
+                Directory.walk(data.pushing(path)) { rel, kind in if kind == .regular { files.append(path.pushing(rel)) } }
+            }
+        }
+        guard !files.isEmpty, files.count <= 10_000 else { return [] }
+        var pending = Dictionary(uniqueKeysWithValues: files.compactMap { f in Oid.hashing(file: data.pushing(f)).map { (f, $0) } })
+        var found: [FilePath] = []
+        var seen = 0
+        try repo.walk(from: head, firstParentOnly: true) { id in
+            seen += 1
+            let info = try repo.commit(id)
+            guard let parent = info.parents.first else { return false }
+            let parentTree = try repo.commit(parent).tree
+            for (file, blob) in pending {
+                guard try repo.entry(at: file, inTree: info.tree) == nil else { pending[file] = nil; continue }  // there since
+                if let before = try repo.entry(at: file, inTree: parentTree) {
+                    if before.oid == blob { found.append(file) }
+                    pending[file] = nil
+                }
+            }
+            return !pending.isEmpty && seen < Self.resurrectionDepth
+        }
+        return found
+    }
+
+    /// Puts `main`'s version back at these paths (removes what `main` does not hold); what the disk
+    /// held is kept in the store first
     /// (`refs/syncagent/kept`, whose commit this returns). What the apply could not write is in the
     /// report (`localChanges`: written again meanwhile, left as it is).
     public func putBackCommitted(_ paths: [FilePath]) throws -> (report: ApplyReport, kept: ObjectID?) {
@@ -45,8 +93,12 @@ extension Store {
         let tree = try head().map { id throws in try repo.commit(id).tree }
         var changes: [TreeChange] = []
         for path in paths.sortedInBytes() {
-            guard let wanted = try tree.flatMap({ t throws in try repo.entry(at: path, inTree: t) }), wanted.mode != EntryMode.tree else { continue }
-            changes.append(TreeChange(path: path, old: try diskSide(path), new: wanted))
+            // Nothing in `main` (a file the cut brought back): it goes again.
+            let wanted = try tree.flatMap({ t throws in try repo.entry(at: path, inTree: t) })
+            guard wanted?.mode != EntryMode.tree else { continue }
+            let disk = try diskSide(path)
+            guard disk != nil || wanted != nil else { continue }
+            changes.append(TreeChange(path: path, old: disk, new: wanted))
         }
         let report = try apply(changes)
         return (report, kept?.id)

@@ -33,6 +33,10 @@ public final class Store {
     public var policy: PathPolicy
     /// Long work reports its steps here: (task, done, total or nil while unknown).
     public var onProgress: ((String, Int, Int?) -> Void)?
+    /// What the index file recorded at the paths `reconcileIndexWithHead` put back at `main` (the
+    /// agent stopped before saving it): after a power cut, a file that still matches that record
+    /// went back in time (`powerCutDamage`).
+    var recordedBeforeReconcile: [FilePath: IndexEntry] = [:]
     public static let scanTask = "scan"
     public static let mergeTask = "merge"
 
