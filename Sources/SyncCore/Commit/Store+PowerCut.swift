@@ -7,7 +7,7 @@ import SystemPackage
 /// over the versions the peers hold.
 extension Store {
     /// Of these changed paths, the tracked files a power cut damaged rather than a person edited:
-    /// gone, emptied (the index recorded bytes there), or older or shorter than the version the index
+    /// gone, emptied (the index recorded bytes there), zero-filled, or older or shorter than the version the index
     /// recorded (a modification time before the recorded one: the disk went back in time). A file
     /// with a newer time and any size is an edit made before the cut and is committed as usual
     /// (in-place rewrites the program never flushed may then be a mix: nothing can tell).
@@ -40,12 +40,20 @@ extension Store {
             let diskTime = (stat.mtimeSeconds, stat.mtimeNanoseconds)
             let committedSize: Int64 = hasStat ? Int64(entry.size) : ((try? repo.blobSize(entry.oid)) ?? 0)
             if stat.size == 0 && committedSize > 0 { damaged.append(path); continue }
+            // Its name and size reached the disk, its bytes did not (XFS, ext4 with data=writeback).
+            if isAllZeros(data.pushing(path), size: stat.size) { damaged.append(path); continue }
             guard hasStat else { continue }
             // Older than recorded, or exactly what was recorded before `main` moved past it.
             let sameAsRecorded = diskTime == recordedTime && stat.size == committedSize && entry.oid != current.oid
             if diskTime < recordedTime || (stat.size < committedSize && diskTime == recordedTime) || sameAsRecorded { damaged.append(path) }
         }
         return Array(Set(damaged)).sortedInBytes()
+    }
+
+    /// Whether the file holds nothing but zero bytes (read up to 64 MiB; a bigger one counts as not).
+    func isAllZeros(_ path: FilePath, size: Int64) -> Bool {
+        guard size > 0, size <= 64 << 20, let bytes = try? Files.read(path), Int64(bytes.count) == size else { return false }
+        return bytes.allSatisfy { $0 == 0 }
     }
 
     /// Commits of `main` looked through for a file a cut brought back (the deletion it undid was
