@@ -5,10 +5,11 @@ import SystemPackage
 /// Checks of files in a git directory that a power cut may have damaged (`StoreRepair` in SyncCore
 /// decides what to do about them).
 public enum Integrity {
-    /// Whether the loose object file at `path` inflates whole, with the size its header names
-    /// (zlib's own check catches zeros and a cut). False for a file that is not there.
-    public static func looseObjectIsIntact(_ path: FilePath) -> Bool {
-        do { return try LooseObject.stream(file: path, chunk: 256 << 10, into: { _ in }) != nil } catch { return false }
+    /// Whether the loose object file at `path` is damaged: it does not inflate whole, or not to the
+    /// size its header names (zlib's own check catches zeros and a cut). A file that cannot be
+    /// opened is not said to be damaged.
+    public static func looseObjectIsDamaged(_ path: FilePath) -> Bool {
+        do { _ = try LooseObject.stream(file: path, chunk: 256 << 10, into: { _ in }); return false } catch { return true }
     }
 
     /// Why these bytes are no index libgit2 can read (nil: they are): too short, no `DIRC`, or a

@@ -29,8 +29,14 @@ import TestSupport
         try Files.makeDirectories(fan)
         try Files.create(fan.appending(String(repeating: "c", count: 38)), bytes: [UInt8](repeating: 0, count: 64), executable: false)
 
+        // main too: its name reached the disk, its bytes did not; its reflog has the value.
+        let main = f.gitDir.appending("refs/heads/main")
+        try Files.remove(main)
+        try Files.create(main, bytes: [UInt8](repeating: 0, count: 41), executable: false)
+
         let report = StoreRepair.repair(gitDir: f.gitDir, checkObjects: true)
         #expect(report.removedRefs.count == 1 && report.removedRefs[0].hasPrefix("refs/syncagent/conflicts"))
+        #expect(report.restoredRefs.count == 1 && report.restoredRefs[0].hasPrefix("refs/heads/main"))
         #expect(report.indexRemoved == "its checksum does not match its content")
         #expect(report.removedObjects == ["ab" + String(repeating: "c", count: 38)])
         #expect(!report.lines.joined().contains(".syncagent-keep"))
@@ -94,7 +100,14 @@ import TestSupport
         #expect(AgentSession.begin(state: dir.root, bootID: "boot-1") == false)  // first start
         #expect(AgentSession.begin(state: dir.root, bootID: "boot-1") == false)  // killed, same boot
         #expect(AgentSession.begin(state: dir.root, bootID: "boot-2") == true)   // the machine stopped under it
-        AgentSession.end(state: dir.root)
+        AgentSession.confirm(state: dir.root, bootID: "boot-2")                  // the damage check ran
+        AgentSession.end(state: dir.root, bootID: "boot-2")
         #expect(AgentSession.begin(state: dir.root, bootID: "boot-3") == false)  // a clean stop before the reboot
+        // A process that stops before the check leaves it to the next one.
+        AgentSession.end(state: dir.root, bootID: "boot-3")
+        AgentSession.confirm(state: dir.root, bootID: "boot-3")
+        #expect(AgentSession.begin(state: dir.root, bootID: "boot-4") == true)
+        AgentSession.end(state: dir.root, bootID: "boot-4")
+        #expect(AgentSession.begin(state: dir.root, bootID: "boot-4") == true)
     }
 }

@@ -39,6 +39,8 @@ actor SyncEngine {
     private var hold: DeletionHold?
     /// The deletions `judgeDeletions` said to send in this batch: tracked files, for the spell.
     private var sendingDeletions = 0
+    /// Every path the spell under way deleted (sent or not): what `restore --deletes` brings back.
+    private var spellPaths: Set<FilePath> = []
     /// The data directory's identity, to tell "moved away and back" from "replaced".
     private var rootIdentity: (device: UInt64, inode: UInt64)?
     /// A batch whose commit failed (disk full, ...), retried a second later (`IdleCare`).
@@ -104,7 +106,9 @@ actor SyncEngine {
                 // Judged with the whole start-up set; what was held is not among these paths.
             } else if !confirmDeletes {
                 paths.formUnion(heldDeletes)
-                try judgeDeletions(among: paths.subtracting(ownWrites), wholeSeen: batch.rescan || watcher == nil)
+                // (A rescan after an inotify overflow mid-`rm -rf` still waits for quiet: only a
+                // process with no watcher has seen every deletion there is.)
+                try judgeDeletions(among: paths.subtracting(ownWrites), wholeSeen: watcher == nil)
                 paths.subtract(heldDeletes)
             } else {
                 paths.formUnion(heldDeletes)
@@ -181,6 +185,7 @@ actor SyncEngine {
             decision = spell.observe(now: now, deleted: gone.files, grew: grew, tracked: try store.trackedCount(), rootIsEmpty: empty,
                                      wholeSeen: wholeSeen, head: ((try? store.headID()) ?? nil)?.hex)
         }
+        if spell.current == nil { spellPaths = [] } else { spellPaths.formUnion(gone.paths) }
         switch decision {
         case .send:
             if hold != nil { releaseHold() }  // the files came back
@@ -313,6 +318,7 @@ actor SyncEngine {
         if afterPowerLoss {
             afterPowerLoss = false
             putBackPowerCutDamage(&rest)
+            AgentSession.confirm(state: config.state)  // checked: the next start need not
         }
         // The guard sees the whole set as one spell, not chunks.
         do {
@@ -360,7 +366,17 @@ actor SyncEngine {
     /// disk held is kept in the store (`refs/syncagent/kept`).
     private func putBackPowerCutDamage(_ rest: inout [FilePath]) {
         do {
-            let damaged = try store.powerCutDamage(among: rest)
+            var damaged = try store.powerCutDamage(among: rest, bootTime: AgentSession.bootTime())
+            // Gone files by the thousand (a data disk not mounted yet after the cut, an emptied
+            // directory) are the deletion guard's to judge, never written back into an empty mount point.
+            let gone = damaged.filter { ((try? FileStat.of(config.data.pushing($0))) ?? nil) == nil }
+            let empty = ((try? Directory.entries(of: config.data)) ?? []).isEmpty
+            if !gone.isEmpty, empty || DeletionGuard(settings: config.safety).check(root: config.data, deleting: gone.count,
+                                                                                   tracked: (try? store.trackedCount()) ?? 0, rootIsEmpty: empty) != nil {
+                logger.warning("\(gone.count) files in \(config.data.display) are gone since the machine stopped; too many to be a power cut's doing alone, so the deletion guard judges them")
+                let goneSet = Set(gone)
+                damaged.removeAll { goneSet.contains($0) }
+            }
             guard !damaged.isEmpty else { return }
             let (report, kept) = try store.putBackCommitted(damaged)
             let put = Set(damaged).subtracting(report.localChanges)
@@ -728,11 +744,13 @@ actor SyncEngine {
     /// ends by itself, since nothing is deleted any more.
     func restoreDeletes() async -> MessageResult {
         await commitPendingLocal()
-        guard let start = spell.current?.startCommit else {
+        // A spell that went out whole and is over (5 s without a deletion) is no longer undone here.
+        let live = spell.current.map { $0.held != nil || !heldDeletes.isEmpty || ContinuousClock.now - $0.lastDeletionAt < DeletionSpell.quiet } ?? false
+        guard live, let start = spell.current?.startCommit else {
             return MessageResult(message: "no deletions are held or waiting; `syncagent restore DIR --at TIME` brings a directory back as it was at a time", error: nil)
         }
         do {
-            let changes = try store.missingSince(start)
+            let changes = try store.missingSince(start, under: spellPaths)
             guard !changes.isEmpty else {
                 return MessageResult(message: "every file there was when the deletions began is on disk; nothing to restore", error: nil)
             }

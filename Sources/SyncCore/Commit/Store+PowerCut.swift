@@ -11,10 +11,14 @@ extension Store {
     /// recorded (a modification time before the recorded one: the disk went back in time). A file
     /// with a newer time and any size is an edit made before the cut and is committed as usual
     /// (in-place rewrites the program never flushed may then be a mix: nothing can tell).
-    public func powerCutDamage(among paths: [FilePath]) throws -> [FilePath] {
+    /// `bootTime`: a file whose inode changed after it was changed since the machine came back.
+    /// Paths the rules hold back (receive-only edits, manual paths) are not looked at.
+    public func powerCutDamage(among paths: [FilePath], bootTime: Int64 = .max) throws -> [FilePath] {
         let index = try liveIndex()
+        let held = loadHeld()
         var damaged: [FilePath] = []
-        for path in paths {
+        for path in paths where held[path] == nil {
+            if let stat = (try? FileStat.of(data.pushing(path))) ?? nil, stat.ctimeSeconds > bootTime { continue }
             // Gone: a file whose name never reached the disk (made, or moved there, and never
             // flushed with its directory). Its committed version comes back. (A deletion the user's
             // program did flush, not committed before the cut, comes back too: nothing is lost, and
@@ -97,14 +101,16 @@ extension Store {
     /// (`refs/syncagent/kept`, whose commit this returns). What the apply could not write is in the
     /// report (`localChanges`: written again meanwhile, left as it is).
     public func putBackCommitted(_ paths: [FilePath]) throws -> (report: ApplyReport, kept: ObjectID?) {
-        let kept = try keepLocalBytes(paths, why: "what a power cut left on disk")
+        let (kept, keptSides) = try keepLocalVersions(paths, why: "what a power cut left on disk")
         let tree = try head().map { id throws in try repo.commit(id).tree }
         var changes: [TreeChange] = []
         for path in paths.sortedInBytes() {
             // Nothing in `main` (a file the cut brought back): it goes again.
             let wanted = try tree.flatMap({ t throws in try repo.entry(at: path, inTree: t) })
             guard wanted?.mode != EntryMode.tree else { continue }
-            let disk = try diskSide(path)
+            // Replaced only if it still holds what was kept (bytes written since stay, as edits).
+            let disk = keptSides[path]
+            if disk == nil, ((try? FileStat.of(data.pushing(path))) ?? nil) != nil { continue }  // could not be kept
             guard disk != nil || wanted != nil else { continue }
             changes.append(TreeChange(path: path, old: disk, new: wanted))
         }

@@ -228,16 +228,21 @@ extension Store {
     /// `restore --deletes`: every file (and empty directory) `commit` holds that is not in the data
     /// directory now, from `commit`'s version: what a deletion spell that began at `commit` took,
     /// whether its deletions were committed or held.
-    public func missingSince(_ commit: String) throws -> RestoreChanges {
+    /// Only what `paths` (the spell's deleted paths) held; a file `main` still holds comes back as
+    /// `main` has it (a deletion never committed), one whose deletion left as `commit` had it.
+    public func missingSince(_ commit: String, under paths: Set<FilePath>) throws -> RestoreChanges {
         guard let id = Oid(hex: commit) else {
             throw StoreError(path: gitDir, message: "\(commit) is no commit id", hint: "this is a bug; `syncagent restore DIR --at TIME` brings a directory back as it was")
         }
-        let tree = try repo.commit(id).tree
-        var changes: [TreeChange] = []
-        for file in try repo.treeFiles(tree) where !isOnDisk(file.path) {
-            changes.append(TreeChange(path: file.path, old: nil, new: ConflictSide(oid: file.oid, mode: file.mode)))
+        let head = try head()
+        var changes: [FilePath: TreeChange] = [:]
+        for path in paths {
+            for (file, side) in try entries(under: path, in: id) where !isOnDisk(file) {
+                let now = try head.map { try entries(under: file, in: $0)[file] } ?? nil
+                changes[file] = TreeChange(path: file, old: nil, new: now ?? side)
+            }
         }
-        return RestoreChanges(changes: changes)
+        return RestoreChanges(changes: changes.values.sortedInBytes { $0.path })
     }
 
     /// Writes these restored versions into the data directory like a merge would (a file edited
@@ -250,9 +255,14 @@ extension Store {
     func writeRestored(_ changes: [TreeChange]) throws -> ApplyReport {
         let report = try apply(changes)
         let index = try liveIndex()
+        let headTree = try head().map { try repo.commit($0).tree }
         for change in changes {
             if let old = change.old { try index.add(change.path, blob: old.oid, mode: old.mode) }
-            else { try index.remove(change.path) }
+            else if let headTree, let held = try repo.entry(at: change.path, inTree: headTree), held.mode != EntryMode.tree {
+                // `main` still holds it (its deletion was never committed): if the write failed,
+                // the file is still gone, and its deletion is judged again by the guard.
+                try index.add(change.path, blob: held.oid, mode: held.mode)
+            } else { try index.remove(change.path) }
         }
         try saveIndex(index)
         return report

@@ -13,21 +13,24 @@ public enum StoreRepair {
     public struct Report: Sendable, Equatable {
         /// Refs removed (relative to the git dir), each with what was wrong.
         public var removedRefs: [String] = []
+        /// Refs set back to the last value their reflog names.
+        public var restoredRefs: [String] = []
         public var headRewritten = false
         /// Why the index file was removed (nil: it was fine or absent).
         public var indexRemoved: String?
         /// Loose objects removed as damaged (their ids).
         public var removedObjects: [String] = []
-        public var isEmpty: Bool { removedRefs.isEmpty && !headRewritten && indexRemoved == nil && removedObjects.isEmpty }
+        public var isEmpty: Bool { removedRefs.isEmpty && restoredRefs.isEmpty && !headRewritten && indexRemoved == nil && removedObjects.isEmpty }
 
         /// One line per thing repaired, for the log.
         public var lines: [String] {
             var out: [String] = []
             if headRewritten { out.append("HEAD was damaged; it points at refs/heads/main again") }
-            for ref in removedRefs { out.append("removed the damaged ref \(ref); it is set again by the next commit, fetch or merge") }
+            for ref in restoredRefs { out.append("the ref \(ref)") }
+            for ref in removedRefs { out.append("removed the damaged ref \(ref) (its reflog names no earlier value); it is set again by the next commit, fetch or merge") }
             if let why = indexRemoved { out.append("removed the index file (\(why)); it is rebuilt from main and every file is read again") }
             if !removedObjects.isEmpty {
-                out.append("removed \(removedObjects.count) damaged loose object(s) no ref pointed at (\(removedObjects.prefix(3).joined(separator: ", "))\(removedObjects.count > 3 ? ", ..." : ""))")
+                out.append("moved \(removedObjects.count) damaged loose object(s) to syncagent/damaged (\(removedObjects.prefix(3).joined(separator: ", "))\(removedObjects.count > 3 ? ", ..." : "")); a peer that has them sends them again")
             }
             return out
         }
@@ -49,8 +52,17 @@ public enum StoreRepair {
             guard kind == .regular, rel.lastComponent?.extension != "lock" else { return }
             let path = refs.pushing(rel)
             guard let bytes = try? Files.read(path), !isObjectID(bytes), !isSymbolicRef(bytes) else { return }
+            let what = bytes.isEmpty ? "empty" : "\(bytes.count) bytes naming no commit"
+            // The reflog (core.logAllRefUpdates) names the value it last had.
+            if let last = lastLogged(gitDir.appending("logs").appending("refs").pushing(rel)),
+               (try? Files.remove(path)) != nil,
+               (try? Files.create(path, bytes: Array((last + "\n").utf8), executable: false)) != nil {
+                _ = Durability.flushReplaced(FilePath("refs").pushing(rel), under: gitDir)
+                report.restoredRefs.append("refs/\(rel) was \(what); set back to \(last.prefix(12)), the last value its reflog names")
+                return
+            }
             if (try? Files.remove(path)) != nil {
-                report.removedRefs.append("refs/\(rel) (\(bytes.isEmpty ? "empty" : "\(bytes.count) bytes naming no commit"))")
+                report.removedRefs.append("refs/\(rel) (\(what))")
             }
         }
         if !report.removedRefs.isEmpty { Durability.flushFileSystem(containing: gitDir) }
@@ -65,13 +77,28 @@ public enum StoreRepair {
                 let dir = objects.appending(fan.name)
                 for entry in (try? Directory.entries(of: dir)) ?? [] where isHex(entry.name.string, count: 38) {
                     let file = dir.appending(entry.name)
-                    if !Integrity.looseObjectIsIntact(file), (try? Files.remove(file)) != nil {
+                    guard Integrity.looseObjectIsDamaged(file) else { continue }
+                    // Kept aside, not removed: a read error is not always damage.
+                    let aside = gitDir.appending("syncagent").appending("damaged")
+                    try? Files.makeDirectories(aside)
+                    if (try? Files.rename(file, to: aside.appending(fan.name.string + entry.name.string))) != nil {
                         report.removedObjects.append(fan.name.string + entry.name.string)
                     }
                 }
             }
         }
         return report
+    }
+
+    /// The newest value a reflog names (the second field of its last intact line), if any.
+    static func lastLogged(_ log: FilePath) -> String? {
+        guard let bytes = try? Files.read(log) else { return nil }
+        for line in bytes.split(separator: UInt8(ascii: "\n")).reversed() {
+            let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 2)
+            guard fields.count >= 2, isObjectID(Array(fields[1])), !fields[1].allSatisfy({ $0 == UInt8(ascii: "0") }) else { continue }
+            return String(decoding: fields[1], as: UTF8.self)
+        }
+        return nil
     }
 
     /// 40 hex digits and a newline (or none): a ref's whole content.
