@@ -9,7 +9,7 @@ all: build
 
 # A fresh machine may lack libgit2's headers, pkg-config, git itself, or the servers the hub tests
 # start (sshd from openssh-server, lighttpd for smart HTTP, gitolite3): install them (as root).
-DEB_PACKAGES := libgit2-dev libdeflate-dev libssl-dev pkg-config git openssh-server openssh-client lighttpd gitolite3 strace
+DEB_PACKAGES := libgit2-dev libdeflate-dev libssl-dev pkg-config git openssh-server openssh-client lighttpd gitolite3 fuse3 python3-pyfuse3 strace
 deps:
 	@missing=""; \
 	for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
@@ -70,6 +70,17 @@ soak: build soak-reconcile
 	python3 e2e/convergence.py --binary $(BIN) --seed $${SEED:-$$(date +%s)} --rounds $${HUB_ROUNDS:-8} \
 		--devices $${HUB_DEVICES:-24} --topology hub
 	$(SOAK_TRANSFER)
+	$(SOAK_POWERCUT)
+
+# Power cuts under a running agent (e2e/powercut.py, issue 43): the phone's data and state on cutfs
+# (e2e/cutfs.py, a FUSE file system that keeps what a disk keeps across a power cut), CUTS (1000)
+# cuts from SEED, MODEL strict (only what is fsynced survives) or journal (ext4's journal). A failing
+# seed belongs in e2e/powercut-seeds.txt, which `make e2e` replays (e2e/test_powercut.sh).
+SOAK_POWERCUT = python3 e2e/powercut.py --binary $(BIN) --seed $${SEED:-$$(date +%s)} --cuts $${CUTS:-1000} \
+		--model $${MODEL:-strict} --timeout 120
+.PHONY: soak-powercut
+soak-powercut: build
+	$(SOAK_POWERCUT)
 
 # Phone -> watch over every transport (path, file://, git daemon, ssh, http, hub) with the heaviest
 # content on every row: 12,000 random files and big blobs around every limit (~140 MiB), then a

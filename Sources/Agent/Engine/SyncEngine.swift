@@ -98,6 +98,10 @@ actor SyncEngine {
                 defer { progress.finish(Store.scanTask) }
                 paths.formUnion(try store.changedSinceLastCommit())
             }
+            // New files a power cut left empty, still so: not committed (`putBackPowerCutDamage`).
+            let leftEmpty = store.stillAsPowerCutLeft(among: paths, release: send)
+            if !leftEmpty.isEmpty { paths.subtract(leftEmpty) }
+            notePowerCutLeft()
             // A merge's own writes read back: one lstat each here, and nothing more below.
             let ownWrites = try store.unchangedOwnWrites(among: paths)
             if config.mode == .receiveOnly {
@@ -366,6 +370,14 @@ actor SyncEngine {
     /// disk held is kept in the store (`refs/syncagent/kept`).
     private func putBackPowerCutDamage(_ rest: inout [FilePath]) {
         do {
+            let leftEmpty = try store.newFilesLeftEmpty(among: rest, bootTime: AgentSession.bootTime())
+            if !leftEmpty.isEmpty {
+                store.holdPowerCutLeft(leftEmpty)
+                let set = Set(leftEmpty)
+                rest.removeAll { set.contains($0) }
+                logger.warning("after the machine stopped, \(leftEmpty.count) new file(s) in \(config.data.display) are empty or hold only zeros (\(leftEmpty.prefix(5).map(\.display).joined(separator: ", "))): a program made them and never flushed their bytes. They are left on disk and not sent until they change; `syncagent send PATH` shares one as it is")
+                notePowerCutLeft()
+            }
             var damaged = try store.powerCutDamage(among: rest, bootTime: AgentSession.bootTime())
             // Gone files by the thousand (a data disk not mounted yet after the cut, an emptied
             // directory) are the deletion guard's to judge, never written back into an empty mount point.
@@ -379,6 +391,7 @@ actor SyncEngine {
             }
             guard !damaged.isEmpty else { return }
             let (report, kept) = try store.putBackCommitted(damaged)
+            if !report.failures.isEmpty { logger.warning("\(report.failures.count) of them could not be written back yet: \(report.failures[0])") }
             let put = Set(damaged).subtracting(report.localChanges)
             rest.removeAll { put.contains($0) }
             let names = damaged.prefix(5).map(\.display).joined(separator: ", ") + (damaged.count > 5 ? ", ..." : "")
@@ -390,6 +403,12 @@ actor SyncEngine {
         } catch {
             logger.error("cannot check the files changed before the machine stopped for damage: \(error); they are committed as they are")
         }
+    }
+
+    /// The problem `status` shows while new files a power cut left empty are kept back.
+    private func notePowerCutLeft() {
+        let left = store.powerCutLeft()
+        setProblem(.powerCut, left.isEmpty ? nil : "\(left.count) new file(s) came back empty or zero-filled after the machine stopped (\(left.prefix(5).map(\.display).joined(separator: ", "))\(left.count > 5 ? ", ..." : "")) and are not sent: write them again, delete them, or share one as it is with `syncagent send PATH`")
     }
 
     /// Writes the paths an earlier merge could not write, where that is possible now.
@@ -666,7 +685,8 @@ actor SyncEngine {
                                  errorCode: SyncError.Code.badConfig.rawValue)
         }
         await commitPendingLocal()
-        let held = store.sendable([])
+        let leftEmpty = store.powerCutLeft().filter { p in all || paths.contains { p == $0 || p.starts(with: $0) } }
+        let held = store.sendable([]) + leftEmpty
         let chosen = all ? held : held.filter { h in paths.contains { h == $0 || h.starts(with: $0) } }
         if !all, chosen.isEmpty {
             let names = paths.map(\.display).joined(separator: ", ")
@@ -819,6 +839,8 @@ enum ProblemKey: Hashable, Sendable {
     case loosePack
     /// Packs could not be rolled up.
     case rollUp
+    /// New files a power cut left empty, kept back.
+    case powerCut
     /// An incoming version that cannot be written at this path yet.
     case apply(FilePath)
 
@@ -841,7 +863,8 @@ enum ProblemKey: Hashable, Sendable {
         case .index: 2
         case .loosePack: 3
         case .rollUp: 4
-        case .apply: 5
+        case .powerCut: 5
+        case .apply: 6
         }
     }
 }

@@ -117,4 +117,94 @@ extension Store {
         let report = try apply(changes)
         return (report, kept?.id)
     }
+
+    // MARK: new files a power cut left empty (<store>/syncagent/power-cut-left: "<path hex> <size> <mtime s> <mtime ns> <inode>")
+
+    /// Of these changed paths, the new files (nothing committed there) a power cut left empty or
+    /// zero-filled: a program made them and never flushed their bytes. Nothing can be put back, so
+    /// they are kept out of commits while they stay so (`powerCutLeft`).
+    public func newFilesLeftEmpty(among paths: [FilePath], bootTime: Int64 = .max) throws -> [FilePath] {
+        let index = try liveIndex()
+        var out: [FilePath] = []
+        for path in paths where index.entry(path) == nil && index.entries(under: path).isEmpty && policy.materializes(path) {
+            var files: [FilePath] = []
+            if let stat = (try? FileStat.of(data.pushing(path))) ?? nil {
+                if stat.kind == .regular { files = [path] }
+                else if stat.kind == .directory {
+                    Directory.walk(data.pushing(path)) { rel, kind in if kind == .regular { files.append(path.pushing(rel)) } }
+                }
+            }
+            for file in files {
+                guard let stat = (try? FileStat.of(data.pushing(file))) ?? nil, stat.kind == .regular, stat.ctimeSeconds <= bootTime,
+                      stat.size == 0 || isAllZeros(data.pushing(file), size: stat.size) else { continue }
+                out.append(file)
+            }
+        }
+        return out
+    }
+
+    private var powerCutLeftFile: FilePath { gitDir.appending("syncagent").appending("power-cut-left") }
+
+    /// The new files kept out of commits, as they were when the cut was found.
+    public func powerCutLeft() -> [FilePath] { Array(loadPowerCutLeft().keys).sortedInBytes() }
+
+    func loadPowerCutLeft() -> [FilePath: PowerCutStamp] {
+        if let cached = powerCutLeftCache { return cached }
+        var out: [FilePath: PowerCutStamp] = [:]
+        for line in ((try? Files.read(powerCutLeftFile)) ?? []).split(separator: UInt8(ascii: "\n")) {
+            let parts = line.split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }
+            guard parts.count == 5, let size = Int64(parts[1]), let s = Int64(parts[2]), let ns = Int64(parts[3]), let ino = UInt64(parts[4]) else { continue }
+            out[FilePath(bytes: ConflictRecord.bytes(fromHex: parts[0]))] = PowerCutStamp(size: size, seconds: s, nanoseconds: ns, inode: ino)
+        }
+        powerCutLeftCache = out
+        return out
+    }
+
+    func savePowerCutLeft(_ list: [FilePath: PowerCutStamp]) {
+        powerCutLeftCache = list
+        if list.isEmpty { try? Files.remove(powerCutLeftFile); return }
+        var text = ""
+        for (path, stamp) in list { text += "\(ConflictRecord.hex(path.bytes)) \(stamp.size) \(stamp.seconds) \(stamp.nanoseconds) \(stamp.inode)\n" }
+        let temp = powerCutLeftFile.removingLastComponent().appending("power-cut-left.new")
+        try? Files.makeDirectories(powerCutLeftFile.removingLastComponent())
+        try? Files.remove(temp)
+        if (try? Files.create(temp, bytes: Array(text.utf8), executable: false)) != nil { try? Files.rename(temp, to: powerCutLeftFile) }
+    }
+
+    /// Keeps these files out of commits while they stay as they are now.
+    public func holdPowerCutLeft(_ paths: [FilePath]) {
+        var list = loadPowerCutLeft()
+        for path in paths {
+            guard let stat = (try? FileStat.of(data.pushing(path))) ?? nil else { continue }
+            list[path] = PowerCutStamp(size: stat.size, seconds: stat.mtimeSeconds, nanoseconds: stat.mtimeNanoseconds, inode: stat.inode)
+        }
+        savePowerCutLeft(list)
+    }
+
+    /// Of these paths, the ones still as the power cut left them (not to be committed). Those
+    /// changed or gone since, and those in `release` (`syncagent send`), leave the list.
+    public func stillAsPowerCutLeft(among paths: Set<FilePath>, release: Set<FilePath> = []) -> Set<FilePath> {
+        let list = loadPowerCutLeft()
+        guard !list.isEmpty else { return [] }
+        var kept = list
+        var still: Set<FilePath> = []
+        for path in paths.union(release) where list[path] != nil {
+            let stat = (try? FileStat.of(data.pushing(path))) ?? nil
+            if !release.contains(path), let stat, list[path] == PowerCutStamp(size: stat.size, seconds: stat.mtimeSeconds, nanoseconds: stat.mtimeNanoseconds, inode: stat.inode) {
+                still.insert(path)
+            } else {
+                kept[path] = nil
+            }
+        }
+        if kept.count != list.count { savePowerCutLeft(kept) }
+        return still
+    }
+}
+
+/// A file's stat data as a power cut left it.
+struct PowerCutStamp: Equatable, Sendable {
+    var size: Int64
+    var seconds: Int64
+    var nanoseconds: Int64
+    var inode: UInt64
 }

@@ -166,12 +166,17 @@ extension Store {
                     try Files.createLink(temp, target: bytes)
                 } else {
                     try Files.create(temp, bytes: bytes, executable: mode == EntryMode.executable)
+                    // Its bytes on the disk before its name replaces the old file: a power cut
+                    // leaves one version or the other, never an empty or zero-filled file.
+                    _ = Durability.flushFiles([temp])
                 }
                 do {
                     if let stat = try FileStat.of(abs), stat.kind == .directory {
                         try Files.removeTree(abs)  // a directory version gives way; its files are in the history
                     }
                     try Files.rename(temp, to: abs)
+                    // The resolution is answered once the new name is durable too.
+                    _ = Durability.flushFiles([], andDirectories: [abs.removingLastComponent()])
                 } catch {
                     try? Files.remove(temp)
                     throw error

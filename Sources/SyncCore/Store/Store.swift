@@ -37,6 +37,9 @@ public final class Store {
     /// agent stopped before saving it): after a power cut, a file that still matches that record
     /// went back in time (`powerCutDamage`).
     var recordedBeforeReconcile: [FilePath: IndexEntry] = [:]
+    /// New files a power cut left empty or zero-filled, kept out of commits while unchanged
+    /// (`Store+PowerCut`); nil until read.
+    var powerCutLeftCache: [FilePath: PowerCutStamp]?
     public static let scanTask = "scan"
     public static let mergeTask = "merge"
 
