@@ -56,16 +56,19 @@ import TestSupport
         try f.write("emptied.txt", "was here", mtime: 1_700_000_000)
         try f.write("older.txt", "version two", mtime: 1_700_000_100)
         try f.write("edited.txt", "before", mtime: 1_700_000_000)
+        try f.write("copied.txt", "before", mtime: 1_700_000_000)
         try f.write("gone/never-flushed.txt", "made, never flushed", mtime: 1_700_000_000)
-        try f.settle("emptied.txt", "older.txt", "edited.txt", "gone/never-flushed.txt")
-        _ = try f.store.commit(paths: ["emptied.txt", "older.txt", "edited.txt", "gone/never-flushed.txt"])
+        try f.settle("emptied.txt", "older.txt", "edited.txt", "copied.txt", "gone/never-flushed.txt")
+        _ = try f.store.commit(paths: ["emptied.txt", "older.txt", "edited.txt", "copied.txt", "gone/never-flushed.txt"])
         try f.store.flushIndex()
-        // The cut: a file comes back empty, one as its older version, and one was edited before it.
+        // The cut: a file comes back empty, one zero-filled; one was edited before it, one copied
+        // over with an old time (`cp -p`): edits, whatever their modification time.
         try f.write("emptied.txt", "", mtime: 1_700_000_000)
-        try f.write("older.txt", "version one, longer", mtime: 1_700_000_050)
+        try f.write("older.txt", "\0\0\0\0\0", mtime: 1_700_000_100)
+        try f.write("copied.txt", "an old file copied over with its time", mtime: 1_600_000_000)
         try f.write("edited.txt", "after, made durable by its program", mtime: 1_700_000_200)
         try f.remove("gone")
-        let damaged = try f.store.powerCutDamage(among: ["emptied.txt", "older.txt", "edited.txt", "gone"])
+        let damaged = try f.store.powerCutDamage(among: ["emptied.txt", "older.txt", "edited.txt", "copied.txt", "gone"])
         #expect(Set(damaged) == ["emptied.txt", "older.txt", "gone/never-flushed.txt"])
         let (report, kept) = try f.store.putBackCommitted(damaged)
         #expect(report.written == 3)
@@ -73,6 +76,7 @@ import TestSupport
         #expect(f.device.read("emptied.txt") == "was here")
         #expect(f.device.read("older.txt") == "version two")
         #expect(f.device.read("edited.txt") == "after, made durable by its program")
+        #expect(f.device.read("copied.txt") == "an old file copied over with its time")
         // What the disk held is kept in the store.
         let keptCommit = try #require(kept)
         let shown = try git(f.gitDir, ["show", "--stat", keptCommit.hex])

@@ -53,7 +53,10 @@ extension Store {
             guard !under.isEmpty else { return }
             // What a merge could not write under it (a FIFO stood where the directory was) and is
             // still not there: no deletion of this device's; it lands by itself (`retryUnapplied`).
-            let unwritten: Set<FilePath> = unapplied.isEmpty ? [] : Set(under.map(\.path).filter { isUnappliedAndUntouched($0, unapplied: unapplied) })
+            // Only while nothing stands there: a file now at the directory's path (a local change)
+            // replaces what the directory held, as before.
+            let vacant = !unapplied.isEmpty && ((try? FileStat.of(data.pushing(path))) ?? nil) == nil
+            let unwritten: Set<FilePath> = !vacant ? [] : Set(under.map(\.path).filter { isUnappliedAndUntouched($0, unapplied: unapplied) })
             if unwritten.isEmpty && policy.rules.isEmpty && policy.mode == .sendReceive {
                 try index.removeDirectory(path)
                 changes.append(contentsOf: under.map { ($0.path, $0.oid, nil) })

@@ -7,10 +7,10 @@ import SystemPackage
 /// over the versions the peers hold.
 extension Store {
     /// Of these changed paths, the tracked files a power cut damaged rather than a person edited:
-    /// gone, emptied (the index recorded bytes there), zero-filled, or older or shorter than the version the index
-    /// recorded (a modification time before the recorded one: the disk went back in time). A file
-    /// with a newer time and any size is an edit made before the cut and is committed as usual
-    /// (in-place rewrites the program never flushed may then be a mix: nothing can tell).
+    /// gone, emptied (the index recorded bytes there), zero-filled, or older than the version the index
+    /// recorded (an inode change time before the recorded one: the disk went back in time). A file
+    /// changed later is an edit made before the cut and is committed as usual (in-place rewrites
+    /// the program never flushed may then be a mix: nothing can tell).
     /// `bootTime`: a file whose inode changed after it was changed since the machine came back.
     /// Paths the rules hold back (receive-only edits, manual paths) are not looked at.
     public func powerCutDamage(among paths: [FilePath], bootTime: Int64 = .max) throws -> [FilePath] {
@@ -39,17 +39,21 @@ extension Store {
             // An entry put back at `main` at start (the index file was saved before `main` last
             // moved here): what the file recorded then is the reference.
             let entry = current.mtimeSeconds == 0 ? (recordedBeforeReconcile[path] ?? current) : current
-            let recordedTime = (Int64(entry.mtimeSeconds), Int64(entry.mtimeNanoseconds))
-            let hasStat = recordedTime != (0, 0)
-            let diskTime = (stat.mtimeSeconds, stat.mtimeNanoseconds)
+            // The inode's change time: no program can set it, every write, rename or chmod moves
+            // it forward. Earlier on disk than what the index recorded: the disk went back in time.
+            // (The modification time is no guide: `cp -p` and `touch -d` set old ones, a merge's
+            // writes carry a stamp of their own.)
+            let recorded = (Int64(entry.ctimeSeconds), Int64(entry.ctimeNanoseconds))
+            let hasStat = recorded != (0, 0)
+            let disk = (stat.ctimeSeconds, stat.ctimeNanoseconds)
             let committedSize: Int64 = hasStat ? Int64(entry.size) : ((try? repo.blobSize(entry.oid)) ?? 0)
             if stat.size == 0 && committedSize > 0 { damaged.append(path); continue }
             // Its name and size reached the disk, its bytes did not (XFS, ext4 with data=writeback).
             if isAllZeros(data.pushing(path), size: stat.size) { damaged.append(path); continue }
             guard hasStat else { continue }
             // Older than recorded, or exactly what was recorded before `main` moved past it.
-            let sameAsRecorded = diskTime == recordedTime && stat.size == committedSize && entry.oid != current.oid
-            if diskTime < recordedTime || (stat.size < committedSize && diskTime == recordedTime) || sameAsRecorded { damaged.append(path) }
+            let sameAsRecorded = disk == recorded && stat.size == committedSize && entry.oid != current.oid
+            if disk < recorded || sameAsRecorded { damaged.append(path) }
         }
         return Array(Set(damaged)).sortedInBytes()
     }
