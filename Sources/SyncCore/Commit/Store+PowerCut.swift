@@ -37,7 +37,13 @@ extension Store {
             guard let current = index.entry(path), !current.isLink, policy.materializes(path),
                   let stat = (try? FileStat.of(data.pushing(path))) ?? nil, stat.kind == .regular else { continue }
             // An entry put back at `main` at start (the index file was saved before `main` last
-            // moved here): what the file recorded then is the reference.
+            // moved here): what the file recorded then is the reference. The disk holding exactly
+            // that version's bytes, while `main` moved on, went back in time.
+            if current.mtimeSeconds == 0, let before = recordedBeforeReconcile[path], before.oid != current.oid,
+               Oid.hashing(file: data.pushing(path)) == before.oid {
+                damaged.append(path)
+                continue
+            }
             let entry = current.mtimeSeconds == 0 ? (recordedBeforeReconcile[path] ?? current) : current
             // The inode's change time: no program can set it, every write, rename or chmod moves
             // it forward. Earlier on disk than what the index recorded: the disk went back in time.
