@@ -201,7 +201,10 @@ public final class Repository {
     }
 
     /// The size of an object from its header, without reading its content.
-    public func blobSize(_ id: Oid) throws(GitError) -> Int64 {
+    public func blobSize(_ id: Oid) throws(GitError) -> Int64 { Int64(try header(of: id).size) }
+
+    /// An object's size and type from the object database's header, without its content.
+    private func header(of id: Oid) throws(GitError) -> (size: Int, type: git_object_t) {
         var raw = id.raw
         var odb: OpaquePointer?
         try check(git_repository_odb(&odb, handle), "git_repository_odb")
@@ -209,7 +212,7 @@ public final class Repository {
         var size = 0
         var type = GIT_OBJECT_INVALID
         try check(git_odb_read_header(&size, &type, odb, &raw), "git_odb_read_header(\(id))")
-        return Int64(size)
+        return (size, type)
     }
 
     /// Hands the bytes of a blob to `body`: in chunks of at most `chunk` bytes when the blob is
@@ -218,12 +221,7 @@ public final class Repository {
     /// on this machine is loose, so writing it out costs `chunk` bytes of memory, not 1 GiB.
     public func streamBlob(_ id: Oid, chunk: Int = 1 << 20, into body: (UnsafeRawBufferPointer) throws -> Void) throws {
         var raw = id.raw
-        var odb: OpaquePointer?
-        try check(git_repository_odb(&odb, handle), "git_repository_odb")
-        defer { git_odb_free(odb) }
-        var size = 0
-        var type = GIT_OBJECT_INVALID
-        try check(git_odb_read_header(&size, &type, odb, &raw), "git_odb_read_header(\(id))")
+        let (size, type) = try header(of: id)
         if size > chunk, type == GIT_OBJECT_BLOB,
            try LooseObject.stream(objects: gitDir.appending("objects"), id: id, chunk: chunk, into: body) != nil {
             return

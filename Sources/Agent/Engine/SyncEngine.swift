@@ -740,13 +740,7 @@ actor SyncEngine {
             commit(WatchBatch(paths: Set(changes.paths)))
             var message = "restored \(path.display) as of \(point.why): \(report.written) written, \(report.removed) removed"
             if report.removed > 0 { message += " (their versions stay in the store: `syncagent history PATH`)" }
-            if !report.localChanges.isEmpty {
-                message += "; \(report.localChanges.count) changed on disk meanwhile and were left as they are: \(report.localChanges.prefix(5).map(\.display).joined(separator: ", "))"
-            }
-            if !report.failures.isEmpty {
-                let first = report.failures[0]
-                message += "; \(report.failures.count) could not be written (\(first.path.display): \(first.errno)); retried like a merge's, see `syncagent status`"
-            }
+            message += restoreDetails(report)
             if config.mode == .receiveOnly { message += "; this device is receive-only, so the restored files are held (`syncagent held`), not sent" }
             logger.notice("\(message)")
             return MessageResult(message: message, error: nil)
@@ -777,13 +771,7 @@ actor SyncEngine {
             let report = try store.writeRestored(changes)
             commit(WatchBatch(paths: Set(changes.paths)))
             var message = "restored \(report.written) file\(report.written == 1 ? "" : "s") as of \(start.prefix(12)) (when the deletions began)"
-            if !report.localChanges.isEmpty {
-                message += "; \(report.localChanges.count) paths were written meanwhile and left as they are: \(report.localChanges.prefix(5).map(\.display).joined(separator: ", "))"
-            }
-            if !report.failures.isEmpty {
-                let first = report.failures[0]
-                message += "; \(report.failures.count) could not be written (\(first.path.display): \(first.errno)); retried like a merge's, see `syncagent status`"
-            }
+            message += restoreDetails(report)
             if hold != nil || !heldDeletes.isEmpty {
                 message += "; \(heldDeletes.count) deleted paths are still missing, so deletions stay held: `syncagent held` lists them"
             }
@@ -794,6 +782,18 @@ actor SyncEngine {
             return MessageResult(message: "not restored", error: "cannot restore the deleted files: \(why). Nothing was lost: `syncagent restore DIR --at TIME` can bring a directory back",
                                  errorCode: SyncError(error).code.rawValue)
         }
+    }
+
+    /// What a restore's message adds: files changed meanwhile (left as they are), files not written.
+    private func restoreDetails(_ report: ApplyReport) -> String {
+        var text = ""
+        if !report.localChanges.isEmpty {
+            text += "; \(report.localChanges.count) changed on disk meanwhile and were left as they are: \(report.localChanges.prefix(5).map(\.display).joined(separator: ", "))"
+        }
+        if let first = report.failures.first {
+            text += "; \(report.failures.count) could not be written (\(first.path.display): \(first.errno)); retried like a merge's, see `syncagent status`"
+        }
+        return text
     }
 
     /// At start-up: the data directory follows rules that changed since the last run.
