@@ -83,6 +83,30 @@ import TestSupport
         #expect(shown.status == 0)
     }
 
+    /// Seed 4343's cut 32: a merge wrote version A (flushed), the user rewrote the file in place
+    /// with B (never flushed), B was committed and fetched; the cut took the disk back to A with a
+    /// change time the file system kept as the later one. A is an older version of `main`: damage.
+    /// Writing `main`'s own version, or anything new, stays an edit.
+    @Test func aFileTakenBackToAnEarlierCommittedVersionIsDamageWhateverItsTimes() throws {
+        let f = try StoreFixture()
+        try f.write("notes.txt", "A: what the merge wrote", mtime: 1_700_000_000)
+        try f.write("other.txt", "one", mtime: 1_700_000_000)
+        _ = try f.store.commit(paths: ["notes.txt", "other.txt"])
+        try f.write("notes.txt", "B: the in-place rewrite", mtime: 1_700_000_100)
+        try f.write("other.txt", "two", mtime: 1_700_000_100)
+        _ = try f.store.commit(paths: ["notes.txt", "other.txt"])
+        try f.store.flushIndex()
+        // The cut: notes.txt holds A again, written now (its times say nothing); other.txt is
+        // edited to something never committed.
+        try f.write("notes.txt", "A: what the merge wrote", mtime: 1_700_000_200)
+        try f.write("other.txt", "three", mtime: 1_700_000_200)
+        let damaged = try f.store.powerCutDamage(among: ["notes.txt", "other.txt"])
+        #expect(damaged == ["notes.txt"])
+        _ = try f.store.putBackCommitted(damaged)
+        #expect(f.device.read("notes.txt") == "B: the in-place rewrite")
+        #expect(f.device.read("other.txt") == "three")
+    }
+
     @Test func aFileTheCutBroughtBackAfterItsDeletionGoesAgain() throws {
         let f = try StoreFixture()
         try f.write("old.txt", "deleted just before the cut")

@@ -17,6 +17,7 @@ extension Store {
         let index = try liveIndex()
         let held = loadHeld()
         var damaged: [FilePath] = []
+        var changedFiles: [FilePath: Oid] = [:]  // tracked files none of the rules below caught: older versions?
         for path in paths where held[path] == nil {
             if let stat = (try? FileStat.of(data.pushing(path))) ?? nil, stat.ctimeSeconds > bootTime { continue }
             // Gone: a file whose name never reached the disk (made, or moved there, and never
@@ -56,12 +57,45 @@ extension Store {
             if stat.size == 0 && committedSize > 0 { damaged.append(path); continue }
             // Its name and size reached the disk, its bytes did not (XFS, ext4 with data=writeback).
             if isAllZeros(data.pushing(path), size: stat.size) { damaged.append(path); continue }
-            guard hasStat else { continue }
             // Older than recorded, or exactly what was recorded before `main` moved past it.
             let sameAsRecorded = disk == recorded && stat.size == committedSize && entry.oid != current.oid
-            if disk < recorded || sameAsRecorded { damaged.append(path) }
+            if hasStat, disk < recorded || sameAsRecorded { damaged.append(path); continue }
+            if changedFiles.count < Self.wentBackLimit, stat.size <= 64 << 20,
+               let oid = Oid.hashing(file: data.pushing(path)), oid != current.oid {
+                changedFiles[path] = oid
+            }
         }
+        damaged += try wentBack(changedFiles)
         return Array(Set(damaged)).sortedInBytes()
+    }
+
+    /// At most this many changed files are looked up in `main`'s history after a power cut.
+    static let wentBackLimit = 2_000
+
+    /// The files whose bytes are exactly a version one of the last `resurrectionDepth` commits of
+    /// `main` held at that path before, and not `main`'s own: the disk went back to what a merge
+    /// or an earlier commit wrote (an in-place rewrite that was never flushed). No timestamp is
+    /// needed, so this holds however the file system keeps inode times across a cut. A person can
+    /// hardly have made such a change while the machine was off; a program that put an older
+    /// version back just before the cut loses that step on disk only (what the disk held is kept).
+    func wentBack(_ files: [FilePath: Oid]) throws -> [FilePath] {
+        guard !files.isEmpty, let head = try head() else { return [] }
+        var pending = files
+        var found: [FilePath] = []
+        var seen = 0
+        try repo.walk(from: head, firstParentOnly: true) { id in
+            seen += 1
+            let tree = try repo.commit(id).tree
+            for (file, disk) in pending {
+                guard let side = try repo.entry(at: file, inTree: tree) else { continue }
+                if side.oid == disk {
+                    if seen > 1 { found.append(file) }  // main's own version is an edit back to it, not damage
+                    pending[file] = nil
+                }
+            }
+            return !pending.isEmpty && seen < Self.resurrectionDepth
+        }
+        return found
     }
 
     /// Whether the file holds nothing but zero bytes (read up to 64 MiB; a bigger one counts as not).
