@@ -31,7 +31,7 @@ let package = Package(
         .target(
             name: "Git",
             dependencies: [
-                "CLibgit2", "Platform",
+                "CLibgit2", "Platform", "FileSystem",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
@@ -73,7 +73,7 @@ let package = Package(
         .target(
             name: "Agent",
             dependencies: [
-                "SyncCore", "Git", "Watcher", "FileSystem", "Platform",
+                "SyncCore", "Watcher", "FileSystem", "Platform",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -84,7 +84,7 @@ let package = Package(
         .executableTarget(
             name: "syncagent",
             dependencies: [
-                "Agent", "SyncCore", "Git", "FileSystem",
+                "Agent", "SyncCore", "FileSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -96,7 +96,7 @@ let package = Package(
         .target(
             name: "SyncAgentKit",
             dependencies: [
-                "Agent", "SyncCore", "Git", "FileSystem",
+                "Agent", "SyncCore", "FileSystem",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "SystemPackage", package: "swift-system"),

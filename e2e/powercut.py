@@ -2,7 +2,10 @@
 """Power-cut harness (issue 43): cuts the power under a running agent, again and again, and checks
 that what was acknowledged survives and that nothing a cut damaged spreads.
 
-Two devices, `phone` and `watch`, each the other's peer by the path of its store.git. The phone's
+Two devices, `phone` and `watch`, each the other's peer by the path of its store.git (--hub: and
+both with a hub, `hub.git`, a bare repository on the ordinary temp dir, as a `[[peer]]` with `hub =
+true`: the phone's agent then pushes `refs/heads/devices/phone` there after every commit and merge;
+--hub-only: the hub is their only peer, they see each other only through it). The phone's
 data and state directories live on cutfs (e2e/cutfs.py: an in-memory FUSE file system that keeps,
 next to what programs see, what a disk would still hold after a power cut; --model strict: only
 fsync'd bytes and fsync'd directory entries survive; --model journal: ext4's journal, any fsync
@@ -16,22 +19,30 @@ files, edit files (rewriting in place, or writing `NAME.tmp` and renaming it ove
 rename files, write a few MB now and then, never fsync (--user-fsync: the phone's fsyncs every file
 and directory it touches, so that what a cut damages is the agent's own doing); sometimes the same
 path on both at once (a conflict); sometimes `syncagent sync` on the phone and `syncagent resolve`
-of an open conflict on either device. After a seeded delay (0-2 s) the phone's agent, its children,
-the phone's user program and the phone's CLI commands are frozen (SIGSTOP; the watch's agent and
+of an open conflict on either device; with --set, sometimes (--set-prob, 0.4) a SyncAgentKit `set`
+on the phone: the sample client `watch-app --config PHONE --goal N --once` (N fresh each time)
+writes `settings.json` (temp, fsync, rename, fsync of the directory) and returns once the phone's
+agent committed it. Only that client writes settings.json (the user programs never touch it). After a seeded delay (0-2 s) the phone's agent, its children,
+the phone's user program, the phone's CLI commands and its `set` are frozen (SIGSTOP; the watch's agent and
 user program too, for a consistent look), cutfs cuts the power, the phone's processes are killed
 (SIGKILL), the watch is thawed, the phone "boots" (new boot id) and its agent is restarted. Then the
 harness waits (polling, with a deadline) for both devices to converge -- the same `main` in both
 stores, equal data directories, each HEAD its data directory -- and checks:
 
-  * both agents alive; `git fsck --no-dangling` clean on both stores;
+  * both agents alive; `git fsck --no-dangling` clean on both stores and on hub.git (a failing fsck
+    is run again up to 3 times, 1 s apart: a live agent rolling packs up under it is no damage);
   * acknowledged changes are still there: what the phone's user program had written before a
-    `syncagent sync` that exited 0, and every file of the phone's commit the watch had fetched at
-    the cut, is in the converged state or was replaced by a later operation of the harness (a later
-    version, a deletion) or by a conflict settlement; a `resolve` that answered stays resolved;
+    `syncagent sync` that exited 0, every file of the phone's commit the watch had fetched at the
+    cut (refs/remotes/phone/main, or refs/remotes/hub/phone/main through the hub) and every file of
+    the commit the hub held as `devices/phone` at the cut, is in the converged state or was
+    replaced by a later operation of the harness (a later version, a deletion) or by a conflict
+    settlement; a `resolve` that answered stays resolved; settings.json on both devices parses as
+    JSON and holds the goal of the last `set` that returned before the cut, or of a later `set`;
   * no temporary of the agent (`.syncagent-*.tmp`) in either data directory;
   * every file the harness writes is self-describing (a header with a version id, the body's length
     and its SHA-256), so a file that is empty, truncated, zero-filled or a mix of two versions is
-    recognised: every file on the watch and in the watch's `main` must be a version written whole;
+    recognised: every file on the watch and in the watch's `main` must be a version written whole
+    (settings.json, the Kit's JSON, must parse as JSON there);
   * nothing a cut made spreads: at each path the cut changed on the phone (the cut report lists
     them, with git blob ids before and after), the state the cut left -- an empty file, an older
     version ("went back"), a file deleted before the cut that came back, a name that vanished -- must
@@ -41,8 +52,13 @@ stores, equal data directories, each HEAD its data directory -- and checks:
 
 One line per cut (the phase the phone's agent was in when the power went, from the last operations
 cutfs saw it make: objects, refs, conflicts-ref, index, apply (writing into the data directory),
-state (its own bookkeeping files) or idle; what the cut dropped; what it left broken in the phone's
-state directory), then a summary with the cuts per phase. The first violation stops the run (unless
+state (its own bookkeeping files) or idle; "set" when a `set` was still running at the freeze;
+"hub push" when the agent was writing into hub.git, which cutfs cannot see, decided at the freeze:
+a process of the frozen phone has a file under hub.git open or mapped, or the phone's ref there is
+locked (`devices/phone.lock`), or that ref (or its conflicts record) was written within --idle-ms
+before the cut and cutfs saw the agent do nothing since but its bookkeeping (idle or state); what
+the cut dropped; what it left broken in the phone's state directory), then a summary with the cuts
+per phase. The first violation stops the run (unless
 --keep-going): `FAILED seed=S cut=N: what`, the temp dir kept (the phone's disk copied to
 phone-disk-copy before unmounting; harness.log: every operation and cut; cut-N.json: cutfs's
 reports; --trace: every change cutfs saw, with pids), exit status 1. --keep keeps the temp dir of a
@@ -50,6 +66,7 @@ passing run too. The binary is copied into the temp dir first: a rebuild during 
 
     python3 e2e/powercut.py --binary .build/release/syncagent --seed 1 --cuts 20
     python3 e2e/powercut.py --seed 12 --cuts 8 --model journal --zero-fill --user-fsync
+    python3 e2e/powercut.py --seed 3 --cuts 20 --hub --set   # a hub, SyncAgentKit sets (watch-app)
     python3 e2e/powercut.py --check-fs          # cutfs's own checks: POSIX, durability, git, inotify
 
 The seed fixes every decision of the harness; the agents' own timing still varies, so a failing
@@ -432,6 +449,61 @@ def read_journal(path):
     return out
 
 
+# ---- git --------------------------------------------------------------------------------------
+
+def git_ref(git_dir, name):
+    """The commit a ref names in a repository, or None."""
+    r = subprocess.run(["git", "--git-dir=" + git_dir, "rev-parse", "-q", "--verify", name + "^{commit}"],
+                       capture_output=True, timeout=60)
+    return r.stdout.decode().strip() if r.returncode == 0 else None
+
+
+def ls_tree(git_dir, commit):
+    """path -> (mode, oid) of a commit's tree; {} when it cannot be read."""
+    if not commit:
+        return {}
+    r = subprocess.run(["git", "--git-dir=" + git_dir, "ls-tree", "-r", "-z", "--full-tree", commit],
+                       capture_output=True, timeout=60)
+    out = {}
+    if r.returncode != 0:
+        return out
+    for item in r.stdout.split(b"\0"):
+        if not item:
+            continue
+        meta, path = item.split(b"\t", 1)
+        mode, _type, oid = meta.split()
+        out[path.decode("utf-8", "surrogateescape")] = (mode.decode(), oid.decode())
+    return out
+
+
+def git_fsck(git_dir, retries=3):
+    """`git fsck --no-dangling` of a repository: None when clean, else its output. A failing fsck
+    is run again, up to `retries` times 1 s apart, before it counts: a live agent rolls packs up
+    (or a hub's small packs) while fsck reads them, and fsck then reports a pack it listed and can
+    no longer open ("packfile ... index not opened", seed 4344); a real damage fails every time."""
+    out = None
+    for attempt in range(retries + 1):
+        if attempt:
+            time.sleep(1)
+        r = subprocess.run(["git", "--git-dir=" + git_dir, "fsck", "--no-dangling", "--no-progress"],
+                           capture_output=True, timeout=300)
+        if r.returncode == 0:
+            return None
+        out = (r.stdout + r.stderr).decode(errors="replace").strip() or describe_rc(r.returncode)
+    return out
+
+
+def settings_goal(data):
+    """goalMinutes of a settings.json the Kit wrote, or a text saying why it is not one."""
+    try:
+        v = json.loads(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        return None, "not JSON (%d bytes%s: %s)" % (len(data), ", all zeros" if data and not data.strip(b"\0") else "", e)
+    if not isinstance(v, dict) or not isinstance(v.get("goalMinutes"), int):
+        return None, "JSON without an integer goalMinutes: %r" % (v,)
+    return v["goalMinutes"], None
+
+
 # ---- a device ---------------------------------------------------------------------------------
 
 class Device:
@@ -456,10 +528,14 @@ class Device:
             raise SetupError("syncagent %s (%s): %s" % (" ".join(args), self.name, r.stderr.decode(errors="replace")))
         return r
 
-    def init(self, peer_name, peer_store):
+    def init(self, peer_name, peer_store, hub=None, hub_only=False):
+        """`syncagent init`: the other device as a path peer; with `hub`, the hub too (`--hub
+        hub=PATH`: a `[[peer]]` with `hub = true`); with `hub_only`, the hub alone."""
+        peers = [] if hub_only else ["--peer", "%s=%s" % (peer_name, peer_store)]
+        if hub:
+            peers += ["--hub", "hub=%s" % hub]
         r = subprocess.run([self.h.binary, "init", "--device", self.name, "--data", self.data, "--state", self.state,
-                            "--config", self.config, "--peer", "%s=%s" % (peer_name, peer_store)],
-                           capture_output=True, text=True)
+                            "--config", self.config] + peers, capture_output=True, text=True)
         if r.returncode != 0:
             raise SetupError("syncagent init %s: %s" % (self.name, r.stderr))
         with open(self.config) as f:
@@ -537,24 +613,11 @@ class Device:
         return subprocess.run(["git", "--git-dir=" + self.store] + list(args), capture_output=True, timeout=timeout)
 
     def ref(self, name="refs/heads/main"):
-        r = self.git("rev-parse", "-q", "--verify", name + "^{commit}")
-        return r.stdout.decode().strip() if r.returncode == 0 else None
+        return git_ref(self.store, name)
 
     def tree(self, commit):
         """path -> (mode, oid) of a commit's tree; {} when it cannot be read."""
-        if not commit:
-            return {}
-        r = self.git("ls-tree", "-r", "-z", "--full-tree", commit)
-        out = {}
-        if r.returncode != 0:
-            return out
-        for item in r.stdout.split(b"\0"):
-            if not item:
-                continue
-            meta, path = item.split(b"\t", 1)
-            mode, _type, oid = meta.split()
-            out[path.decode("utf-8", "surrogateescape")] = (mode.decode(), oid.decode())
-        return out
+        return ls_tree(self.store, commit)
 
     def blob(self, oid):
         r = self.git("cat-file", "blob", oid)
@@ -602,7 +665,8 @@ class Device:
 
 # ---- the harness ------------------------------------------------------------------------------
 
-PHASES = ("idle", "objects", "refs", "conflicts-ref", "index", "apply", "state", "other")
+PHASES = ("idle", "objects", "refs", "conflicts-ref", "index", "apply", "state", "hub push", "set", "other")
+SETTINGS = "settings.json"         # written by SyncAgentKit `set` (watch-app) only, never by the user programs
 
 
 def phase_of(path):
@@ -648,6 +712,15 @@ class Harness:
         if args.trace:
             extra += ["--trace", os.path.join(self.root, "cutfs.trace")]
         self.fs = CutFS(self.disk, self.root, extra)
+        # the hub: an ordinary bare repository on the ordinary temp disk (never cut)
+        self.hub = os.path.join(self.root, "hub.git") if (args.hub or args.hub_only) else None
+        self.watch_app = None
+        self.set_rng = random.Random("set-%d" % args.seed)   # its own draws: --set leaves the rest of the run as it was
+        self.next_goal = 100
+        self.set_goals = []            # every goal a `set` was started with, in order (each larger than the last)
+        self.set_acked = None          # (goal, cut) of the last `set` that exited 0 before a cut
+        self.set_counts = {"started": 0, "acked": 0, "failed": 0, "killed": 0, "alive at the cut": 0}
+        self.hub_acked = 0             # cuts at which the hub held a commit of the phone's
         self.phone = Device(self, "phone", home, self.disk)
         self.watch = Device(self, "watch", home, os.path.join(self.root, "watch"))
         self.phone.env = dict(env)
@@ -690,6 +763,12 @@ class Harness:
         copy = os.path.join(self.root, "syncagent")
         shutil.copy2(self.binary, copy)
         self.binary = copy
+        if self.args.set:
+            app = self.args.watch_app or os.path.join(os.path.dirname(os.path.abspath(self.args.binary)), "watch-app")
+            if not os.access(app, os.X_OK):
+                raise SetupError("--set needs the sample client watch-app (Samples/WatchApp): none at %s (--watch-app)" % app)
+            self.watch_app = os.path.join(self.root, "watch-app")
+            shutil.copy2(app, self.watch_app)
         ver = subprocess.run([copy, "--version"], capture_output=True, text=True).stdout.strip()
         with open(copy, "rb") as f:
             digest = hashlib.sha256(f.read()).hexdigest()[:12]
@@ -705,8 +784,12 @@ class Harness:
             self.phone.env["LD_PRELOAD"] = so
         self.phone.env["SYNCAGENT_BOOT_ID"] = "powercut-%d-boot-0" % self.args.seed
         os.makedirs(self.watch.dir, exist_ok=True)
-        self.phone.init("watch", self.watch.store)
-        self.watch.init("phone", self.phone.store)
+        if self.hub:
+            r = subprocess.run(["git", "init", "--bare", "-q", self.hub], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise SetupError("git init --bare %s: %s" % (self.hub, r.stderr))
+        self.phone.init("watch", self.watch.store, self.hub, self.args.hub_only)
+        self.watch.init("phone", self.phone.store, self.hub, self.args.hub_only)
         if not self.args.no_initial_sync:
             self.fs.sync()
         self.watch.start()
@@ -722,7 +805,9 @@ class Harness:
         self.wait_converged(deadline=self.args.timeout * 2, initial=True)
         if not self.args.no_initial_sync:
             self.fs.sync()       # the starting point is on the disk
-        self.say("set up: %d files, phone on cutfs at %s, temp dir %s" % (self.args.files, self.disk, self.root))
+        self.say("set up: %d files, phone on cutfs at %s%s, temp dir %s" % (
+            self.args.files, self.disk, "" if not self.hub else ", hub %s (%s)" % (
+                self.hub, "the only peer" if self.args.hub_only else "beside the path peers"), self.root))
 
     # -- planning --
     def new_id(self):
@@ -742,7 +827,8 @@ class Harness:
         return {"id": vid, "kind": kind, "path": path, "src": src, "vid": vid}
 
     def plan_ops(self, dev, listing, n, window):
-        files = sorted(p for p, e in listing.items() if e[0] == "file")
+        # settings.json is the Kit's (only `set` writes it): the user programs leave it alone
+        files = sorted(p for p, e in listing.items() if e[0] == "file" and p != SETTINGS)
         ops = []
         for _ in range(n):
             r = self.rng.random()
@@ -829,7 +915,7 @@ class Harness:
         watch_ops = self.plan_ops(self.watch, watch_list, n_watch, window)
         conflict = None
         common = sorted(p for p in phone_list if phone_list[p][0] == "file" and watch_list.get(p, ("",))[0] == "file"
-                        and p not in self.forbidden)
+                        and p not in self.forbidden and p != SETTINGS)
         if common and rng.random() < 0.35:
             conflict = rng.choice(common)
             # both edits first thing, at once: neither agent can merge the other's before its own commit
@@ -844,6 +930,8 @@ class Harness:
         resolve_dev = self.phone if rng.random() < 0.7 else self.watch
         resolve_keep = rng.choice(["phone", "watch", "newest"])
         resolve_pick = rng.random()
+        do_set = self.watch_app is not None and self.set_rng.random() < self.args.set_prob
+        set_at = self.set_rng.uniform(0, window)
 
         # phone commands run as processes the cut kills
         wp = self.run_writer(self.phone, phone_ops)
@@ -853,8 +941,11 @@ class Harness:
         sync_state = "-"
         resolve_proc = None
         resolve_info = "-"
+        kset = None
         while True:
             now = time.monotonic() - t0
+            if do_set and kset is None and now >= set_at:
+                kset = self.start_set()
             if do_sync and sync_proc is None and now >= sync_at:
                 sync_before = self.ops_done_snapshot(wp)
                 sync_proc = subprocess.Popen([self.binary, "sync", "--config", self.phone.config],
@@ -873,12 +964,14 @@ class Harness:
                 else:
                     resolve_info = "none open"
             sync_state, resolve_info = self.poll_commands(sync_proc, sync_state, sync_before, resolve_proc, resolve_info)
+            self.poll_set(kset)
             if now >= window:
                 break
             time.sleep(min(0.01, window - now) if window > now else 0)
 
         # the cut
         sync_state, resolve_info = self.poll_commands(sync_proc, sync_state, sync_before, resolve_proc, resolve_info)
+        self.poll_set(kset)
         self.phone.check_alive()
         self.watch.check_alive()
         phone_pids = [self.phone.proc.pid]
@@ -887,11 +980,24 @@ class Harness:
             extra.append(sync_proc.pid)
         if resolve_proc is not None and resolve_proc[2] is self.phone and resolve_proc[0].poll() is None:
             extra.append(resolve_proc[0].pid)
-        frozen_phone = tree(phone_pids) + extra
+        if kset is not None and kset["proc"].poll() is None:
+            extra.append(kset["proc"].pid)
+        frozen_phone = tree(phone_pids + extra)
         frozen_watch = tree([self.watch.proc.pid]) + ([ww["proc"].pid] if ww["proc"].poll() is None else [])
         all_frozen = freeze(frozen_phone + frozen_watch)
         t_cut = time.time()
         self.cut_times[self.cut_no] = t_cut
+        # a `set` still running, the hub: looked at while everything is frozen
+        set_alive = False
+        if kset is not None:
+            self.poll_set(kset)     # it may have exited between the last look and the freeze
+            set_alive = kset["state"] == "started"
+            if set_alive:
+                self.set_counts["alive at the cut"] += 1
+        hub_phone = hub_act = hub_why = None
+        if self.hub:
+            hub_phone = git_ref(self.hub, "refs/heads/devices/phone")
+            hub_act, hub_why = self.hub_activity(frozen_phone, t_cut)
         pre_main = self.phone.ref()
         pre_tree = self.phone.tree(pre_main)
         report = self.fs.cut()
@@ -908,6 +1014,7 @@ class Harness:
         # what the watch holds right now (frozen)
         watch_main = self.watch.ref()
         watch_fetched = self.watch.ref("refs/remotes/phone/main")
+        watch_fetched_hub = self.watch.ref("refs/remotes/hub/phone/main") if self.hub else None
         changes = [c for c in report["changes"] if c["path"].startswith("data/")]
         store_damage = self.store_damage(report["changes"])
         if store_damage:
@@ -918,13 +1025,18 @@ class Harness:
             watch_at_cut[rel] = self.file_oid(os.path.join(self.watch.data, rel))
         # kill the phone's side, thaw the watch's
         signal_all(frozen_phone, signal.SIGKILL)
-        for p in [self.phone.proc, wp["proc"], sync_proc, resolve_proc[0] if resolve_proc and resolve_proc[2] is self.phone else None]:
+        for p in [self.phone.proc, wp["proc"], sync_proc, resolve_proc[0] if resolve_proc and resolve_proc[2] is self.phone else None,
+                  kset["proc"] if kset else None]:
             if p is not None:
                 try:
                     p.wait(20)
                 except subprocess.TimeoutExpired:
                     pass
         self.phone.proc = None
+        if kset is not None and kset["state"] == "started":
+            kset["state"] = "killed"
+            self.set_counts["killed"] += 1
+            self.note("set goal %d: killed by the cut" % kset["goal"])
         signal_all(frozen_watch, signal.SIGCONT)
         if sync_state == "started":
             sync_state = "killed"
@@ -950,6 +1062,11 @@ class Harness:
                 continue
             phase = phase_of(p)
             break
+        cutfs_phase = phase
+        if set_alive:
+            phase = "set"
+        elif hub_act == "in flight" or (hub_act == "recent" and phase in ("idle", "state")):
+            phase = "hub push"
         self.phase_counts[phase] += 1
         last_log = ""
         try:
@@ -958,17 +1075,26 @@ class Harness:
                 last_log = lines[-1] if lines else ""
         except OSError:
             pass
-        self.note("cut: phase %s (frozen cleanly: %s); last agent ops: %s; last log line: %s"
-                  % (phase, all_frozen, json.dumps(agent_ops[-6:]), last_log))
+        self.note("cut: phase %s (cutfs saw %s; set %s; hub %s%s; frozen cleanly: %s); last agent ops: %s; last log line: %s"
+                  % (phase, cutfs_phase, kset and "goal %d %s" % (kset["goal"], kset["state"]),
+                     hub_phone and hub_phone[:12], hub_act and " (%s: %s)" % (hub_act, hub_why) or "", all_frozen,
+                     json.dumps(agent_ops[-6:]), last_log))
 
         post_main = self.phone.ref()
         post_tree = self.phone.tree(post_main) if post_main else {}
         watch_tree = self.watch.tree(watch_main)
         # the watch's fetch of the phone is acknowledged: every file of that commit stays
-        if watch_fetched:
-            for path, (mode, oid) in self.watch.tree(watch_fetched).items():
+        for fetched in (watch_fetched, watch_fetched_hub):
+            if fetched:
+                for path, (mode, oid) in self.watch.tree(fetched).items():
+                    if oid in self.versions:
+                        self.acked.append(("fetched by the watch (%s)" % fetched[:12], path, self.versions[oid], None, self.cut_no))
+        # so is what the hub accepted: the phone's branch there at the cut
+        if hub_phone:
+            self.hub_acked += 1
+            for path, (mode, oid) in ls_tree(self.hub, hub_phone).items():
                 if oid in self.versions:
-                    self.acked.append(("fetched by the watch (%s)" % watch_fetched[:12], path, self.versions[oid], None, self.cut_no))
+                    self.acked.append(("accepted by the hub as devices/phone (%s)" % hub_phone[:12], path, self.versions[oid], None, self.cut_no))
 
         # what the cut did to the phone's data directory: never to reach the watch
         for c in changes:
@@ -1013,16 +1139,19 @@ class Harness:
             conv_s = time.monotonic() - t_conv
             self.check_all(report)
         except Violation as e:
-            raise Violation("%s\n  (the cut came %.2fs into the activity, the phone's agent in phase %s; sync %s; resolve %s%s)" % (
-                e, window, phase, sync_state, resolve_info, "; the cut left in the phone's state directory: " + ", ".join(store_damage)
+            raise Violation("%s\n  (the cut came %.2fs into the activity, the phone's agent in phase %s; sync %s; resolve %s; set %s%s%s)" % (
+                e, window, phase, sync_state, resolve_info, self.set_desc(kset),
+                "; hub held devices/phone %s" % (hub_phone or "-")[:12] if self.hub else "", "; the cut left in the phone's state directory: " + ", ".join(store_damage)
                 if store_damage else ""))
         dt = time.monotonic() - t_start
         self.times.append(dt)
-        self.say("cut %d/%d seed=%d: at %.2fs, phase %s; phone ops %d, watch ops %d%s; sync %s; resolve %s; "
+        self.say("cut %d/%d seed=%d: at %.2fs, phase %s; phone ops %d, watch ops %d%s; sync %s; resolve %s%s%s; "
                  "dropped %d bytes, %d names, %d paths changed; %d crash-changed paths held apart%s; "
                  "converged in %.1fs; %.1fs" % (
                      self.cut_no, self.args.cuts, self.args.seed, window, phase, len(phone_ops), len(watch_ops),
                      ", conflict on %s" % conflict if conflict else "", sync_state, resolve_info,
+                     "; set %s" % self.set_desc(kset) if self.watch_app else "",
+                     "; hub at %s" % (hub_phone or "-")[:12] if self.hub else "",
                      report["bytes_dropped"], report["names_dropped"], len(changes), len(self.forbidden),
                      "; store left with: " + ", ".join(store_damage[:6]) + (" and %d more" % (len(store_damage) - 6) if len(store_damage) > 6 else "")
                      if store_damage else "", conv_s, dt))
@@ -1033,6 +1162,88 @@ class Harness:
                     os.unlink(op["src"])
                 except OSError:
                     pass
+
+    # -- SyncAgentKit `set` (the sample client watch-app, on the phone) --
+    def start_set(self):
+        """One `set` of settings.json with a fresh goal (each larger than any before), run like the
+        phone's other commands: with its environment, frozen and killed with it."""
+        goal = self.next_goal
+        self.next_goal += self.set_rng.randint(1, 9)
+        self.set_goals.append(goal)
+        self.set_counts["started"] += 1
+        out_path = os.path.join(self.root, "set-%d.out" % self.cut_no)
+        out = open(out_path, "wb")
+        p = subprocess.Popen([self.watch_app, "--config", self.phone.config, "--goal", str(goal), "--once"],
+                             stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=self.phone.env)
+        out.close()
+        self.note("set goal %d: started (pid %d)" % (goal, p.pid))
+        return {"proc": p, "goal": goal, "out": out_path, "state": "started"}
+
+    def poll_set(self, kset):
+        """A `set` that exited 0 is acknowledged: its goal, or a later one, must stay."""
+        if kset is None or kset["state"] != "started" or kset["proc"].poll() is None:
+            return
+        rc = kset["proc"].returncode
+        try:
+            with open(kset["out"], "rb") as f:
+                said = f.read().decode("utf-8", "replace").strip()
+        except OSError:
+            said = ""
+        if rc == 0:
+            kset["state"] = "acked"
+            self.set_acked = (kset["goal"], self.cut_no)
+            self.set_counts["acked"] += 1
+        else:
+            kset["state"] = "failed(%d)" % rc
+            self.set_counts["failed"] += 1
+        self.note("set goal %d: %s: %s" % (kset["goal"], kset["state"], said[-400:]))
+
+    def set_desc(self, kset):
+        return "-" if kset is None else "goal %d %s" % (kset["goal"], kset["state"])
+
+    # -- the hub --
+    def hub_activity(self, pids, t_cut):
+        """What the frozen phone was doing with hub.git (cutfs never sees it: the hub is on the
+        ordinary disk): ("in flight", why) when one of its processes has a file under hub.git
+        open or mapped, or the phone's ref there is locked; ("recent", why) when that ref or its
+        conflicts record was written within --idle-ms before the cut; (None, None) otherwise."""
+        hub = self.hub + "/"
+        for p in pids:
+            try:
+                fds = os.listdir("/proc/%d/fd" % p)
+            except OSError:
+                continue
+            for fd in fds:
+                try:
+                    target = os.readlink("/proc/%d/fd/%s" % (p, fd))
+                except OSError:
+                    continue
+                if target.startswith(hub):
+                    return "in flight", "pid %d has %s open" % (p, target[len(hub):])
+            try:
+                with open("/proc/%d/maps" % p) as f:
+                    for line in f:
+                        i = line.find(hub)
+                        if i >= 0:
+                            return "in flight", "pid %d maps %s" % (p, line[i + len(hub):].strip())
+            except OSError:
+                pass
+        refs = ("refs/heads/devices/phone", "refs/syncagent/devices/phone/conflicts")
+        for ref in refs:
+            try:
+                m = os.stat(os.path.join(self.hub, ref + ".lock")).st_mtime
+            except OSError:
+                continue
+            if t_cut - m < 5:
+                return "in flight", "%s.lock (%.0f ms old)" % (ref, (t_cut - m) * 1000)
+        for ref in refs:
+            try:
+                m = os.stat(os.path.join(self.hub, ref)).st_mtime
+            except OSError:
+                continue
+            if t_cut - m < self.args.idle_ms / 1000.0:
+                return "recent", "%s written %.0f ms before the cut" % (ref, (t_cut - m) * 1000)
+        return None, None
 
     def poll_commands(self, sync_proc, sync_state, sync_before, resolve_proc, resolve_info):
         """Records a `sync` that exited 0 and a `resolve` that answered (acknowledgements)."""
@@ -1084,6 +1295,30 @@ class Harness:
         if v is not None:
             return "version %d" % v
         return "bytes the harness never wrote whole (%s%s)" % (oid[:12], ", %d bytes" % d["size"] if d and "size" in d else "")
+
+    def settings_problems(self, where, data):
+        floor = self.set_acked
+        if data is None:
+            if floor is not None:
+                return [(("set", where, floor[0]), "%s: settings.json is gone, though a `set` of goal %d returned before cut %d"
+                         % (where, floor[0], floor[1]))]
+            return []
+        goal, why = settings_goal(data)
+        if why is not None:
+            return [(("settings", where, blob_oid(data)), "%s: settings.json is %s" % (where, why))]
+        if goal not in self.set_goals:
+            return [(("settings", where, goal), "%s: settings.json holds goal %d, which no `set` wrote" % (where, goal))]
+        if floor is not None and goal < floor[0]:
+            return [(("set", where, floor[0]), "%s: settings.json holds goal %d, though a `set` of goal %d returned before "
+                     "cut %d (only a later `set` may replace it)" % (where, goal, floor[0], floor[1]))]
+        return []
+
+    def read_file(self, path):
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
 
     def file_oid(self, path):
         try:
@@ -1194,11 +1429,13 @@ class Harness:
         def problem(key, msg):
             problems.append((key, msg))
 
-        for dev in (self.phone, self.watch):
-            r = dev.git("fsck", "--no-dangling", "--no-progress", timeout=300)
-            if r.returncode != 0:
-                out = (r.stdout + r.stderr).decode(errors="replace").strip()
-                problem(("fsck", dev.name, out[:200]), "git fsck %s: %s" % (dev.name, out[:1500]))
+        # git_fsck runs a failing fsck again (up to 3 times, 1 s apart) before it counts: the live
+        # agents roll packs up (the watch its own, either the hub's) while fsck reads them
+        repos = [(dev.name, dev.store) for dev in (self.phone, self.watch)] + ([("hub", self.hub)] if self.hub else [])
+        for name, git_dir in repos:
+            out = git_fsck(git_dir)
+            if out is not None:
+                problem(("fsck", name, out[:200]), "git fsck %s: %s" % (name, out[:1500]))
         ps, ws = self.phone.scan(), self.watch.scan()
         main = self.watch.ref()
         # temporaries
@@ -1208,12 +1445,12 @@ class Harness:
                     problem(("temp", dev.name, k), "%s: the agent's temporary %s is left in the data directory" % (dev.name, k))
         # whole versions only, on the watch and in main
         for k, e in ws.items():
-            if e[0] == "file" and e[2] is None:
+            if e[0] == "file" and e[2] is None and k != SETTINGS:
                 why = self.forbidden.get(k, {}).get("why", "")
                 problem(("damaged", k, e[1]), "watch: %s is %s, a version the harness never wrote whole%s" % (
                     k, self.vdesc(e[1]), " (%s)" % why if why else ""))
         for k, (mode, oid) in self.watch.tree(main).items():
-            if k.endswith(".syncagent-keep") or mode == "120000" or oid in self.valid_oids:
+            if k.endswith(".syncagent-keep") or mode == "120000" or oid in self.valid_oids or k == SETTINGS:
                 continue
             data = self.watch.blob(oid)
             if data is not None and parse_version(data) is not None:
@@ -1222,8 +1459,19 @@ class Harness:
             problem(("damaged", k, oid), "main %s holds %s as %s" % (main[:12], k, self.vdesc(oid)))
         # damage on the phone only where a cut left it
         for k, e in ps.items():
-            if e[0] == "file" and e[2] is None and k not in self.forbidden:
+            if e[0] == "file" and e[2] is None and k not in self.forbidden and k != SETTINGS:
                 problem(("damaged", k, e[1]), "phone: %s is %s, not from a cut the harness saw" % (k, self.vdesc(e[1])))
+        # settings.json, the Kit's: whole JSON on the watch, in its main and on the phone; the goal of
+        # the last `set` that returned before a cut, or of a later one (a later `set` may be lost)
+        if self.set_goals:
+            wtree = self.watch.tree(main)
+            seen = [("watch", self.read_file(os.path.join(self.watch.data, SETTINGS))),
+                    ("phone", self.read_file(os.path.join(self.phone.data, SETTINGS))),
+                    ("the watch's main %s" % (main or "-")[:12],
+                     self.watch.blob(wtree[SETTINGS][1]) if SETTINGS in wtree else None)]
+            for where, data in seen:
+                for key, msg in self.settings_problems(where, data):
+                    problem(key, msg)
         # nothing the cut made reached the watch
         for k, f in sorted(self.forbidden.items()):
             w = ws.get(k)
@@ -1355,6 +1603,12 @@ class Harness:
                       self.args.seed, n, avg, min(self.times), max(self.times),
                       ", ".join("%s %d" % (p, c) for p, c in self.phase_counts.items() if c),
                       self.dropped_total[0], self.dropped_total[1]), flush=True)
+        if self.watch_app:
+            print("sets (SyncAgentKit, watch-app): %s; last acknowledged goal %s" % (
+                ", ".join("%s %d" % kv for kv in self.set_counts.items()),
+                "%d (cut %d)" % self.set_acked if self.set_acked else "none"), flush=True)
+        if self.hub:
+            print("hub: devices/phone acknowledged at %d of %d cuts" % (self.hub_acked, n), flush=True)
         if self.violation_kinds:
             print("violations by kind: %s" % ", ".join("%s %d" % kv for kv in sorted(self.violation_kinds.items())), flush=True)
 
@@ -1676,6 +1930,16 @@ def main():
                     help="keep the phone's boot id across cuts (SYNCAGENT_BOOT_ID): its agent then cannot tell a cut "
                     "from a kill -9, as an agent that does not look at the boot id never can")
     ap.add_argument("--no-syncfs-shim", action="store_true", help="run the phone's agent without cutfs_preload.so (its syncfs then makes nothing durable)")
+    ap.add_argument("--hub", action="store_true",
+                    help="both devices also have a hub (hub.git, a bare repository on the ordinary temp dir, `hub = true`): "
+                    "the phone's agent pushes devices/phone there after every commit and merge; what the hub holds at a cut is acknowledged")
+    ap.add_argument("--hub-only", action="store_true",
+                    help="the hub is the devices' only peer (implies --hub): they see each other only through it")
+    ap.add_argument("--set", action="store_true",
+                    help="SyncAgentKit `set`s on the phone (the sample client watch-app writing settings.json), cut in "
+                    "mid-flight now and then; one that returned is acknowledged")
+    ap.add_argument("--set-prob", type=float, default=0.4, help="with --set: the share of cuts with a `set` in their window (default 0.4)")
+    ap.add_argument("--watch-app", default=None, help="the watch-app binary (default: beside --binary)")
     ap.add_argument("--trace", action="store_true", help="cutfs writes every change and fsync it sees to <temp dir>/cutfs.trace")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir of a passing run too")
     ap.add_argument("--keep-mounted", action="store_true", help="on failure, leave the phone's cutfs mounted")

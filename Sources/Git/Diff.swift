@@ -1,6 +1,7 @@
 import CLibgit2
 import Glibc
 import SystemPackage
+import FileSystem
 
 /// One path that differs between two trees (no rename detection: a move is a delete and an add).
 public struct TreeChange: Sendable, Equatable {

@@ -1,6 +1,7 @@
 import CLibgit2
 import Glibc
 import SystemPackage
+import FileSystem
 
 /// The staging index of a `Repository`: the commit path updates only the entries of changed paths
 /// and writes the tree from it, reusing libgit2's tree cache for everything untouched.

@@ -1,6 +1,7 @@
 import CLibgit2
 import Glibc
 import SystemPackage
+import FileSystem
 
 /// What copying a peer's objects did.
 public struct ObjectCopyReport: Sendable, Equatable {

@@ -1,6 +1,7 @@
 import CLibgit2
 import SystemPackage
 import Glibc
+import FileSystem
 
 /// A git directory kept apart from its work tree. It owns the libgit2 handle; like every object of
 /// this module it must stay on one thread or actor at a time.
@@ -292,29 +293,6 @@ public struct CommitInfo: Sendable, Equatable {
     public let message: String
     /// When the commit was made (seconds since the epoch); the author time is when its files changed.
     public let committerTime: Int64
-}
-
-extension FilePath {
-    /// A path made of exactly these bytes (no NUL), as Linux allows.
-    public init(bytes: [UInt8]) {
-        self = bytes.withUnsafeBufferPointer { buf in
-            buf.withMemoryRebound(to: CChar.self) { chars in
-                FilePath(platformString: Array(chars) + [0])
-            }
-        }
-    }
-
-    /// Whether this path sorts before `other` byte by byte (git's order), without copying either.
-    public func precedesInBytes(_ other: FilePath) -> Bool {
-        withPlatformString { a in other.withPlatformString { b in strcmp(a, b) < 0 } }
-    }
-
-    /// The path's bytes, exactly.
-    public var bytes: [UInt8] {
-        withPlatformString { ptr in
-            Array(UnsafeBufferPointer(start: UnsafeRawPointer(ptr).assumingMemoryBound(to: UInt8.self), count: strlen(ptr)))
-        }
-    }
 }
 
 extension Repository {

@@ -1,5 +1,6 @@
 import CLibgit2
 import SystemPackage
+import FileSystem
 
 /// What a path becomes in `Repository.updateTree`.
 public enum TreeEdit: Sendable, Equatable {

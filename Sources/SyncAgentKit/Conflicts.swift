@@ -5,6 +5,7 @@ import Logging
 import Synchronization
 import SyncCore
 import SystemPackage
+import FileSystem
 
 /// Which keys a resolver or a policy is for.
 public enum KeyMatch: Sendable, Equatable {

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import SyncCore
 import SystemPackage
+import FileSystem
 
 /// How the kit reaches the agent: in this process, or through its control socket.
 enum Connection: Sendable {

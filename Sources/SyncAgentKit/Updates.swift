@@ -1,4 +1,3 @@
-import Git
 import Agent
 import FileSystem
 import FoundationEssentials

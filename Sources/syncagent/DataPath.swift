@@ -1,10 +1,10 @@
-import Git
 import Agent
 import ArgumentParser
 import FoundationEssentials
 import Glibc
 import SyncCore
 import SystemPackage
+import FileSystem
 
 enum DataPath {
     static func bytes(_ argument: String, data: FilePath) -> [UInt8] {

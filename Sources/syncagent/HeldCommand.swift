@@ -4,6 +4,7 @@ import FoundationEssentials
 import Glibc
 import SyncCore
 import SystemPackage
+import FileSystem
 
 struct HeldCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

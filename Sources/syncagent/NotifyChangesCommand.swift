@@ -1,10 +1,10 @@
-import Git
 import Agent
 import ArgumentParser
 import FoundationEssentials
 import Glibc
 import SyncCore
 import SystemPackage
+import FileSystem
 
 struct NotifyChangesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,4 +1,3 @@
-import Git
 import Agent
 import ArgumentParser
 import FileSystem

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Glibc
 import SyncCore
 import SystemPackage
+import FileSystem
 
 struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

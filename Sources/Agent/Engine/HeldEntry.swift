@@ -1,6 +1,6 @@
-import Git
 import SyncCore
 import SystemPackage
+import FileSystem
 
 /// One line of `syncagent held --json`: `{"path", "reason", "bytes"}` (bytes null for a deletion).
 public struct HeldEntry: Codable, Sendable, Equatable {

@@ -1,4 +1,3 @@
-import Git
 import FileSystem
 import FoundationEssentials
 import Glibc

@@ -1,9 +1,9 @@
-import Git
 import FoundationEssentials
 import Platform
 import Glibc
 import SyncCore
 import SystemPackage
+import FileSystem
 
 /// Commands that change the store while no agent runs: they take the agent lock themselves, so
 /// there is still only one writer per store, and go through the same start-up and engine as `run`.

@@ -1,5 +1,6 @@
 internal import Git
 import SystemPackage
+import FileSystem
 
 /// What one batch changed, in the form the commit message lists it.
 public struct ChangeSummary: Sendable, Equatable {

@@ -2,6 +2,7 @@ import FileSystem
 import Dispatch
 import FoundationEssentials
 import Glibc
+import Platform
 internal import Git
 import Synchronization
 import SystemPackage
@@ -101,7 +102,9 @@ public final class PrehashJob: @unchecked Sendable {
     /// - Parameter list: in path order (`precedesInBytes`).
     init(list: [FilePath], gitDir: FilePath, data: FilePath) {
         packDir = gitDir.appending("objects").appending("pack")
-        DispatchQueue.global().async { [self] in
+        // A named thread of its own (not Dispatch's global pool): it outlives this call, and
+        // `ps -L` shows what it is.
+        OwnThread.start(name: "syncagent-hash") { [self] in
             (found, packNames, packsWritten) = Store.prehash(list, gitDir: gitDir, data: data) { [self] in stop.load(ordering: .relaxed) }
             finished.signal()
         }

@@ -3,6 +3,7 @@ import Glibc
 import Platform
 internal import Git
 import SystemPackage
+import FileSystem
 
 /// A path two devices changed differently since their common version: SPEC.md's conflict record.
 public struct ConflictRecord: Codable, Sendable, Equatable {

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import Platform
+import FileSystem
 
 /// The `command` strategy: runs the configured program on temporary copies of the versions.
 /// `{base}`, `{ours}`, `{theirs}`, `{out}` and `{path}` in its arguments are replaced; `{ours}` is the

@@ -1,6 +1,7 @@
 import Glibc
 internal import Git
 import SystemPackage
+import FileSystem
 
 extension SyncError {
     /// Any error the store, the config or libgit2 throws, as the user-facing error: its code from

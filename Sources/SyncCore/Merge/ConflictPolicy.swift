@@ -3,6 +3,7 @@ import Glibc
 import Platform
 internal import Git
 import SystemPackage
+import FileSystem
 
 /// One side's version of a conflicted path, credited to the device whose commit made it.
 struct SideVersion: Sendable, Equatable {
@@ -310,15 +311,5 @@ struct ConflictPolicy {
         let time = [Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec)].map { ($0, 2) }
         func digits(_ fields: [(Int, Int)]) -> String { fields.map { zeroPadded($0.0, width: $0.1) }.joined() }
         return digits(date) + "-" + digits(time)  // 20261120-100000
-    }
-}
-
-extension FilePath.Component {
-    /// The component's bytes, exactly.
-    var bytes: [UInt8] { FilePath(root: nil, [self]).bytes }
-
-    /// A component made of exactly these bytes (no '/', no NUL).
-    init(bytes: [UInt8]) {
-        self = FilePath(bytes: bytes).lastComponent!
     }
 }

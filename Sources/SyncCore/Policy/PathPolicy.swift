@@ -1,5 +1,6 @@
 internal import Git
 import SystemPackage
+import FileSystem
 
 /// `[[rule]] sync`: whether and when a path's changes leave this device.
 public enum SyncMode: String, Sendable, Equatable, Codable {

@@ -1,6 +1,43 @@
 import Glibc
 import SystemPackage
 
+// Paths are bytes (Linux allows any but NUL and '/'): made from bytes, read as bytes, and ordered
+// byte by byte as git orders tree entries. Between a tree entry and a syscall a path is never a
+// String; display escapes (`display`, elsewhere).
+
+extension FilePath {
+    /// A path made of exactly these bytes (no NUL), as Linux allows.
+    public init(bytes: [UInt8]) {
+        self = bytes.withUnsafeBufferPointer { buf in
+            buf.withMemoryRebound(to: CChar.self) { chars in
+                FilePath(platformString: Array(chars) + [0])
+            }
+        }
+    }
+
+    /// Whether this path sorts before `other` byte by byte (git's order), without copying either.
+    public func precedesInBytes(_ other: FilePath) -> Bool {
+        withPlatformString { a in other.withPlatformString { b in strcmp(a, b) < 0 } }
+    }
+
+    /// The path's bytes, exactly.
+    public var bytes: [UInt8] {
+        withPlatformString { ptr in
+            Array(UnsafeBufferPointer(start: UnsafeRawPointer(ptr).assumingMemoryBound(to: UInt8.self), count: strlen(ptr)))
+        }
+    }
+}
+
+extension FilePath.Component {
+    /// The component's bytes, exactly.
+    public var bytes: [UInt8] { FilePath(root: nil, [self]).bytes }
+
+    /// A component made of exactly these bytes (no '/', no NUL).
+    public init(bytes: [UInt8]) {
+        self = FilePath(bytes: bytes).lastComponent!
+    }
+}
+
 extension Sequence {
     /// The elements in git's order of their paths (byte by byte, `precedesInBytes`), each path
     /// read once. Sorting with `precedesInBytes` itself reached both paths' bytes through

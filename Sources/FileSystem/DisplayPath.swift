@@ -1,4 +1,3 @@
-internal import Git
 import SystemPackage
 
 extension FilePath {
