@@ -68,6 +68,8 @@ passing run too. The binary is copied into the temp dir first: a rebuild during 
     python3 e2e/powercut.py --seed 12 --cuts 8 --model journal --zero-fill --user-fsync
     python3 e2e/powercut.py --seed 3 --cuts 20 --hub --set   # a hub, SyncAgentKit sets (watch-app)
     python3 e2e/powercut.py --check-fs          # cutfs's own checks: POSIX, durability, git, inotify
+    python3 e2e/powercut.py --seed 1 --cuts 1000 --mix   # the long soak: one run per row of MIX (plain,
+                                                # hub + set, journal + set, hub only, journal + hub)
 
 The seed fixes every decision of the harness; the agents' own timing still varies, so a failing
 seed is replayed by running it again (most replay within a run or two). Needs root, /dev/fuse,
@@ -931,7 +933,8 @@ class Harness:
         resolve_keep = rng.choice(["phone", "watch", "newest"])
         resolve_pick = rng.random()
         do_set = self.watch_app is not None and self.set_rng.random() < self.args.set_prob
-        set_at = self.set_rng.uniform(0, window)
+        # a `set` takes some 50 ms: half of them start in the window's last 200 ms, for cuts in mid-set
+        set_at = self.set_rng.uniform(0, window) if self.set_rng.random() < 0.5 else max(0.0, window - self.set_rng.uniform(0, 0.2))
 
         # phone commands run as processes the cut kills
         wp = self.run_writer(self.phone, phone_ops)
@@ -1076,8 +1079,7 @@ class Harness:
         except OSError:
             pass
         self.note("cut: phase %s (cutfs saw %s; set %s; hub %s%s; frozen cleanly: %s); last agent ops: %s; last log line: %s"
-                  % (phase, cutfs_phase, kset and "goal %d %s" % (kset["goal"], kset["state"]),
-                     hub_phone and hub_phone[:12], hub_act and " (%s: %s)" % (hub_act, hub_why) or "", all_frozen,
+                  % (phase, cutfs_phase, self.set_desc(kset), (hub_phone or "-")[:12], hub_act and " (%s: %s)" % (hub_act, hub_why) or "", all_frozen,
                      json.dumps(agent_ops[-6:]), last_log))
 
         post_main = self.phone.ref()
@@ -1139,8 +1141,8 @@ class Harness:
             conv_s = time.monotonic() - t_conv
             self.check_all(report)
         except Violation as e:
-            raise Violation("%s\n  (the cut came %.2fs into the activity, the phone's agent in phase %s; sync %s; resolve %s; set %s%s%s)" % (
-                e, window, phase, sync_state, resolve_info, self.set_desc(kset),
+            raise Violation("%s\n  (the cut came %.2fs into the activity, the phone's agent in phase %s; sync %s; resolve %s%s%s%s)" % (
+                e, window, phase, sync_state, resolve_info, "; set %s" % self.set_desc(kset) if self.watch_app else "",
                 "; hub held devices/phone %s" % (hub_phone or "-")[:12] if self.hub else "", "; the cut left in the phone's state directory: " + ", ".join(store_damage)
                 if store_damage else ""))
         dt = time.monotonic() - t_start
@@ -1896,6 +1898,62 @@ def check_fs(args):
     return 1 if failures else 0
 
 
+# --mix: the long soak spread over the models and transports, one run of each (seed, seed+1, ...)
+MIX = (
+    ("plain", {}),
+    ("hub+set", {"hub": True, "set": True}),
+    ("journal+set", {"model": "journal", "zero_fill": True, "user_fsync": True, "set": True}),
+    ("hub-only+set", {"hub_only": True, "set": True, "user_fsync": True}),
+    ("journal+hub", {"model": "journal", "hub": True}),
+)
+
+
+def mix_options(over):
+    return " ".join("--" + k.replace("_", "-") + ("" if v is True else " %s" % v) for k, v in over.items())
+
+
+def mix_main(args):
+    """--cuts spread over MIX: one run per row, seed, seed+1, ..., each with about cuts/len(MIX)
+    cuts (together at least --cuts), then one summary: cuts per phase over all the runs, and the
+    command that replays each failed run. A failed run does not stop the others."""
+    import copy
+    each = -(-args.cuts // len(MIX))
+    phases = dict((p, 0) for p in PHASES)
+    times, lines, failed = [], [], []
+    sets = {}
+    for i, (name, over) in enumerate(MIX):
+        a = copy.copy(args)
+        a.mix = False
+        a.seed = args.seed + i
+        a.cuts = each
+        for k, v in over.items():
+            setattr(a, k, v)
+        opts = mix_options(over)
+        print("powercut mix %d/%d (%s): --seed %d --cuts %d %s" % (i + 1, len(MIX), name, a.seed, each, opts), flush=True)
+        h = Harness(a)
+        rc = h.run()
+        for p, c in h.phase_counts.items():
+            phases[p] += c
+        for k, c in h.set_counts.items():
+            sets[k] = sets.get(k, 0) + c
+        times += h.times
+        lines.append("%s %d cuts%s" % (name, len(h.times), "" if rc == 0 else " (FAILED, exit %d)" % rc))
+        if rc != 0:
+            failed.append("python3 e2e/powercut.py --seed %d --cuts %d --model %s%s (%s)" % (
+                a.seed, each, a.model, "".join(" --" + k.replace("_", "-") for k in ("zero_fill", "user_fsync", "hub", "hub_only", "set")
+                                               if getattr(a, k)), name))
+        if rc == 2:
+            break
+    n = len(times)
+    print("powercut mix seed=%d: %d cuts (%s), %.1f s per cut; phases: %s; sets: %s" % (
+        args.seed, n, ", ".join(lines), sum(times) / n if n else 0,
+        ", ".join("%s %d" % (p, c) for p, c in phases.items() if c),
+        ", ".join("%s %d" % kv for kv in sets.items())), flush=True)
+    for f in failed:
+        print("powercut mix FAILED: %s" % f, flush=True)
+    return 1 if failed else 0
+
+
 def main():
     if len(sys.argv) >= 2 and sys.argv[1] == "--writer":
         writer_main(sys.argv[2], sys.argv[3])
@@ -1940,6 +1998,9 @@ def main():
                     "mid-flight now and then; one that returned is acknowledged")
     ap.add_argument("--set-prob", type=float, default=0.4, help="with --set: the share of cuts with a `set` in their window (default 0.4)")
     ap.add_argument("--watch-app", default=None, help="the watch-app binary (default: beside --binary)")
+    ap.add_argument("--mix", action="store_true",
+                    help="the long soak: --cuts spread over %d runs (seed, seed+1, ...): %s; the per-phase counts "
+                    "summed at the end" % (len(MIX), "; ".join("%s (%s)" % (n, mix_options(o) or "as given") for n, o in MIX)))
     ap.add_argument("--trace", action="store_true", help="cutfs writes every change and fsync it sees to <temp dir>/cutfs.trace")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir of a passing run too")
     ap.add_argument("--keep-mounted", action="store_true", help="on failure, leave the phone's cutfs mounted")
@@ -1955,6 +2016,10 @@ def main():
     if not os.access(args.binary, os.X_OK):
         print("no syncagent binary at %s" % args.binary, file=sys.stderr)
         return 2
+    if args.hub_only:
+        args.hub = True
+    if args.mix:
+        return mix_main(args)
     return Harness(args).run()
 
 

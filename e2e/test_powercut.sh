@@ -3,9 +3,12 @@
 # durability model, git, mmap and inotify on the FUSE mount), then e2e/powercut.py for 12 cuts in
 # all -- 6 in the strict model with a careless user program (never fsyncs), 6 in ext4's journal with
 # zero-filled sizes and a careful user program (what a cut damages is then the agent's own doing)
-# -- then every seed in powercut-seeds.txt. `make soak-powercut` is the long run
-# (CUTS, default 1000). The harness states the invariants; a failure prints `FAILED seed=S cut=N:
-# what` and keeps its temp dir (the phone's disk copied beside it). Every seed runs every time.
+# -- then every line of powercut-seeds.txt: the seeds that once failed, and short coverage lines
+# for a hub (--hub, --hub-only) and SyncAgentKit `set`s (--set: the sample client watch-app, which
+# `make build` builds beside $SYNCAGENT). `make soak-powercut` is the long run (CUTS, default
+# 1000; `powercut.py --mix` spreads them over the plain, hub, set and journal runs). The harness
+# states the invariants; a failure prints `FAILED seed=S cut=N: what` and keeps its temp dir (the
+# phone's disk copied beside it). Every seed runs every time.
 # Needs root, /dev/fuse, fuse3 and python3-pyfuse3 (`make deps` installs them) and a C compiler.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,6 +19,7 @@ case "$SYNCAGENT" in /*) ;; *) SYNCAGENT="$PWD/$SYNCAGENT" ;; esac
 [ "$(id -u)" = 0 ] || { echo "test_powercut mounts a FUSE file system: run it as root" >&2; exit 1; }
 [ -e /dev/fuse ] || { echo "test_powercut needs /dev/fuse" >&2; exit 1; }
 command -v fusermount3 >/dev/null || { echo "fusermount3 is missing: apt-get install fuse3 python3-pyfuse3 (make deps)" >&2; exit 1; }
+[ -x "$(dirname "$SYNCAGENT")/watch-app" ] || { echo "the --set seeds need watch-app beside $SYNCAGENT (make build builds it)" >&2; exit 1; }
 /usr/bin/python3 -c 'import pyfuse3' 2>/dev/null || { echo "pyfuse3 is missing for /usr/bin/python3: apt-get install python3-pyfuse3 (make deps)" >&2; exit 1; }
 
 start=$SECONDS

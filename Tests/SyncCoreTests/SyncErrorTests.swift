@@ -39,9 +39,12 @@ import Testing
         #expect(!problem.message.isEmpty)
     }
 
-    @Test func libgit2sWordsStayTheMessageAndItsCallTheCause() {
+    @Test func libgit2sWordsStayTheMessageAndItsCallTheCause() throws {
         let problem = SyncError(Self.git(GIT_EAUTH, GIT_ERROR_SSH, "Permission denied (publickey)"))
         #expect(problem.message == "Permission denied (publickey)")
-        #expect(problem.cause?.contains("test failed") == true)
+        // The cause is the GitError itself, typed: its class and code stay readable.
+        let cause = try #require(problem.cause as? GitError)
+        #expect(cause.code == GIT_EAUTH.rawValue)
+        #expect("\(cause)".contains("test failed"))
     }
 }

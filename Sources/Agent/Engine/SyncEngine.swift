@@ -476,7 +476,8 @@ actor SyncEngine {
     enum IntegrateResult: Sendable {
         case done(SyncOutcome)
         case paused(String)
-        case failed(String)
+        /// The merge failed: its code from what was thrown (`SyncError(_:)`), the peer named.
+        case failed(SyncError)
     }
 
     /// Merges the fetched `main` of `peer`: local changes first, then the merge, then the paths
@@ -521,7 +522,9 @@ actor SyncEngine {
             compactPacks()
             return .done(outcome)
         } catch {
-            return .failed("cannot merge \(shownAs ?? peer): \(error)")
+            let typed = SyncError(error)
+            return .failed(SyncError(typed.code, "cannot merge \(shownAs ?? peer): \(error)", subject: typed.subject ?? shownAs ?? peer,
+                                     cause: typed.cause ?? typed))
         }
     }
 

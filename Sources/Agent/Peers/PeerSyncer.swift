@@ -397,11 +397,8 @@ final class PeerSyncer: Sendable {
             return nil
         case .paused(let why):
             return SyncError(.held, why)
-        case .failed(let why):
-            let text = why.lowercased()
-            let code: SyncError.Code = text.contains("history") && text.contains("refused") ? .badHistory
-                : text.contains("no space") || text.contains("disk full") ? .diskFull : .other
-            return SyncError(code, why)
+        case .failed(let error):
+            return error
         }
     }
 

@@ -11,9 +11,9 @@ extension SyncError {
         case let same as SyncError:
             self = same
         case let git as GitError:
-            self.init(Self.code(of: git), git.message, cause: git.description)
+            self.init(Self.code(of: git), git.message, cause: git)
         case let store as StoreError:
-            self.init(store.code, store.description, subject: store.path.display)
+            self.init(store.code, store.description, subject: store.path.display, cause: store)
         case let resolve as ResolveError:
             self.init(resolve.code, resolve.message)
         case let lock as LockError:
@@ -25,9 +25,9 @@ extension SyncError {
         case let refusal as SyncRefusal:
             self.init(.badHistory, refusal.description, subject: refusal.peer)
         case let failure as ApplyFailure:
-            self.init(failure.errno == .noSpace ? .diskFull : .io, failure.description, subject: failure.path.display)
+            self.init(failure.errno == .noSpace ? .diskFull : .io, failure.description, subject: failure.path.display, cause: failure)
         case let errno as Errno:
-            self.init(errno == .noSpace ? .diskFull : .io, "\(errno)")
+            self.init(errno == .noSpace ? .diskFull : .io, "\(errno)", cause: errno)
         default:
             self.init(.other, "\(error)")
         }

@@ -46,11 +46,17 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     public let message: String
     /// The path, peer or url this is about, as messages show it.
     public var subject: String?
-    /// What failed underneath (a libgit2 call with its class and code), for the log.
-    public var cause: String?
+    /// What failed underneath, as it was thrown (a `GitError` with libgit2's class and code, an
+    /// `Errno`, a store error), for the log and for code that needs more than `code`.
+    public var cause: (any Error & Sendable)?
     public var description: String { message }
 
-    public init(_ code: Code, _ message: String, subject: String? = nil, cause: String? = nil) {
+    /// Equal when the code, the message and the subject are (the cause is what led there).
+    public static func == (a: SyncError, b: SyncError) -> Bool {
+        a.code == b.code && a.message == b.message && a.subject == b.subject
+    }
+
+    public init(_ code: Code, _ message: String, subject: String? = nil, cause: (any Error & Sendable)? = nil) {
         self.code = code
         self.message = message
         self.subject = subject

@@ -11,7 +11,7 @@ extension SyncError {
         guard let git = error as? GitError else { return nil }
         var problem = fetching(git, link: link, configFile: configFile)
         problem.subject = link.name
-        problem.cause = git.description
+        problem.cause = git
         return problem
     }
 
@@ -80,6 +80,6 @@ extension SyncError {
             ? " The server refused to write: the account needs write access to the repository." : ""
         let code: Code = hint.contains("disk is full") ? .diskFull : hint.isEmpty ? otherwise : .refused
         return SyncError(code, "cannot push to \(link.name) (\(link.displayURL)): \(detail).\(hint) Local commits go on; the push is retried.",
-                         subject: link.name, cause: (error as? GitError)?.description)
+                         subject: link.name, cause: error as? GitError)
     }
 }
