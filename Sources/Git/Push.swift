@@ -58,14 +58,4 @@ extension Repository {
         }
         return out
     }
-
-    /// Removes a reference; nothing when there is none.
-    public func deleteReference(_ name: String) throws(GitError) {
-        var ref: OpaquePointer?
-        let rc = git_reference_lookup(&ref, handle, name)
-        if rc == GitError.Code.notFound { return }
-        try check(rc, "git_reference_lookup(\(name))")
-        defer { git_reference_free(ref) }
-        try check(git_reference_delete(ref), "git_reference_delete(\(name))")
-    }
 }

@@ -310,11 +310,6 @@ extension Repository {
         return ConflictSide(oid: Oid(git_tree_entry_id(entry)), mode: git_tree_entry_filemode(entry).rawValue)
     }
 
-    /// The blob at `path` in a commit's tree, or nil when the path is absent.
-    public func blobID(at path: FilePath, in commit: Oid) throws(GitError) -> Oid? {
-        try entry(at: path, inTree: try self.commit(commit).tree)?.oid
-    }
-
     /// The commit that made what `tip` holds at `path` (a blob, a subtree, or nothing): from `tip`,
     /// follow any parent that holds the same entry, and stop at the commit none of whose parents
     /// does. So a version is credited to the device whose commit made it, not to a device that

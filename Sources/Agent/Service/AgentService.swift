@@ -267,18 +267,23 @@ public final class AgentService: Service, Sendable {
     }
 }
 
-/// The result of `operation`, or nil when it takes longer than `limit` (it then goes on, unawaited).
+/// The result of `operation`, or nil when it takes longer than `limit`. A late operation goes on,
+/// unawaited (it is engine work that must finish: a status read, a commit); its result is dropped.
+/// An operation in time cancels the timer, so no sleeping task is left behind.
 public func firstWithin<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendable () async -> T) async -> T? {
     let claimed = Mutex(false)
     let claim: @Sendable () -> Bool = { claimed.withLock { done in defer { done = true }; return !done } }
     return await withCheckedContinuation { (c: CheckedContinuation<T?, Never>) in
-        Task {
-            let value = await operation()
-            if claim() { c.resume(returning: value) }
-        }
-        Task {
+        let timer = Task {
             try? await Task.sleep(for: limit)
             if claim() { c.resume(returning: nil) }
+        }
+        Task {
+            let value = await operation()
+            if claim() {
+                timer.cancel()
+                c.resume(returning: value)
+            }
         }
     }
 }
