@@ -53,10 +53,11 @@ stores, equal data directories, each HEAD its data directory -- and checks:
 One line per cut (the phase the phone's agent was in when the power went, from the last operations
 cutfs saw it make: objects, refs, conflicts-ref, index, apply (writing into the data directory),
 state (its own bookkeeping files) or idle; "set" when a `set` was still running at the freeze;
-"hub push" when the agent was writing into hub.git, which cutfs cannot see, decided at the freeze:
-a process of the frozen phone has a file under hub.git open or mapped, or the phone's ref there is
-locked (`devices/phone.lock`), or that ref (or its conflicts record) was written within --idle-ms
-before the cut and cutfs saw the agent do nothing since but its bookkeeping (idle or state); what
+"hub push" when the agent was pushing to hub.git, which cutfs cannot see, decided at the freeze:
+the frozen agent has its push thread (`syncagent-push-hub`) or the thread rolling the hub's packs up
+alive, or a file under hub.git open for writing, or the phone's ref there freshly locked, or that
+ref (or its conflicts record) was written within --idle-ms before the cut and cutfs saw the agent
+do nothing since but its bookkeeping (idle or state); a "set" still running wins over both; what
 the cut dropped; what it left broken in the phone's state directory), then a summary with the cuts
 per phase. The first violation stops the run (unless
 --keep-going): `FAILED seed=S cut=N: what`, the temp dir kept (the phone's disk copied to
@@ -69,7 +70,8 @@ passing run too. The binary is copied into the temp dir first: a rebuild during 
     python3 e2e/powercut.py --seed 3 --cuts 20 --hub --set   # a hub, SyncAgentKit sets (watch-app)
     python3 e2e/powercut.py --check-fs          # cutfs's own checks: POSIX, durability, git, inotify
     python3 e2e/powercut.py --seed 1 --cuts 1000 --mix   # the long soak: one run per row of MIX (plain,
-                                                # hub + set, journal + set, hub only, journal + hub)
+                                                # hub + set, journal + set, hub only + set, journal + hub);
+                                                # --model mix is the same (make soak-powercut MODEL=mix)
 
 The seed fixes every decision of the harness; the agents' own timing still varies, so a failing
 seed is replayed by running it again (most replay within a run or two). Needs root, /dev/fuse,
@@ -479,20 +481,22 @@ def ls_tree(git_dir, commit):
 
 
 def git_fsck(git_dir, retries=3):
-    """`git fsck --no-dangling` of a repository: None when clean, else its output. A failing fsck
-    is run again, up to `retries` times 1 s apart, before it counts: a live agent rolls packs up
-    (or a hub's small packs) while fsck reads them, and fsck then reports a pack it listed and can
-    no longer open ("packfile ... index not opened", seed 4344); a real damage fails every time."""
-    out = None
+    """`git fsck --no-dangling` of a repository: (None when clean, else its output; the output of
+    each failed attempt). A failing fsck is run again, up to `retries` times 1 s apart, before it
+    counts: a live agent rolls packs up (its own, or the hub's small packs) while fsck reads them,
+    and fsck then reports a pack it listed and can no longer open ("packfile ... index not
+    opened", seed 4344 --model journal --zero-fill); a real damage fails every time."""
+    out, failures = None, []
     for attempt in range(retries + 1):
         if attempt:
             time.sleep(1)
         r = subprocess.run(["git", "--git-dir=" + git_dir, "fsck", "--no-dangling", "--no-progress"],
                            capture_output=True, timeout=300)
         if r.returncode == 0:
-            return None
+            return None, failures
         out = (r.stdout + r.stderr).decode(errors="replace").strip() or describe_rc(r.returncode)
-    return out
+        failures.append(out)
+    return out, failures
 
 
 def settings_goal(data):
@@ -1206,10 +1210,26 @@ class Harness:
     # -- the hub --
     def hub_activity(self, pids, t_cut):
         """What the frozen phone was doing with hub.git (cutfs never sees it: the hub is on the
-        ordinary disk): ("in flight", why) when one of its processes has a file under hub.git
-        open or mapped, or the phone's ref there is locked; ("recent", why) when that ref or its
-        conflicts record was written within --idle-ms before the cut; (None, None) otherwise."""
+        ordinary disk): ("in flight", why) when its agent has a push thread (the agent names it
+        `syncagent-push-<peer>`, cut to 15 bytes by the kernel) or a thread rolling the hub's packs
+        up (`syncagent-hub-packs`) alive, or one of its processes has a file under hub.git open for
+        writing, or the phone's ref there is freshly locked; ("recent", why) when that ref or its
+        conflicts record was written within --idle-ms before the cut; (None, None) otherwise. (A
+        fetch from the hub only reads there: open or mapped packs for reading say nothing.)"""
         hub = self.hub + "/"
+        for p in pids:
+            try:
+                tids = os.listdir("/proc/%d/task" % p)
+            except OSError:
+                continue
+            for t in tids:
+                try:
+                    with open("/proc/%d/task/%s/comm" % (p, t)) as f:
+                        comm = f.read().strip()
+                except OSError:
+                    continue
+                if comm.startswith("syncagent-push-") or comm.startswith("syncagent-hub-p"):
+                    return "in flight", "thread %s (%s) alive" % (t, comm)
         for p in pids:
             try:
                 fds = os.listdir("/proc/%d/fd" % p)
@@ -1218,18 +1238,14 @@ class Harness:
             for fd in fds:
                 try:
                     target = os.readlink("/proc/%d/fd/%s" % (p, fd))
-                except OSError:
+                    if not target.startswith(hub):
+                        continue
+                    with open("/proc/%d/fdinfo/%s" % (p, fd)) as f:
+                        flags = int(re.search(r"^flags:\s*([0-7]+)", f.read(), re.M).group(1), 8)
+                except (OSError, AttributeError, ValueError):
                     continue
-                if target.startswith(hub):
-                    return "in flight", "pid %d has %s open" % (p, target[len(hub):])
-            try:
-                with open("/proc/%d/maps" % p) as f:
-                    for line in f:
-                        i = line.find(hub)
-                        if i >= 0:
-                            return "in flight", "pid %d maps %s" % (p, line[i + len(hub):].strip())
-            except OSError:
-                pass
+                if flags & 3:          # O_WRONLY or O_RDWR
+                    return "in flight", "pid %d has %s open for writing" % (p, target[len(hub):])
         refs = ("refs/heads/devices/phone", "refs/syncagent/devices/phone/conflicts")
         for ref in refs:
             try:
@@ -1435,7 +1451,9 @@ class Harness:
         # agents roll packs up (the watch its own, either the hub's) while fsck reads them
         repos = [(dev.name, dev.store) for dev in (self.phone, self.watch)] + ([("hub", self.hub)] if self.hub else [])
         for name, git_dir in repos:
-            out = git_fsck(git_dir)
+            out, failures = git_fsck(git_dir)
+            if failures and out is None:
+                self.note("git fsck %s failed %d time(s), then passed: %s" % (name, len(failures), failures[0][:400]))
             if out is not None:
                 problem(("fsck", name, out[:200]), "git fsck %s: %s" % (name, out[:1500]))
         ps, ws = self.phone.scan(), self.watch.scan()
@@ -1970,10 +1988,10 @@ def main():
     ap.add_argument("--poll-seconds", type=int, default=2)
     ap.add_argument("--idle-ms", type=int, default=300, help="no agent operation for this long before the cut: phase idle")
     ap.add_argument("--log-level", default="info")
-    ap.add_argument("--model", choices=("strict", "journal"), default="strict",
+    ap.add_argument("--model", choices=("strict", "journal", "mix"), default="strict",
                     help="cutfs's durability model: strict (default; only fsynced bytes and fsynced directory entries "
                     "survive) or journal (any fsync also commits every name, rename, unlink and truncate so far, as "
-                    "ext4's journal does; bytes still only by their own fsync)")
+                    "ext4's journal does; bytes still only by their own fsync); mix: the same as --mix (`make soak-powercut MODEL=mix`)")
     ap.add_argument("--zero-fill", action="store_true",
                     help="a file whose name is durable but whose bytes never were keeps its size, zero-filled (XFS, ext4 data=writeback), instead of length 0")
     ap.add_argument("--user-fsync", action="store_true",
@@ -2018,6 +2036,8 @@ def main():
         return 2
     if args.hub_only:
         args.hub = True
+    if args.model == "mix":
+        args.model, args.mix = "strict", True
     if args.mix:
         return mix_main(args)
     return Harness(args).run()

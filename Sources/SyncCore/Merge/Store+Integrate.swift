@@ -177,48 +177,37 @@ extension Store {
         try checkSafe(try repo.diffTrees(ourTree, theirTree), tree: theirTree, peer: peer)
         let merge = try repo.mergeCommits(ours: ours, theirs: theirs)
         let policy = ConflictPolicy(device: device, rules: rules, resolvers: resolvers)
-        var records: [ConflictRecord] = []
-        var notes: [String] = []
+        // Read what each conflicted path's sides are, then decide them all (`MergePlan`, pure),
+        // then carry the plan out in libgit2's merge index.
         let conflicts = merge.conflicts
+        var inputs: [MergePlan.Input] = []
         for conflict in conflicts {
-            let path = conflict.path
-            let ourSide = try side(of: path, tip: ours, tree: ourTree)
-            let theirSide = try side(of: path, tip: theirs, tree: theirTree)
-            // (Not when the content was first seen in a join: "syncagent" is no device, and two
-            // devices' versions behind two joins are a real conflict.)
-            if ourSide.device == theirSide.device, try repo.commit(ourSide.commit).author.email != Self.joinEmail {
-                // Both versions come from one device: its later edit is what it meant.
-                let later = (ourSide.time, ourSide.commit.hex) >= (theirSide.time, theirSide.commit.hex) ? ourSide : theirSide
-                try settle(merge, path, take: later.isDirectory ? .directory : .entry(later.entry))
-                continue
-            }
-            let slot = Self.recordSlot(book, path: path, base: conflict.ancestor)
-            let plan = planPath(policy, PathConflict(path: path, base: conflict.ancestor, ours: ourSide, theirs: theirSide),
-                                slot: slot, now: now)
-            try settle(merge, path, take: plan.take)
-            for copy in plan.copies { try merge.add(copy.path, blob: copy.entry.oid, mode: copy.entry.mode) }
-            if let note = plan.note { notes.append(note) }
-            book[plan.record.id] = plan.record
-            records.append(plan.record)
+            let ourSide = try side(of: conflict.path, tip: ours, tree: ourTree)
+            let theirSide = try side(of: conflict.path, tip: theirs, tree: theirTree)
+            let fromJoin = try ourSide.device == theirSide.device && repo.commit(ourSide.commit).author.email == Self.joinEmail
+            inputs.append(MergePlan.Input(path: conflict.path, base: conflict.ancestor, ours: ourSide, theirs: theirSide, oursFromJoin: fromJoin))
         }
+        let planned = MergePlan.decide(inputs, book: book, policy: policy, now: now, content: blobContent,
+                                       complete: { plan in completeExternal(plan, policy: policy, now: now) })
+        try carryOut(planned, in: merge)
         // libgit2 1.5 can drop a file one side made where the other side made (or filled) a
         // directory, with no conflict entry (seen when the base held the directory empty): every
         // version either side made must survive, so such a path becomes the type-changed conflict
-        // it is (the directory keeps the path, the file goes beside it, one record).
+        // it is (the directory keeps the path, the file goes beside it, one record). Looked for in
+        // the merge index once the conflicts are settled.
         let conflicted = Set(conflicts.map(\.path))
+        var lost: [MergePlan.Input] = []
         for path in try filesLostToDirectories(merge, ours: ours, theirs: theirs, ourTree: ourTree, theirTree: theirTree)
         where !conflicted.contains(path) {
-            let ourSide = try side(of: path, tip: ours, tree: ourTree)
-            let theirSide = try side(of: path, tip: theirs, tree: theirTree)
-            guard ourSide.device != theirSide.device || ourSide.isDirectory != theirSide.isDirectory else { continue }
-            let slot = Self.recordSlot(book, path: path, base: nil)
-            let plan = planPath(policy, PathConflict(path: path, base: nil, ours: ourSide, theirs: theirSide),
-                                slot: slot, now: now)
-            if merge.hasEntry(path) { try merge.remove(path) }
-            for copy in plan.copies { try merge.add(copy.path, blob: copy.entry.oid, mode: copy.entry.mode) }
-            book[plan.record.id] = plan.record
-            records.append(plan.record)
+            lost.append(MergePlan.Input(path: path, base: nil, ours: try side(of: path, tip: ours, tree: ourTree),
+                                        theirs: try side(of: path, tip: theirs, tree: theirTree), lostToDirectory: true))
         }
+        let lostPlan = MergePlan.decide(lost, book: planned.book, policy: policy, now: now, content: blobContent,
+                                        complete: { plan in completeExternal(plan, policy: policy, now: now) })
+        try carryOut(lostPlan, in: merge)
+        book = lostPlan.book
+        var records = planned.records + lostPlan.records
+        let notes = planned.notes + lostPlan.notes
         let baseTree = try repo.mergeBase(ours, theirs).map { id throws in try repo.commit(id).tree }
         _ = try dropEmptiedMarkers(merge, baseTree: baseTree, sides: [ourTree, theirTree])
         var tree = try merge.writeTree()
@@ -326,7 +315,7 @@ extension Store {
             let their = SideVersion(device: origin.author.name, commit: origin.id, time: origin.author.time, entry: theirs)
             guard their.device != device else { continue }
             let fileBase = base?.mode == EntryMode.tree ? nil : base
-            let slot = Self.recordSlot(book, path: path, base: fileBase)
+            let slot = MergePlan.recordSlot(book, path: path, base: fileBase)
             var plan = policy.plan(PathConflict(path: path, base: fileBase, ours: mine, theirs: their),
                                    existing: slot.existing, generation: slot.generation, now: now, content: { _ in nil })
             plan.record.current = device  // the disk holds the local bytes
@@ -352,24 +341,35 @@ extension Store {
         return heldBack
     }
 
-    /// Where a conflict at `path` goes in the book: the path's open record (its versions join it),
-    /// or a new one named by how many records of the path were resolved before. (The common version
-    /// is not part of the name: devices that merge through different pairs can see different
-    /// common versions of one dispute, and it must stay one record.)
-    /// The policy's plan for one conflicted path; when it asks for the `command` strategy's
-    /// program, the program runs here (the plan itself never spawns) and completes it.
-    private func planPath(_ policy: ConflictPolicy, _ conflict: PathConflict,
-                          slot: (existing: ConflictRecord?, generation: Int), now: Int64) -> PathPlan {
-        let plan = policy.plan(conflict, existing: slot.existing, generation: slot.generation, now: now,
-                               content: { [repo] id in repo.hasObject(id) ? try? repo.blobData(id) : nil })
+    /// A blob's bytes for the strategies, nil when this device does not have it.
+    private func blobContent(_ id: Oid) -> [UInt8]? {
+        repo.hasObject(id) ? try? repo.blobData(id) : nil
+    }
+
+    /// Runs the program a plan asks for (the `command` strategy; the plan itself never spawns) and
+    /// completes the plan with its result.
+    private func completeExternal(_ plan: PathPlan, policy: ConflictPolicy, now: Int64) -> PathPlan {
         guard let request = plan.external else { return plan }
         return policy.completing(plan, with: ExternalMerge.run(request), now: now)
     }
 
-    static func recordSlot(_ book: [String: ConflictRecord], path: FilePath, base: ConflictSide?) -> (existing: ConflictRecord?, generation: Int) {
-        let pathHex = ConflictRecord.hex(path.bytes)
-        return (book.values.first { $0.pathBytes == pathHex && $0.status == .open },
-                book.values.filter { $0.pathBytes == pathHex && $0.status == .resolved }.count)
+    /// Carries a merge plan out in libgit2's merge index: each path takes what the plan chose, and
+    /// the copies go beside it.
+    private func carryOut(_ plan: MergePlan, in merge: MergeResult) throws {
+        for step in plan.steps {
+            switch step {
+            case .none: break
+            case .later(let path, let take):
+                try settle(merge, path, take: take)
+            case .conflict(let path, let pathPlan, let lostToDirectory):
+                if lostToDirectory {
+                    if merge.hasEntry(path) { try merge.remove(path) }
+                } else {
+                    try settle(merge, path, take: pathPlan.take)
+                }
+                for copy in pathPlan.copies { try merge.add(copy.path, blob: copy.entry.oid, mode: copy.entry.mode) }
+            }
+        }
     }
 
     /// Paths where one side made or changed a file (or link) since the merge base, and the merged
