@@ -22,12 +22,13 @@ path on both at once (a conflict); sometimes `syncagent sync` on the phone and `
 of an open conflict on either device; with --set, sometimes (--set-prob, 0.4) a SyncAgentKit `set`
 on the phone: the sample client `watch-app --config PHONE --goal N --once` (N fresh each time)
 writes `settings.json` (temp, fsync, rename, fsync of the directory) and returns once the phone's
-agent committed it. Only that client writes settings.json (the user programs never touch it). After a seeded delay (0-2 s) the phone's agent, its children,
-the phone's user program, the phone's CLI commands and its `set` are frozen (SIGSTOP; the watch's agent and
-user program too, for a consistent look), cutfs cuts the power, the phone's processes are killed
-(SIGKILL), the watch is thawed, the phone "boots" (new boot id) and its agent is restarted. Then the
-harness waits (polling, with a deadline) for both devices to converge -- the same `main` in both
-stores, equal data directories, each HEAD its data directory -- and checks:
+agent committed it; only that client writes settings.json (the user programs never touch it). After
+a seeded delay (0-2 s) the phone's agent, its children, the phone's user program, the phone's CLI
+commands and its `set` are frozen (SIGSTOP; the watch's agent and user program too, for a consistent
+look), cutfs cuts the power, the phone's processes are killed (SIGKILL), the watch is thawed, the
+phone "boots" (new boot id) and its agent is restarted. Then the harness waits (polling, with a
+deadline) for both devices to converge -- the same `main` in both stores, equal data directories,
+each HEAD its data directory -- and checks:
 
   * both agents alive; `git fsck --no-dangling` clean on both stores and on hub.git (a failing fsck
     is run again up to 3 times, 1 s apart: a live agent rolling packs up under it is no damage);
@@ -52,26 +53,26 @@ stores, equal data directories, each HEAD its data directory -- and checks:
 
 One line per cut (the phase the phone's agent was in when the power went, from the last operations
 cutfs saw it make: objects, refs, conflicts-ref, index, apply (writing into the data directory),
-state (its own bookkeeping files) or idle; "set" when a `set` was still running at the freeze;
-"hub push" when the agent was pushing to hub.git, which cutfs cannot see, decided at the freeze:
-the frozen agent has its push thread (`syncagent-push-hub`) or the thread rolling the hub's packs up
+state (its own bookkeeping files) or idle; "set" when a `set` was still running at the freeze; "hub
+push" when the agent was pushing to hub.git, which cutfs cannot see, decided at the freeze: the
+frozen agent has its push thread (`syncagent-push-hub`) or the thread rolling the hub's packs up
 alive, or a file under hub.git open for writing, or the phone's ref there freshly locked, or that
-ref (or its conflicts record) was written within --idle-ms before the cut and cutfs saw the agent
-do nothing since but its bookkeeping (idle or state); a "set" still running wins over both; what
-the cut dropped; what it left broken in the phone's state directory), then a summary with the cuts
-per phase. The first violation stops the run (unless
---keep-going): `FAILED seed=S cut=N: what`, the temp dir kept (the phone's disk copied to
-phone-disk-copy before unmounting; harness.log: every operation and cut; cut-N.json: cutfs's
-reports; --trace: every change cutfs saw, with pids), exit status 1. --keep keeps the temp dir of a
-passing run too. The binary is copied into the temp dir first: a rebuild during a run changes nothing.
+ref (or its conflicts record) was written within --idle-ms before the cut and cutfs saw the agent do
+nothing since but its bookkeeping (idle or state); a "set" still running wins over both; what the
+cut dropped; what it left broken in the phone's state directory), then a summary with the cuts per
+phase. The first violation stops the run (unless --keep-going): `FAILED seed=S cut=N: what`, the
+temp dir kept (the phone's disk copied to phone-disk-copy before unmounting; harness.log: every
+operation and cut; cut-N.json: cutfs's reports; set-N.out: what a `set` said; --trace: every change
+cutfs saw, with pids), exit status 1. --keep keeps the temp dir of a passing run too. The binary is
+copied into the temp dir first: a rebuild during a run changes nothing.
 
     python3 e2e/powercut.py --binary .build/release/syncagent --seed 1 --cuts 20
     python3 e2e/powercut.py --seed 12 --cuts 8 --model journal --zero-fill --user-fsync
-    python3 e2e/powercut.py --seed 3 --cuts 20 --hub --set   # a hub, SyncAgentKit sets (watch-app)
+    python3 e2e/powercut.py --seed 3 --cuts 20 --hub --set     # a hub; SyncAgentKit sets (watch-app)
     python3 e2e/powercut.py --check-fs          # cutfs's own checks: POSIX, durability, git, inotify
-    python3 e2e/powercut.py --seed 1 --cuts 1000 --mix   # the long soak: one run per row of MIX (plain,
-                                                # hub + set, journal + set, hub only + set, journal + hub);
-                                                # --model mix is the same (make soak-powercut MODEL=mix)
+    python3 e2e/powercut.py --seed 1 --cuts 1000 --mix
+        # the long soak: one run per row of MIX (plain, hub + set, journal + set, hub only + set,
+        # journal + hub); --model mix is the same (make soak-powercut MODEL=mix)
 
 The seed fixes every decision of the harness; the agents' own timing still varies, so a failing
 seed is replayed by running it again (most replay within a run or two). Needs root, /dev/fuse,

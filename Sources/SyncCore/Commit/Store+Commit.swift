@@ -121,55 +121,60 @@ extension Store {
             job = hashAhead(from: start + step)
             if !prehashed.isEmpty { repo.refreshObjects() }  // the workers' packs
             for path in ordered[start..<min(start + step, ordered.count)] {
-                guard !path.isEmpty, !PathRules.isIgnored(path: path) else { continue }
-                guard policy.materializes(path) else { continue }  // this device's own, or not its to hold
+                // Look, ask `CommitDecision`, do it.
+                if CommitDecision.passesOver(ignored: path.isEmpty || PathRules.isIgnored(path: path),
+                                             materializes: policy.materializes(path), ownWrite: ownWrites.contains(path)) { continue }
                 // A file hashed ahead is a regular file this user read a moment ago, unchanged while it
                 // was read: no obstacle to look for, no second look. A write since then is a change of
                 // its own, seen by the watcher (or by the next scan's stat data).
                 let unmoved = prehashed[path]?.stat
-                if ownWrites.contains(path) { continue }
-                if unmoved == nil, let obstacle = obstacle(at: path) {
-                    obstruct(obstacle)
-                    continue
+                let obstacle = unmoved == nil ? self.obstacle(at: path) : nil
+                let stat = obstacle != nil ? nil : unmoved ?? ((try? FileStat.of(data.pushing(path))) ?? nil)
+                let before = index.entry(path)
+                var look = CommitDecision.Look(obstacle: obstacle != nil, kind: stat?.kind, tracked: before != nil)
+                if obstacle == nil {
+                    look.holdReason = send.contains(path) ? nil : policy.holdReason(path, size: stat?.isStorable == true ? stat?.size : nil)
+                    look.unappliedUntouched = unapplied[path] == nil ? nil : isUnappliedAndUntouched(path, unapplied: unapplied)
+                    // A file a merge wrote here carries a `WriteStamp` mtime that no write since can
+                    // have left: stat data still equal to the entry's are its bytes (the watcher
+                    // reports every merge's own writes). Otherwise no stat shortcut: two same-size
+                    // writes in one clock tick leave identical stat data; hashing is what tells.
+                    if let before, let stat, index.isStamped(path) { look.stampedUnchanged = Self.statMatches(before, stat) }
                 }
-                let stat = unmoved ?? ((try? FileStat.of(data.pushing(path))) ?? nil)
-                // The rules hold files, not directories: a directory that went away (or came) is
-                // handled below, file by file, under the same rules.
-                let fileLevel = stat?.isStorable == true || index.entry(path) != nil
-                if fileLevel, !send.contains(path), let why = policy.holdReason(path, size: stat?.isStorable == true ? stat?.size : nil) {
-                    let entry = index.entry(path)
-                    if diskMatches(path, entry.map { ConflictSide(oid: $0.oid, mode: $0.mode) }, entry: entry) {
+                let decision = CommitDecision.decide(look)
+                if decision.releasesHold { heldList[path] = nil }
+                if decision.overridesUnapplied { unappliedTouched = true }
+                switch decision.action {
+                case .leave:
+                    continue
+                case .obstruct:
+                    // (obstacle(at:) saw it first, unless it just came)
+                    obstruct(obstacle ?? Obstacle(path: path, what: "a \(stat.map { "\($0.kind)" } ?? "file")"))
+                    continue
+                case .hold(let why):
+                    if diskMatches(path, before.map { ConflictSide(oid: $0.oid, mode: $0.mode) }, entry: before) {
                         heldList[path] = nil  // back to what the store has: nothing to hold
                     } else if let change = hold(path, stat: stat, reason: why), heldList[path] != change {
                         if heldList[path]?.reason != why { newlyHeld.append(change) }
                         heldList[path] = change
                     }
                     continue
-                }
-                heldList[path] = nil
-                if unapplied[path] != nil {
-                    // A merge could not write it here: its old state is not a change of this device's.
-                    if isUnappliedAndUntouched(path, unapplied: unapplied) { continue }
-                    unappliedTouched = true
-                }
-                guard let stat else {
+                case .remove:
                     try unstage(path)
                     try unstageDirectory(path)
                     continue
-                }
-                switch stat.kind {
-                case .directory:
-                    try unstage(path)  // a file became a directory; its files come as their own paths
-                case .regular, .symlink:
+                case .removeFile:
+                    try unstage(path)
+                    continue
+                case .keepStamped:
                     try unstageDirectory(path)
-                    // No stat shortcut here: the watcher saw a write, and two same-size writes in one
-                    // clock tick leave identical stat data. Hashing is what tells. The bytes are read
-                    // exactly as they are (never through .gitattributes filters).
-                    let before = index.entry(path)
-                    // But a file a merge wrote here carries a `WriteStamp` mtime that no write since
-                    // can have left: stat data still equal to the entry's are its bytes, not read
-                    // again (the watcher reports every merge's own writes).
-                    if let before, index.isStamped(path), Self.statMatches(before, stat) { continue }
+                    continue
+                case .stage:
+                    try unstageDirectory(path)
+                }
+                guard let stat else { continue }
+                do {
+                    // The bytes are read exactly as they are (never through .gitattributes filters).
                     let blob: Oid
                     switch try blobFromDisk(path, stat: stat, prehashed: prehashed[path]) {
                     case .written(let id):
@@ -207,8 +212,6 @@ extension Store {
                     if unmoved == nil, let again = try? FileStat.of(data.pushing(path)), again != stat {
                         retry.insert(path)
                     }
-                default:
-                    obstruct(Obstacle(path: path, what: "a \(stat.kind)"))  // (obstacle(at:) saw it first, unless it just came)
                 }
             }
         }
