@@ -66,8 +66,6 @@ extension OneShot {
     /// Through the running agent, or under the store lock when none runs.
     public static func resolve(config: Config, targets: [RecordTarget], all: Bool, choice: ResolveChoiceArgument) async throws -> [ResolveResult] {
         try await viaAgentOrLock(config, .resolve(targets: targets, all: all, choice: choice), as: [ResolveResult].self,
-                                 commitFirst: false) { engine in
-            await engine.resolve(targets: targets, all: all, choice: choice)
-        }
+                                 commitFirst: false)
     }
 }

@@ -159,55 +159,17 @@ public final class AgentService: Service, Sendable {
     }
 
     private func answerLine(_ request: ControlRequest) async -> [UInt8] {
-        let encoder = JSONEncoder()
-        switch request {
-        case .events:
-            return []  // answered as a stream
-        case .held:
-            return Array((try? encoder.encode(await engine.heldList())) ?? Data())
-        case .send(let paths, let all):
-            let result = await engine.send(paths: paths.map { FilePath(bytes: $0) }, all: all)
-            for peer in peers { peer.doorbell.ring() }
-            return Array((try? encoder.encode(result)) ?? Data())
-        case .revert(let paths):
-            let result = await engine.revert(paths: paths.map { FilePath(bytes: $0) })
-            return Array((try? encoder.encode(result)) ?? Data())
-        case .restore(let path, let at):
-            let result = await engine.restore(path: FilePath(bytes: path), at: at)
-            for peer in peers { peer.doorbell.ring() }
-            return Array((try? encoder.encode(result)) ?? Data())
-        case .restoreDeletes:
-            let result = await engine.restoreDeletes()
-            for peer in peers { peer.doorbell.ring() }
-            return Array((try? encoder.encode(result)) ?? Data())
-        case .status:
-            return Array((try? encoder.encode(await status())) ?? Data())
-        case .resolve(let targets, let all, let choice):
-            let results = await engine.resolve(targets: targets, all: all, choice: choice)
-            for r in results {
-                if let error = r.error { logger.warning("resolve \(r.target): \(error)") }
-                else { logger.info("resolved \(r.id ?? r.target) (\(r.path ?? ""))") }
-            }
-            for peer in peers { peer.doorbell.ring() }
-            return Array((try? encoder.encode(results)) ?? Data())
-        case .sync(let wanted):
-            var results: [SyncResult] = []
-            for peer in peers where wanted == nil || wanted == peer.link.name {
-                results.append(SyncResult(peer: peer.link.name, problem: await peer.syncNow()))
-            }
-            if let wanted, results.isEmpty {
-                results.append(SyncResult(peer: wanted, problem: SyncError(.badConfig, "no peer named '\(wanted)' in \(config.file)", subject: wanted)))
-            }
-            return Array((try? encoder.encode(results)) ?? Data())
-        case .commit(let paths):
-            let result = await engine.commitNow(paths: paths.map { FilePath(bytes: $0) })
-            for peer in peers { peer.doorbell.ring() }
-            return Array((try? encoder.encode(result)) ?? Data())
-        case .sendDeletes:
-            let message = await engine.confirmDeletes()
-            for peer in peers { peer.doorbell.ring() }
-            return Array((try? encoder.encode(MessageResult(message: message, error: nil))) ?? Data())
-        }
+        await performer.perform(request)
+    }
+
+    /// The one request path (`RequestPerformer`), with this agent's peers.
+    private var performer: RequestPerformer {
+        let peers = self.peers
+        return RequestPerformer(
+            engine: engine, config: config, logger: logger, peerNames: peers.map(\.link.name),
+            syncPeer: { name in await peers.first { $0.link.name == name }?.syncNow() },
+            changed: { for peer in peers { peer.doorbell.ring() } },
+            status: { [self] in await status() })
     }
 
     /// systemd's side: STATUS= whenever the one-line summary changes, and WATCHDOG=1 each half

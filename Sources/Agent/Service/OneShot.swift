@@ -14,32 +14,20 @@ public enum OneShot {
         if let peer, !config.peers.contains(where: { $0.name == peer }) {
             return [SyncResult(peer: peer, problem: SyncError(.badConfig, "no peer named '\(peer)' in \(config.file)", subject: peer))]
         }
-        return try await viaAgentOrLock(config, .sync(peer: peer), as: [SyncResult].self) { engine in
-            let ledger = PeerLedger.load(state: config.state)
-            var results: [SyncResult] = []
-            for peerConfig in config.peers where peer == nil || peerConfig.name == peer {
-                let link = PeerLink(peerConfig, configFile: config.file, state: config.state)
-                let syncer = PeerSyncer(link: link, config: config, engine: engine, logger: quietLogger,
-                                        known: ledger.peers[link.name])
-                results.append(SyncResult(peer: link.name, problem: await syncer.round()))
-            }
-            return results
-        }
+        return try await viaAgentOrLock(config, .sync(peer: peer), as: [SyncResult].self)
     }
 
     /// `syncagent send --deletes`: through the running agent, or under the lock.
     public static func sendDeletes(config: Config) async throws -> MessageResult {
-        try await viaAgentOrLock(config, .sendDeletes, as: MessageResult.self) { engine in
-            MessageResult(message: await engine.confirmDeletes(), error: nil)
-        }
+        try await viaAgentOrLock(config, .sendDeletes, as: MessageResult.self)
     }
 
     /// The one way a command that changes the store runs: asks the running agent over its socket,
-    /// or, when none runs, takes the lock and does `work` here (after committing what changed on
+    /// or, when none runs, takes the lock and performs it here (`RequestPerformer`, after committing what changed on
     /// disk, unless `commitFirst` is false). An agent that takes the lock between the two looks is
     /// asked after all.
-    static func viaAgentOrLock<T: Decodable>(_ config: Config, _ request: ControlRequest, as: T.Type, commitFirst: Bool = true,
-                                             work: (SyncEngine) async -> T) async throws -> T {
+    static func viaAgentOrLock<T: Decodable>(_ config: Config, _ request: ControlRequest, as: T.Type,
+                                             commitFirst: Bool = true) async throws -> T {
         func ask() throws -> T {
             let line = try ControlClient.send(request, to: config.socketPath, timeoutSeconds: 120)
             return try JSONDecoder().decode(T.self, from: Data(line))
@@ -57,7 +45,19 @@ public enum OneShot {
             AgentSession.end(state: config.state)
         }
         if commitFirst { await session.engine.commitStartupChanges(stopping: { false }) }
-        return await work(session.engine)
+        let engine = session.engine
+        let ledger = PeerLedger.load(state: config.state)
+        // The same request path as the agent's (`RequestPerformer`); a sync is one round per peer.
+        let performer = RequestPerformer(
+            engine: engine, config: config, logger: quietLogger, peerNames: config.peers.map(\.name),
+            syncPeer: { name in
+                guard let peerConfig = config.peers.first(where: { $0.name == name }) else { return nil }
+                let link = PeerLink(peerConfig, configFile: config.file, state: config.state)
+                let syncer = PeerSyncer(link: link, config: config, engine: engine, logger: quietLogger, known: ledger.peers[link.name])
+                return await syncer.round()
+            },
+            changed: {}, status: nil)
+        return try JSONDecoder().decode(T.self, from: Data(await performer.perform(request)))
     }
 
     /// `syncagent held`: through the running agent, else read from the store (mass deletions are
@@ -73,30 +73,22 @@ public enum OneShot {
 
     /// `syncagent send PATH... | --all`.
     public static func send(config: Config, paths: [[UInt8]], all: Bool) async throws -> MessageResult {
-        try await viaAgentOrLock(config, .send(paths: paths, all: all), as: MessageResult.self) { engine in
-            await engine.send(paths: paths.map { FilePath(bytes: $0) }, all: all)
-        }
+        try await viaAgentOrLock(config, .send(paths: paths, all: all), as: MessageResult.self)
     }
 
     /// `syncagent revert [PATH...]`.
     public static func revert(config: Config, paths: [[UInt8]]) async throws -> MessageResult {
-        try await viaAgentOrLock(config, .revert(paths: paths), as: MessageResult.self) { engine in
-            await engine.revert(paths: paths.map { FilePath(bytes: $0) })
-        }
+        try await viaAgentOrLock(config, .revert(paths: paths), as: MessageResult.self)
     }
 
     /// `syncagent restore PATH [--at]`: through the running agent, or under the lock.
     public static func restore(config: Config, path: [UInt8], at: String?) async throws -> MessageResult {
-        try await viaAgentOrLock(config, .restore(path: path, at: at), as: MessageResult.self) { engine in
-            await engine.restore(path: FilePath(bytes: path), at: at)
-        }
+        try await viaAgentOrLock(config, .restore(path: path, at: at), as: MessageResult.self)
     }
 
     /// `syncagent restore --deletes`: through the running agent, or under the lock.
     public static func restoreDeletes(config: Config) async throws -> MessageResult {
-        try await viaAgentOrLock(config, .restoreDeletes, as: MessageResult.self) { engine in
-            await engine.restoreDeletes()
-        }
+        try await viaAgentOrLock(config, .restoreDeletes, as: MessageResult.self)
     }
 
     /// Every event from now on (or after `since`), as values, for a program that is a client of the
@@ -121,9 +113,7 @@ public enum OneShot {
     /// An app's `set` when it is a client of the agent: through the running agent, else committed
     /// here under the lock.
     public static func commit(config: Config, paths: [[UInt8]]) async throws -> CommitResult {
-        try await viaAgentOrLock(config, .commit(paths: paths), as: CommitResult.self) { engine in
-            await engine.commitNow(paths: paths.map { FilePath(bytes: $0) })
-        }
+        try await viaAgentOrLock(config, .commit(paths: paths), as: CommitResult.self)
     }
 
     /// `syncagent history PATH` and `restore --to`: read from the store; no lock needed.
