@@ -938,8 +938,8 @@ class Harness:
         resolve_keep = rng.choice(["phone", "watch", "newest"])
         resolve_pick = rng.random()
         do_set = self.watch_app is not None and self.set_rng.random() < self.args.set_prob
-        # a `set` takes some 50 ms: half of them start in the window's last 200 ms, for cuts in mid-set
-        set_at = self.set_rng.uniform(0, window) if self.set_rng.random() < 0.5 else max(0.0, window - self.set_rng.uniform(0, 0.2))
+        # a `set` takes 50-300 ms: a third of them start in the window's last 200 ms, for cuts in mid-set
+        set_at = self.set_rng.uniform(0, window) if self.set_rng.random() < 0.65 else max(0.0, window - self.set_rng.uniform(0, 0.2))
 
         # phone commands run as processes the cut kills
         wp = self.run_writer(self.phone, phone_ops)
@@ -1629,7 +1629,7 @@ class Harness:
                 ", ".join("%s %d" % kv for kv in self.set_counts.items()),
                 "%d (cut %d)" % self.set_acked if self.set_acked else "none"), flush=True)
         if self.hub:
-            print("hub: devices/phone acknowledged at %d of %d cuts" % (self.hub_acked, n), flush=True)
+            print("hub: devices/phone acknowledged at %d of %d cuts" % (self.hub_acked, self.cut_no), flush=True)
         if self.violation_kinds:
             print("violations by kind: %s" % ", ".join("%s %d" % kv for kv in sorted(self.violation_kinds.items())), flush=True)
 

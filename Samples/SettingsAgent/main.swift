@@ -52,9 +52,10 @@ struct SettingsAgent {
             let agent = try await AgentService.prepare(config: config, logger: logger, resolvers: [SettingsResolver()])
             let events = agent.events()
             Task {
-                for await event in events where event.type == "received" {
-                    for path in event.paths ?? [] where path.hasSuffix(".settings.json") {
-                        let line = "settings reloaded: \(path) (from \(event.peer ?? "?"), event \(event.seq ?? 0))\n"
+                for await event in events {
+                    guard case .received(let peer, _, let paths, _) = event.kind else { continue }
+                    for path in paths where path.hasSuffix(".settings.json") {
+                        let line = "settings reloaded: \(path) (from \(peer), event \(event.seq ?? 0))\n"
                         FileHandle.standardOutput.write(Data(line.utf8))
                     }
                 }

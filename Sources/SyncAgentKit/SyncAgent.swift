@@ -77,7 +77,7 @@ public final class SyncAgent: Service, Sendable {
             await cancelWhenGracefulShutdown { [self] in
                 let events = OneShot.follow(config: config)
                 await resolveOpenConflicts()
-                for await event in events where event.type == EventType.conflictOpened.rawValue {
+                for await event in events where event.type == .conflictOpened {
                     await resolveOpenConflicts()
                 }
             }

@@ -46,13 +46,11 @@ public struct KeyUpdate<T: Sendable>: Sendable {
 /// The paths an event says changed, and where the change came from; nil for other events.
 /// `complete` is false when the event lists only the first of its paths.
 func change(in event: AgentEvent) -> (paths: [String], complete: Bool, origin: Origin)? {
-    let paths = event.paths ?? []
-    let complete = (event.count ?? paths.count) <= paths.count
-    switch EventType(rawValue: event.type) {
-    case .committed?: return (paths, complete, .thisDevice)
-    case .received?: return (paths, complete, .peer(event.peer ?? "?"))
-    case .conflictOpened?: return ([event.path].compactMap { $0 }, true, .conflict(id: event.id ?? "?"))
-    case .conflictResolved?: return ([event.path].compactMap { $0 }, true, .resolution(by: event.by))
+    switch event.kind {
+    case .committed(_, let paths, let count): return (paths, count <= paths.count, .thisDevice)
+    case .received(let peer, _, let paths, let count): return (paths, count <= paths.count, .peer(peer))
+    case .conflictOpened(let id, let path): return ([path], true, .conflict(id: id))
+    case .conflictResolved(_, let path, _, let by): return ([path], true, .resolution(by: by))
     default: return nil
     }
 }

@@ -69,7 +69,7 @@ func deviceConfig(_ dir: TempDirectory, device: String = "phone", extra: String 
         #expect(change(in: .received(peer: "watch", commit: nil, paths: ["b"], count: 1))?.origin == .peer("watch"))
         #expect(change(in: .conflictOpened(id: "c-1", path: "s.json"))?.origin == .conflict(id: "c-1"))
         #expect(change(in: .conflictResolved(id: "c-1", path: "s.json", strategy: "app", by: "watch"))?.origin == .resolution(by: "watch"))
-        #expect(change(in: AgentEvent(.started)) == nil)
+        #expect(change(in: AgentEvent(.started(message: nil))) == nil)
     }
 
     @Test func bytesThatAreNotTheTypeAreKeptRaw() {

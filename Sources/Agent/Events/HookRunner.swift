@@ -31,7 +31,7 @@ final class HookRunner: Sendable {
             if dropped > 0 {
                 logger.warning("hook \(hook.command[0]) fell behind: \(dropped) events were not given to it; make it faster or give it fewer event types")
             }
-            for event in events where wanted.contains(event.type) { run(event) }
+            for event in events where wanted.contains(event.type.rawValue) { run(event) }
         }
         bus.unlisten(queue)
     }

@@ -123,7 +123,7 @@ final class PeerSyncer: Sendable {
         // direct peers and conflict records ring the bell too.
         let listener: Task<Void, Never>? = link.hub ? Task { [doorbell, engine] in
             for await event in engine.events.stream() {
-                if EventType(rawValue: event.type).map(EventType.changesForHub.contains) == true { doorbell.ring() }
+                if EventType.changesForHub.contains(event.type) { doorbell.ring() }
             }
         } : nil
         defer { listener?.cancel() }

@@ -90,9 +90,7 @@ public final class AgentService: Service, Sendable {
             "device": "\(config.device)", "store": "\(config.storePath)", "pid": "\(getpid())",
         ])
         for hook in hooks { hook.start() }
-        var started = AgentEvent(.started)
-        started.message = "device \(config.device), pid \(getpid())"
-        bus.emit(started)
+        bus.emit(AgentEvent(.started(message: "device \(config.device), pid \(getpid())")))
         control?.start(handler: { [self] request in await self.answer(request) }, logger: logger)
         // The watches are in place (`prepare`): from here on no change is missed, so systemd may
         // go on; the start-up commit that follows shows its progress in STATUS=.

@@ -2,35 +2,68 @@ import FoundationEssentials
 import Glibc
 
 /// One line of `syncagent events` (SPEC "Events"): a sequence number that grows by one and survives
-/// restarts, a time, a type, and the fields of that type. Fields a type does not have are left out.
+/// restarts, a time, and what happened with its fields (`Kind`). The JSON line is flat (`type` and
+/// the type's fields, the others left out), as SPEC gives it.
 public struct AgentEvent: Codable, Sendable, Equatable {
-    /// Set when the event is logged; a `gap` has none.
-    public var seq: Int?
-    public var time: String
-    public var type: String
-    public var commit: String?
-    public var peer: String?
-    /// Paths (as `status` shows them: bytes that are not UTF-8 escaped), the first 100.
-    public var paths: [String]?
-    public var count: Int?
-    public var id: String?
-    public var path: String?
-    public var strategy: String?
-    public var by: String?
-    public var error: String?
-    public var reason: String?
-    public var message: String?
-    /// `gap`: the `--since` asked for, and the oldest sequence number still kept.
-    public var since: Int?
-    public var oldest: Int?
-
-    public init(type: String, time: Date = Date()) {
-        self.type = type
-        self.time = Self.format(time)
+    /// What happened, with the fields of its type.
+    public enum Kind: Sendable, Equatable {
+        case committed(commit: String, paths: [String], count: Int)
+        case received(peer: String, commit: String?, paths: [String], count: Int)
+        case conflictOpened(id: String, path: String)
+        case conflictResolved(id: String, path: String, strategy: String?, by: String?)
+        case peerReachable(peer: String)
+        case peerUnreachable(peer: String, error: String?)
+        case held(path: String, reason: HoldReason)
+        case problem(message: String)
+        case started(message: String?)
+        case stopped
+        /// `events --since` asked for lines the log no longer keeps.
+        case gap(since: Int, oldest: Int, message: String)
     }
 
-    public init(_ type: EventType, time: Date = Date()) {
-        self.init(type: type.rawValue, time: time)
+    /// Set when the event is logged; a `gap` has none.
+    public var seq: Int?
+    /// When it happened, to the millisecond (as the line shows it).
+    public var time: Date
+    public var kind: Kind
+
+    public init(_ kind: Kind, time: Date = Date()) {
+        self.kind = kind
+        self.time = Date(timeIntervalSince1970: (time.timeIntervalSince1970 * 1000).rounded() / 1000)
+    }
+
+    /// The same event: sequence number, what happened, and the time to the millisecond the line
+    /// keeps.
+    public static func == (a: AgentEvent, b: AgentEvent) -> Bool {
+        a.seq == b.seq && a.kind == b.kind
+            && (a.time.timeIntervalSince1970 * 1000).rounded() == (b.time.timeIntervalSince1970 * 1000).rounded()
+    }
+
+    /// The event's type, as its line names it.
+    public var type: EventType {
+        switch kind {
+        case .committed: .committed
+        case .received: .received
+        case .conflictOpened: .conflictOpened
+        case .conflictResolved: .conflictResolved
+        case .peerReachable: .peerReachable
+        case .peerUnreachable: .peerUnreachable
+        case .held: .held
+        case .problem: .problem
+        case .started: .started
+        case .stopped: .stopped
+        case .gap: .gap
+        }
+    }
+
+    /// The paths a change touched (`committed`, `received`: the first `maxPaths`; a conflict's one
+    /// path), as `status` shows them; empty for other types.
+    public var paths: [String] {
+        switch kind {
+        case .committed(_, let paths, _), .received(_, _, let paths, _): paths
+        case .conflictOpened(_, let path), .conflictResolved(_, let path, _, _), .held(let path, _): [path]
+        default: []
+        }
     }
 
     public static let maxPaths = 100
@@ -40,64 +73,116 @@ public struct AgentEvent: Codable, Sendable, Equatable {
     }
 
     public static func committed(commit: String, paths: [String], count: Int) -> AgentEvent {
-        var e = AgentEvent(.committed)
-        e.commit = commit
-        e.paths = Array(paths.prefix(maxPaths))
-        e.count = count
-        return e
+        AgentEvent(.committed(commit: commit, paths: Array(paths.prefix(maxPaths)), count: count))
     }
 
     public static func received(peer: String, commit: String?, paths: [String], count: Int) -> AgentEvent {
-        var e = AgentEvent(.received)
-        e.peer = peer
-        e.commit = commit
-        e.paths = Array(paths.prefix(maxPaths))
-        e.count = count
-        return e
+        AgentEvent(.received(peer: peer, commit: commit, paths: Array(paths.prefix(maxPaths)), count: count))
     }
 
     public static func conflictOpened(id: String, path: String) -> AgentEvent {
-        var e = AgentEvent(.conflictOpened)
-        e.id = id
-        e.path = path
-        return e
+        AgentEvent(.conflictOpened(id: id, path: path))
     }
 
     public static func conflictResolved(id: String, path: String, strategy: String?, by: String?) -> AgentEvent {
-        var e = AgentEvent(.conflictResolved)
-        e.id = id
-        e.path = path
-        e.strategy = strategy
-        e.by = by
-        return e
+        AgentEvent(.conflictResolved(id: id, path: path, strategy: strategy, by: by))
     }
 
     public static func peer(_ name: String, reachable: Bool, error: String?) -> AgentEvent {
-        var e = AgentEvent(reachable ? .peerReachable : .peerUnreachable)
-        e.peer = name
-        e.error = error
-        return e
+        AgentEvent(reachable ? .peerReachable(peer: name) : .peerUnreachable(peer: name, error: error))
     }
 
     public static func held(path: String, reason: HoldReason) -> AgentEvent {
-        var e = AgentEvent(.held)
-        e.path = path
-        e.reason = reason.rawValue
-        return e
+        AgentEvent(.held(path: path, reason: reason))
     }
 
     public static func problem(_ message: String) -> AgentEvent {
-        var e = AgentEvent(.problem)
-        e.message = message
-        return e
+        AgentEvent(.problem(message: message))
     }
 
     public static func gap(since: Int, oldest: Int) -> AgentEvent {
-        var e = AgentEvent(.gap)
-        e.since = since
-        e.oldest = oldest
-        e.message = "events \(since + 1) to \(oldest - 1) are no longer kept (only the last \(EventLog.keep) are)"
-        return e
+        AgentEvent(.gap(since: since, oldest: oldest,
+                        message: "events \(since + 1) to \(oldest - 1) are no longer kept (only the last \(EventLog.keep) are)"))
+    }
+
+    // MARK: the flat line
+
+    /// Every field a line may have, as it travels.
+    private struct Line: Codable {
+        var seq: Int?
+        var time: String
+        var type: String
+        var commit: String?
+        var peer: String?
+        var id: String?
+        var path: String?
+        var reason: String?
+        var strategy: String?
+        var by: String?
+        var count: Int?
+        var paths: [String]?
+        var error: String?
+        var message: String?
+        var since: Int?
+        var oldest: Int?
+    }
+
+    private var line: Line {
+        var l = Line(seq: seq, time: Self.format(time), type: type.rawValue)
+        switch kind {
+        case .committed(let commit, let paths, let count): (l.commit, l.paths, l.count) = (commit, paths, count)
+        case .received(let peer, let commit, let paths, let count): (l.peer, l.commit, l.paths, l.count) = (peer, commit, paths, count)
+        case .conflictOpened(let id, let path): (l.id, l.path) = (id, path)
+        case .conflictResolved(let id, let path, let strategy, let by): (l.id, l.path, l.strategy, l.by) = (id, path, strategy, by)
+        case .peerReachable(let peer): l.peer = peer
+        case .peerUnreachable(let peer, let error): (l.peer, l.error) = (peer, error)
+        case .held(let path, let reason): (l.path, l.reason) = (path, reason.rawValue)
+        case .problem(let message): l.message = message
+        case .started(let message): l.message = message
+        case .stopped: break
+        case .gap(let since, let oldest, let message): (l.since, l.oldest, l.message) = (since, oldest, message)
+        }
+        return l
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let l = try Line(from: decoder)
+        func need<V>(_ value: V?, _ key: String) throws -> V {
+            guard let value else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "a \(l.type) event without \(key)"))
+            }
+            return value
+        }
+        let kind: Kind
+        switch EventType(rawValue: l.type) {
+        case .committed?: kind = .committed(commit: try need(l.commit, "commit"), paths: l.paths ?? [], count: l.count ?? (l.paths?.count ?? 0))
+        case .received?: kind = .received(peer: try need(l.peer, "peer"), commit: l.commit, paths: l.paths ?? [], count: l.count ?? (l.paths?.count ?? 0))
+        case .conflictOpened?: kind = .conflictOpened(id: try need(l.id, "id"), path: try need(l.path, "path"))
+        case .conflictResolved?: kind = .conflictResolved(id: try need(l.id, "id"), path: try need(l.path, "path"), strategy: l.strategy, by: l.by)
+        case .peerReachable?: kind = .peerReachable(peer: try need(l.peer, "peer"))
+        case .peerUnreachable?: kind = .peerUnreachable(peer: try need(l.peer, "peer"), error: l.error)
+        case .held?:
+            guard let reason = HoldReason(rawValue: try need(l.reason, "reason")) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "a held event with an unknown reason \(l.reason ?? "")"))
+            }
+            kind = .held(path: try need(l.path, "path"), reason: reason)
+        case .problem?: kind = .problem(message: try need(l.message, "message"))
+        case .started?: kind = .started(message: l.message)
+        case .stopped?: kind = .stopped
+        case .gap?: kind = .gap(since: try need(l.since, "since"), oldest: try need(l.oldest, "oldest"), message: l.message ?? "")
+        case nil:
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "an event of unknown type \(l.type)"))
+        }
+        guard let time = ISOTime.date(l.time) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "an event whose time is no time: \(l.time)"))
+        }
+        self.seq = l.seq
+        self.time = time
+        self.kind = kind
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try line.encode(to: encoder)
     }
 
     /// One JSON line (no newline), keys in a fixed order: seq, time, type, then the type's fields.
@@ -109,22 +194,23 @@ public struct AgentEvent: Codable, Sendable, Equatable {
             guard let value, let data = try? encoder.encode(value) else { return }
             parts.append("\"\(key)\":" + String(decoding: data, as: UTF8.self))
         }
-        add("seq", seq)
-        add("time", time)
-        add("type", type)
-        add("commit", commit)
-        add("peer", peer)
-        add("id", id)
-        add("path", path)
-        add("reason", reason)
-        add("strategy", strategy)
-        add("by", by)
-        add("count", count)
-        add("paths", paths)
-        add("error", error)
-        add("message", message)
-        add("since", since)
-        add("oldest", oldest)
+        let l = line
+        add("seq", l.seq)
+        add("time", l.time)
+        add("type", l.type)
+        add("commit", l.commit)
+        add("peer", l.peer)
+        add("id", l.id)
+        add("path", l.path)
+        add("reason", l.reason)
+        add("strategy", l.strategy)
+        add("by", l.by)
+        add("count", l.count)
+        add("paths", l.paths)
+        add("error", l.error)
+        add("message", l.message)
+        add("since", l.since)
+        add("oldest", l.oldest)
         return Array(("{" + parts.joined(separator: ",") + "}").utf8)
     }
 }

@@ -11,8 +11,14 @@ public enum ISOTime {
     }
 
     /// To the millisecond, for events that follow each other closely.
+    /// (From whole milliseconds, rounded: the formatter's own fractions truncate a double a hair
+    /// under .123 to .122, and the line read back would name another time.)
     public static func precise(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+        let ms = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let (seconds, fraction) = (ms.quotientAndRemainder(dividingBy: 1000))
+        let (s, f) = fraction < 0 ? (seconds - 1, fraction + 1000) : (seconds, fraction)
+        let whole = string(s)  // 2026-11-20T10:00:00Z
+        return String(whole.dropLast()) + "." + String(repeating: "0", count: 3 - String(f).count) + String(f) + "Z"
     }
 
     public static func now() -> String { string(Date()) }
