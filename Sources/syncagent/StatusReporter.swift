@@ -2,6 +2,7 @@ import Agent
 import FoundationEssentials
 import Glibc
 import SyncCore
+import FileSystem
 
 /// Builds `status`: from the running agent over its socket, else from the store on disk.
 enum StatusReporter {
@@ -15,7 +16,8 @@ enum StatusReporter {
             report.running = true
             report.pid = pid
             report.pending = nil
-            report.problems.append("the agent (pid \(pid)) holds the lock but did not answer on \(config.socketPath)")
+            report.problems.append(StatusProblem(.agent, "the agent (pid \(pid)) holds the lock but did not answer on \(config.socketPath)",
+                                                 subject: config.socketPath.display))
             return report
         }
         return StatusBuilder.offline(config)

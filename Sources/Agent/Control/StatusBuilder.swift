@@ -9,7 +9,7 @@ import SyncCore
 /// and `conflicts.open` come from the store and the peer ledger either way.
 public enum StatusBuilder {
     static func report(config: Config, store: Store?, running: Bool, pid: Int32?, pending: Int?,
-                       ledger: PeerLedger, problems: [String], heldDeletes: Int, measureStore: Bool = true) -> StatusReport {
+                       ledger: PeerLedger, problems: [StatusProblem], heldDeletes: Int, measureStore: Bool = true) -> StatusReport {
         var problems = problems
         var head: String?
         var open = 0
@@ -23,7 +23,7 @@ public enum StatusBuilder {
                 head = try store.headID()?.hex
                 open = try store.conflicts().count
             } catch {
-                problems.append("cannot read the store \(config.storePath): \(error)")
+                problems.append(StatusProblem(.store, "cannot read the store \(config.storePath): \(error)", subject: config.storePath.display))
             }
         }
         var peers: [StatusReport.Peer] = []
@@ -69,13 +69,13 @@ public enum StatusBuilder {
 
     /// The agent is stopped: open the store and count what start-up will commit.
     public static func offline(_ config: Config) -> StatusReport {
-        var problems: [String] = []
+        var problems: [StatusProblem] = []
         var store: Store?
         var pending: Int?
         guard (try? FileStat.of(config.data))??.kind == .directory else {
             // The store cannot be opened onto a data directory that is not there: say that, not
             // that the store is damaged.
-            problems.append(DeletionHold.rootMissing(config.data).message)
+            problems.append(StatusProblem(.hold, DeletionHold.rootMissing(config.data).message, subject: config.data.display))
             return report(config: config, store: nil, running: false, pid: nil, pending: nil,
                           ledger: PeerLedger.load(state: config.state), problems: problems, heldDeletes: 0)
         }
@@ -95,15 +95,16 @@ public enum StatusBuilder {
             pending = changed.count
             store = s
             // What a running agent would report, from what is on disk.
-            problems += s.stuckPaths().map(\.description)
+            problems += s.stuckPaths().map { StatusProblem(.apply, $0.description, subject: $0.path.display) }
             let gone = try s.deletions(among: changed)
             let empty = ((try? Directory.entries(of: config.data)) ?? []).isEmpty
             if let hold = DeletionGuard(settings: config.safety).check(root: config.data, deleting: gone.files,
                                                                             tracked: try s.trackedCount(), rootIsEmpty: empty) {
-                problems.append("at its next start the agent holds these deletions: " + hold.message)
+                problems.append(StatusProblem(.hold, "at its next start the agent holds these deletions: " + hold.message, subject: config.data.display))
             }
         } catch {
-            problems.append("\(error)")
+            let typed = SyncError(error)
+            problems.append(StatusProblem(.store, "\(error)", subject: typed.subject))
         }
         return report(config: config, store: store, running: false, pid: nil, pending: pending,
                       ledger: PeerLedger.load(state: config.state), problems: problems, heldDeletes: 0)

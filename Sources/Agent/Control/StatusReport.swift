@@ -64,11 +64,12 @@ public struct StatusReport: Codable, Sendable, Equatable {
     public var progress: ProgressReport?
     public var peers: [Peer]
     public var conflicts: Conflicts
-    /// Problems the agent wants the user to see (watch limit reached, unreadable directories, ...).
-    public var problems: [String]
+    /// Problems the agent wants the user to see (watch limit reached, unreadable directories, ...),
+    /// typed. The JSON keeps `problems` as their messages (SPEC) and adds `problemDetails`.
+    public var problems: [StatusProblem]
 
     public init(device: String, running: Bool, pid: Int32?, data: String, store: String, head: String?,
-                pending: Int?, held: Int = 0, peers: [Peer], conflicts: Conflicts, problems: [String]) {
+                pending: Int?, held: Int = 0, peers: [Peer], conflicts: Conflicts, problems: [StatusProblem]) {
         self.device = device
         self.running = running
         self.pid = pid
@@ -99,7 +100,71 @@ public struct StatusReport: Codable, Sendable, Equatable {
         try c.encode(progress, forKey: .progress)
         try c.encode(peers, forKey: .peers)
         try c.encode(conflicts, forKey: .conflicts)
-        try c.encode(problems, forKey: .problems)
+        try c.encode(problems.map(\.message), forKey: .problems)
+        try c.encode(problems, forKey: .problemDetails)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case device, running, pid, data, store, head, pending, mode, localChanges, held, storeBytes, progress, peers,
+             conflicts, problems, problemDetails
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        device = try c.decode(String.self, forKey: .device)
+        running = try c.decode(Bool.self, forKey: .running)
+        pid = try c.decodeIfPresent(Int32.self, forKey: .pid)
+        data = try c.decode(String.self, forKey: .data)
+        store = try c.decode(String.self, forKey: .store)
+        head = try c.decodeIfPresent(String.self, forKey: .head)
+        pending = try c.decodeIfPresent(Int.self, forKey: .pending)
+        mode = try c.decodeIfPresent(String.self, forKey: .mode) ?? "send-receive"
+        localChanges = try c.decodeIfPresent(Int.self, forKey: .localChanges) ?? 0
+        held = try c.decodeIfPresent(Int.self, forKey: .held) ?? 0
+        storeBytes = try c.decodeIfPresent(Int64.self, forKey: .storeBytes)
+        progress = try c.decodeIfPresent(ProgressReport.self, forKey: .progress)
+        peers = try c.decode([Peer].self, forKey: .peers)
+        conflicts = try c.decode(Conflicts.self, forKey: .conflicts)
+        // An agent of an older version sends the messages only.
+        problems = try c.decodeIfPresent([StatusProblem].self, forKey: .problemDetails)
+            ?? (c.decodeIfPresent([String].self, forKey: .problems) ?? []).map { StatusProblem(.other, $0) }
+    }
+}
+
+/// A problem the agent wants the user to see: what kind it is, what happened and what to do, and
+/// the path or peer it is about.
+public struct StatusProblem: Codable, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Codable, Sendable {
+        /// Committing failed (disk full, the store unwritable).
+        case commit
+        /// Deletions or merges held, or the data directory gone.
+        case hold
+        /// The store's index could not be saved or read.
+        case index
+        /// Loose objects could not be packed, or packs rolled up.
+        case packing
+        /// New files a power cut left empty, kept back.
+        case powerCut = "power-cut"
+        /// An incoming version that cannot be written at its path yet.
+        case apply
+        /// The watcher's own trouble (the watch limit, an unreadable directory).
+        case watch
+        /// The store cannot be read.
+        case store
+        /// The agent holds the lock but does not answer.
+        case agent
+        case other
+    }
+    public var code: Code
+    public var message: String
+    /// The path or peer it is about, as messages show it.
+    public var subject: String?
+    public var description: String { message }
+
+    public init(_ code: Code, _ message: String, subject: String? = nil) {
+        self.code = code
+        self.message = message
+        self.subject = subject
     }
 }
 

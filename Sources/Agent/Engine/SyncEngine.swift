@@ -824,7 +824,7 @@ actor SyncEngine {
         }
         return StatusBuilder.report(config: config, store: store, running: true, pid: getpid(),
                                     pending: pending + inFlight + (hold == nil ? heldDeletes.count : 0), ledger: ledger,
-                                    problems: problems.sorted { $0.key.precedes($1.key) }.map(\.value),
+                                    problems: problems.sorted { $0.key.precedes($1.key) }.map { StatusProblem($0.key.code, $0.value, subject: $0.key.subject) },
                                     heldDeletes: hold == nil ? 0 : heldDeletes.count, measureStore: measureStore)
     }
 }
@@ -847,6 +847,21 @@ enum ProblemKey: Hashable, Sendable {
     case apply(FilePath)
 
     var isApply: Bool { if case .apply = self { true } else { false } }
+
+    /// What kind of problem `status` calls it.
+    var code: StatusProblem.Code {
+        switch self {
+        case .commit: .commit
+        case .hold: .hold
+        case .index: .index
+        case .loosePack, .rollUp: .packing
+        case .powerCut: .powerCut
+        case .apply: .apply
+        }
+    }
+
+    /// The path it is about, as messages show it.
+    var subject: String? { if case .apply(let path) = self { path.display } else { nil } }
 
     /// The order `status` lists them in: the store's problems first, then paths in byte order.
     func precedes(_ other: ProblemKey) -> Bool {

@@ -73,7 +73,7 @@ public final class AgentService: Service, Sendable {
                     engine.careBell.ring()  // the engine looks, holds and says what to do
                 default:
                     problemLogger.error("\(problem.message)")
-                    problems.add(problem.message)
+                    problems.add(StatusProblem(.watch, problem.message))
                 }
             })
         await engine.attach(watcher)
@@ -275,10 +275,10 @@ public struct AgentError: Error, Sendable, CustomStringConvertible {
 
 /// Problems shown by `status` until they go away.
 final class ProblemList: Sendable {
-    private let list = Mutex<[String]>([])
-    func add(_ message: String) { list.withLock { if !$0.contains(message) { $0.append(message) } } }
+    private let list = Mutex<[StatusProblem]>([])
+    func add(_ problem: StatusProblem) { list.withLock { if !$0.contains(problem) { $0.append(problem) } } }
     func clear() { list.withLock { $0.removeAll() } }
-    var all: [String] { list.withLock { $0 } }
+    var all: [StatusProblem] { list.withLock { $0 } }
 }
 
 /// Set once, read from anywhere.
