@@ -76,8 +76,12 @@ soak: build soak-reconcile
 # (e2e/cutfs.py, a FUSE file system that keeps what a disk keeps across a power cut), CUTS (1000)
 # cuts from SEED, MODEL strict (only what is fsynced survives) or journal (ext4's journal). A failing
 # seed belongs in e2e/powercut-seeds.txt, which `make e2e` replays (e2e/test_powercut.sh).
-SOAK_POWERCUT = python3 e2e/powercut.py --binary $(BIN) --seed $${SEED:-$$(date +%s)} --cuts $${CUTS:-1000} \
-		--model $${MODEL:-strict} --timeout 120
+# The long run spreads its cuts over five runs (`--mix`: plain, hub + set, journal + set, hub-only +
+# set, journal + hub); MODEL=strict or journal runs one model only. Every seed of
+# powercut-seeds.txt is replayed first, the long ones marked `soak` too.
+SOAK_POWERCUT = SYNCAGENT=$(BIN) POWERCUT_SOAK=1 bash e2e/test_powercut.sh && \
+	python3 e2e/powercut.py --binary $(BIN) --seed $${SEED:-$$(date +%s)} --cuts $${CUTS:-1000} \
+		$$(if [ -n "$${MODEL:-}" ]; then echo --model $$MODEL; else echo --mix; fi) --timeout 120
 .PHONY: soak-powercut
 soak-powercut: build
 	$(SOAK_POWERCUT)

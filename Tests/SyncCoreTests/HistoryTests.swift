@@ -156,3 +156,28 @@ extension TwoDevices.Device {
 extension Store {
     func looseCount() -> Int { repo.looseObjects(limit: .max).count }
 }
+
+/// Powercut seed 2, cut 15: the watch's merge caught its own in-place write half-way (an empty
+/// file), which became the record's watch version; the whole version came and was committed; then
+/// `resolve --keep newest` wrote the record's empty version over it. An edit committed after the
+/// conflict is the newest version: `newest` keeps it.
+@Suite struct ResolveAfterALaterEditTests {
+    @Test func newestKeepsAnEditCommittedAfterTheConflict() throws {
+        let t = try TwoDevices()
+        try t.phone.write("n.txt", "base\n", mtime: 1_700_000_000)
+        try t.phone.commit(FilePath("n.txt"))
+        _ = try t.watch.pull(from: t.phone)
+        try t.phone.write("n.txt", "phone's edit\n", mtime: 1_700_000_100)
+        try t.phone.commit(FilePath("n.txt"))
+        try t.watch.write("n.txt", "", mtime: 1_700_000_200)  // caught half-way
+        try t.watch.commit(FilePath("n.txt"))
+        let merged = try t.watch.pull(from: t.phone)
+        let record = try #require(merged.newConflicts.first)
+        // The user's program finishes its write: a later edit, committed.
+        try t.watch.write("n.txt", "the whole version\n", mtime: 1_700_000_300)
+        try t.watch.commit(FilePath("n.txt"))
+        let resolved = try t.watch.store.resolve(record, .newest)
+        #expect(resolved.status == .resolved)
+        #expect(t.watch.read("n.txt") == "the whole version\n")
+    }
+}

@@ -135,6 +135,49 @@ import TestSupport
     }
 }
 
+/// Powercut seed 103: a push landed, a cut took `pushed` (and the branch as last seen) back, and
+/// a later attempt moved `pushing` on. The hub's tip is in this device's history: its own push,
+/// not another device's under its name. A tip this device has never seen stays a name clash.
+@Suite struct HubPushAfterACutTests {
+    @Test func aTipOfThisDevicesOwnHistoryIsItsOwnPush() throws {
+        let t = try TwoDevices()
+        let hub = t.root.appending("hub.git")
+        #expect(try runProgram("/usr/bin/git", ["init", "-q", "--bare", hub.string]).status == 0)
+        func text(_ r: (status: Int32, out: Data)) -> String { String(decoding: r.out, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) }
+        let push = { try Store.hubPush(gitDir: t.phone.gitDir, data: t.phone.data, hub: "hub", url: "file://\(hub)", device: "phone") }
+        try t.phone.write("a.txt", "one\n")
+        try t.phone.commit(FilePath("a.txt"))
+        _ = try push()
+        let first = text(try git(t.phone.gitDir, ["rev-parse", Store.hubPushed("hub")]))
+        try t.phone.write("a.txt", "two\n")
+        try t.phone.commit(FilePath("a.txt"))
+        _ = try push()
+        // The cut: what was written after the second push never reached the disk.
+        for ref in [Store.hubPushed("hub"), Store.hubBranch("hub", "phone")] {
+            #expect(try git(t.phone.gitDir, ["update-ref", ref, first]).status == 0)
+        }
+        try t.phone.write("a.txt", "three\n")
+        try t.phone.commit(FilePath("a.txt"))
+        // A later attempt moved `pushing` on and was cut before it landed; the restarted agent
+        // fetched the hub (its branch as seen: the second push).
+        let main3 = text(try git(t.phone.gitDir, ["rev-parse", "refs/heads/main"]))
+        #expect(try git(t.phone.gitDir, ["update-ref", Store.hubPushing("hub"), main3]).status == 0)
+        _ = try Store.hubFetch(gitDir: t.phone.gitDir, data: t.phone.data, hub: "hub", url: "file://\(hub)", device: "phone", localGitDir: hub)
+        let answer = try push()
+        guard case .pushed = answer else { Issue.record("no push after the cut: \(answer)"); return }
+        let onHub = text(try git(hub, ["rev-parse", "refs/heads/devices/phone"]))
+        let main = text(try git(t.phone.gitDir, ["rev-parse", "refs/heads/main"]))
+        #expect(onHub == main)
+
+        // Another device under the same name: a tip this history lacks.
+        try t.watch.write("b.txt", "watch\n")
+        try t.watch.commit(FilePath("b.txt"))
+        #expect(try git(t.watch.gitDir, ["push", "-q", "-f", "file://\(hub.string)", "refs/heads/main:refs/heads/devices/phone"]).status == 0)
+        _ = try Store.hubFetch(gitDir: t.phone.gitDir, data: t.phone.data, hub: "hub", url: "file://\(hub)", device: "phone", localGitDir: hub)
+        #expect(throws: HubRefusal.self) { try push() }
+    }
+}
+
 extension TwoDevices.Device {
     /// `count` commits, each a new version of one of five files, with `after` run after each
     /// (a fetch, a push: one pack each). Returns each file's last text.

@@ -37,6 +37,31 @@ enum FetchRunner {
 
         func install(_ c: CheckedContinuation<Void, any Error>) { continuation.withLock { $0 = c } }
 
+        /// Who waits for the thread to leave the store (`whenFinished`).
+        private let waiters = Mutex<[CheckedContinuation<Void, Never>]>([])
+
+        /// Marks the attempt's thread gone from the store and wakes whoever waits for that.
+        func markFinished() {
+            let waiting = waiters.withLock { list in
+                defer { list = [] }
+                finished.store(true, ordering: .releasing)
+                return list
+            }
+            for w in waiting { w.resume() }
+        }
+
+        /// Returns once the attempt's thread has left the store (at once if it has).
+        func whenFinished() async {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let now = waiters.withLock { list in
+                    if finished.load(ordering: .acquiring) { return true }
+                    list.append(c)
+                    return false
+                }
+                if now { c.resume() }
+            }
+        }
+
         func resume(_ result: Result<Void, any Error>) {
             let c = continuation.withLock { c in defer { c = nil }; return c }
             c?.resume(with: result)
@@ -76,7 +101,7 @@ enum FetchRunner {
                     }
                     box.withLock { $0 = value }
                 }
-                attempt.finished.store(true, ordering: .releasing)
+                attempt.markFinished()
                 attempt.timer.withLock { $0?.cancel(); $0 = nil }
                 attempt.resume(result)
             }

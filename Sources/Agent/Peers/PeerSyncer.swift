@@ -272,10 +272,8 @@ final class PeerSyncer: Sendable {
     func cancelEarlyFetch() async {
         guard let started = early.withLock({ slot in defer { slot = nil }; return slot }) else { return }
         started.attempt.cancelled.store(true, ordering: .relaxed)
-        let deadline = ContinuousClock.now + .seconds(5)
-        while !started.attempt.finished.load(ordering: .acquiring), ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(10))
-        }
+        let attempt = started.attempt
+        _ = await firstWithin(.seconds(5)) { await attempt.whenFinished() }
     }
 
     /// Fetches from the peer (a hub: every device's branch); returns the hub's devices with new

@@ -220,7 +220,14 @@ extension Store {
                 guard let winner = record.winningVersion ?? record.versions.first else {
                     throw ResolveError(message: "conflict \(record.id) has no versions")
                 }
-                try place(winner)
+                if try editedSince(record) {
+                    // The path was edited and committed after the conflict: that edit is the
+                    // newest version, and what the data holds; nothing older goes over it.
+                    try removeCopies()
+                    touched.remove(path)
+                } else {
+                    try place(winner)
+                }
             case .both:
                 if !record.versions.contains(where: \.isDirectory) {
                     let winner = record.winningVersion
@@ -250,6 +257,14 @@ extension Store {
         try ConflictBook.save(repo, book, device: device,
                               message: "\(device): resolve \(record.id) (\(record.path)) with \(choice.strategyName)")
         return resolved
+    }
+
+    /// Whether `main` holds at the record's path a file or link that is none of the record's
+    /// versions: an edit committed after the conflict (the user wrote the path again).
+    func editedSince(_ record: ConflictRecord) throws -> Bool {
+        guard let head = try head(), let now = try repo.entry(at: record.filePath, inTree: try repo.commit(head).tree),
+              now.mode != EntryMode.tree else { return false }
+        return !record.versions.contains { $0.blob == now.oid.hex } && record.base?.blob != now.oid.hex
     }
 
     /// The nearest directory above `path` that is now a file or link in the data directory, if any.

@@ -167,7 +167,15 @@ extension Store {
         // What a push that may or may not have landed (the agent stopped or the link broke) sent.
         let pushing = try repo.resolveReference(hubPushing(hub))
         let recordsOnHub = try repo.resolveReference(hubRecords(hub, device))
-        if let onHub, onHub != pushed, onHub != pushing, onHub != main {
+        // A tip this device's own history holds is its own push, whatever its refs say: a power
+        // cut can take `pushed` back (the push landed, the ref moved after it never reached the
+        // disk) and a later `pushing` moves past it. Another device under this name pushes what
+        // this history lacks.
+        func isOwn(_ tip: Oid) -> Bool {
+            guard repo.hasObject(tip) else { return false }
+            return [main, pushing, pushed].compactMap { $0 }.contains { mine in (try? repo.isDescendant(mine, of: tip)) == true }
+        }
+        if let onHub, onHub != pushed, onHub != pushing, onHub != main, !isOwn(onHub) {
             throw HubRefusal(hub: hub, url: url, device: device, detail: pushed == nil && pushing == nil
                 ? "this device never pushed to it"
                 : "its tip \(onHub.hex.prefix(12)) is not what this device pushed (\((pushing ?? pushed)!.hex.prefix(12)))")
@@ -230,6 +238,12 @@ extension Store {
         if target != onHub {
             try repo.setReference(hubPushed(hub), to: target, message: "syncagent: pushed to \(hub)")
             try repo.setReference(hubBranch(hub, device), to: target, message: "syncagent: pushed to \(hub)")
+            // What the hub accepted is what the next push starts from: on disk before anything
+            // else is done (a cut that takes it back leaves a tip this device would not know).
+            for ref in [hubPushed(hub), hubBranch(hub, device)] where !Durability.flushReplaced(FilePath(ref), under: gitDir) {
+                Durability.flushFileSystem(containing: gitDir)
+                break
+            }
         }
         if let records, refspecs.contains(where: { $0.hasPrefix("refs/hubs/\(hub)/pushing-records") }) {
             try repo.setReference(hubRecords(hub, device), to: records, message: "syncagent: pushed to \(hub)")
