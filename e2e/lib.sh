@@ -409,6 +409,13 @@ kill9_device() {
 
 # on NAME CMD...: run CMD with NAME as the current agent, in a subshell.
 on() { ( switch_to "$1"; shift; "$@" ); }
+# no_deletions_since DEVICE COMMIT WHAT: no commit on DEVICE's main since COMMIT deletes a path
+# (a held deletion never left the device).
+no_deletions_since() {
+    local d
+    d=$(on "$1" g log --diff-filter=D --name-only --format= "$2"..main) || fail "git log on $1's store failed ($3)"
+    assert_eq "" "$d" "paths deleted by $1's commits ($3)"
+}
 
 # track_pid PID: a helper process (server, writer) the test started; stopped on exit like the agents.
 track_pid() { STARTED_PIDS+=("$1"); }

@@ -31,11 +31,6 @@ wait_until same_file watch bulk/d199/f099.txt "$(data_of phone)/bulk/d199/f099.t
 wait_converged
 
 problems() { on phone status_field problems; }
-no_deletions_since() {
-    local d
-    d=$(on phone g log --diff-filter=D --name-only --format= "$1"..main) || fail "git log on the phone's store failed ($2)"
-    assert_eq "" "$d" "paths deleted by the phone's commits ($2)"
-}
 held_reported() { local p; p=$(problems) && [[ "$p" == *"syncagent send --deletes"* ]] && [[ "$p" == *"syncagent restore --deletes"* ]]; }
 no_problem() { [ "$(problems)" = "[]" ]; }
 files_on() { on "$1" data_list | wc -l; }
@@ -59,7 +54,7 @@ wait_until held_reported
 # the hold's count follows the spell as the watcher's batches arrive
 held_count() { [[ "$(problems)" == *"$1 of $2 tracked files"* ]]; }
 wait_until held_count 16000 20004
-no_deletions_since "$before" "while the spell is held"
+no_deletions_since phone "$before" "while the spell is held"
 assert_eq 20004 "$(tracked)" "files in the phone's main while the spell is held"
 assert_eq 20004 "$(files_on watch)" "files on the watch while the phone's spell is held"
 # the advice, as status gives it, brings every file back and ends the hold
@@ -69,7 +64,7 @@ assert_contains "$(cat "$T/restore.out")" "restored 16000 files" "what restore -
 assert_eq 20004 "$(files_on phone)" "files on the phone after restore --deletes"
 wait_until no_problem
 diff -r "$(data_of phone)" "$(data_of watch)" >"$T/diff.out" || fail "the phone's files differ from the watch's after restore --deletes: $(head -n 5 "$T/diff.out")"
-no_deletions_since "$before" "after restore --deletes"
+no_deletions_since phone "$before" "after restore --deletes"
 printf 'after the hold\n' >"$X/after"
 cp "$X/after" "$(data_of phone)/after.txt"
 wait_until same_file watch after.txt "$X/after"
@@ -81,7 +76,7 @@ strace -f -qq -o /dev/null -e trace=unlinkat,rmdir -e inject=unlinkat:delay_ente
 assert_eq 5 "$(files_on phone)" "files left on the phone after rm -rf bulk"
 wait_until held_reported
 wait_until held_count 20000 20005
-no_deletions_since "$before" "while rm -rf is held"
+no_deletions_since phone "$before" "while rm -rf is held"
 assert_eq 20005 "$(files_on watch)" "files on the watch while the phone's rm -rf is held"
 "$SYNCAGENT" send --deletes --config "$T/phone/syncagent.toml" >"$T/send.out" 2>&1 \
     || fail "syncagent send --deletes failed: $(cat "$T/send.out")"

@@ -18,12 +18,6 @@ wait_until same_file watch docs/f40.txt "$(data_of phone)/docs/f40.txt"
 wait_converged
 
 problems() { on phone status_field problems; }
-# no_deletions_since COMMIT WHAT: no commit on the phone's main since COMMIT deletes a path
-no_deletions_since() {
-    local d
-    d=$(on phone g log --diff-filter=D --name-only --format= "$1"..main) || fail "git log on the phone's store failed ($2)"
-    assert_eq "" "$d" "paths deleted by the phone's commits ($2)"
-}
 held_reported() { local p; p=$(problems) && [[ "$p" == *"syncagent send --deletes"* ]]; }
 no_problem() { [ "$(problems)" = "[]" ]; }
 files_on() { on "$1" data_list | grep -c '^docs/' || true; }
@@ -53,7 +47,7 @@ assert_contains "$p" "delet" "the phone's problems (what is held)"
 # nothing was committed: still 40 files in the phone's HEAD, none deleted in its history since, and
 # the watch keeps all of them
 assert_eq 40 "$(head_count)" "files in the phone's HEAD while the deletion is held"
-no_deletions_since "$before" "while held"
+no_deletions_since phone "$before" "while held"
 assert_eq 40 "$(files_on watch)" "files on the watch while the phone's deletion is held"
 # the hold is kept, not just late: an unrelated change is committed and synced, the 30 stay
 printf 'unrelated\n' >"$X/unrelated"

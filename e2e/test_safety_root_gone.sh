@@ -26,12 +26,6 @@ wait_converged
 cp -a "$(data_of phone)" "$T/backup"
 
 problems() { on phone status_field problems; }
-# no_deletions_since COMMIT WHAT: no commit on the phone's main since COMMIT deletes a path
-no_deletions_since() {
-    local d
-    d=$(on phone g log --diff-filter=D --name-only --format= "$1"..main) || fail "git log on the phone's store failed ($2)"
-    assert_eq "" "$d" "paths deleted by the phone's commits ($2)"
-}
 root_hold_reported() {
     local p; p=$(problems) || return 1
     [[ "$p" == *"syncagent send --deletes"* ]] && { [[ "$p" == *"$(data_of phone)"* ]] || [[ "$p" == *"data director"* ]]; }
@@ -42,7 +36,7 @@ files_on() { on "$1" data_list | wc -l; }
 # the watch has all 30 files
 nothing_deleted() {
     assert_eq 30 "$(on phone head_list | wc -l)" "files in the phone's HEAD ($2)"
-    no_deletions_since "$1" "$2"
+    no_deletions_since phone "$1" "$2"
     assert_eq 30 "$(files_on watch)" "files on the watch ($2)"
     diff -r "$T/backup" "$(data_of watch)" >"$T/diff.out" || fail "the watch's files changed ($2): $(head -n 5 "$T/diff.out")"
 }
@@ -58,7 +52,7 @@ printf 'from the watch while the phone has no data directory\n' >"$X/w1"
 cp "$X/w1" "$(data_of watch)/w1.txt"
 on watch wait_until head_has w1.txt
 root_hold_reported || fail "the hold is no longer reported: $(problems)"
-no_deletions_since "$before" "while its data directory is away"
+no_deletions_since phone "$before" "while its data directory is away"
 assert_eq 31 "$(files_on watch)" "files on the watch while the phone's data directory is away"
 [ ! -e "$(data_of phone)" ] || fail "something was made where the phone's data directory was: $(ls -A "$(data_of phone)" | head -n 5 | tr '\n' ' ')"
 
@@ -70,7 +64,7 @@ cp "$X/back1" "$(data_of phone)/back1.txt"
 wait_until same_file watch back1.txt "$X/back1"
 WAIT_TIMEOUT=30 wait_converged
 assert_eq 32 "$(files_on watch)" "files on the watch after the phone's data directory came back"
-no_deletions_since "$before" "case 1"
+no_deletions_since phone "$before" "case 1"
 
 # ---- 2. the directory is emptied --------------------------------------------------------------------------
 cp -a "$(data_of phone)/." "$T/backup2"
@@ -80,7 +74,7 @@ assert_eq 0 "$(files_on phone)" "files left in the emptied data directory"
 wait_until root_hold_reported
 switch_to phone; agent_alive || fail "the phone's agent died when its data directory was emptied"
 assert_eq 32 "$(on phone head_list | wc -l)" "files in the phone's HEAD (data directory emptied)"
-no_deletions_since "$before" "data directory emptied"
+no_deletions_since phone "$before" "data directory emptied"
 assert_eq 32 "$(files_on watch)" "files on the watch (the phone's data directory emptied)"
 diff -r "$T/backup2" "$(data_of watch)" >"$T/diff.out" || fail "the watch's files changed (the phone's data directory emptied): $(head -n 5 "$T/diff.out")"
 
@@ -91,6 +85,6 @@ cp "$X/back2" "$(data_of phone)/back2.txt"
 wait_until same_file watch back2.txt "$X/back2"
 WAIT_TIMEOUT=30 wait_converged
 assert_eq 33 "$(files_on watch)" "files on the watch at the end"
-no_deletions_since "$before" "case 2"
+no_deletions_since phone "$before" "case 2"
 stop_device watch
 stop_device phone
