@@ -112,15 +112,6 @@ extension Store {
         let path = record.filePath
         var touched: Set<FilePath> = [path]
         var counter: UInt64 = 0
-        func version(of device: String) throws -> ConflictRecord.Version {
-            guard let v = record.versions.first(where: { $0.device == device }) else {
-                let names = record.versions.map(\.device)
-                let meant = Spelling.nearest(device, in: names + ["newest", "both"]).map { " (did you mean '\($0)'?)" } ?? ""
-                throw ResolveError(message: "conflict \(record.id) has no version from '\(device)'\(meant); --keep takes one of: "
-                                   + (names + ["newest", "both"]).joined(separator: ", "))
-            }
-            return v
-        }
         // The file versions a merge wrote beside a directory (or `both` beside the path).
         let copies = record.versions.compactMap { v -> (path: FilePath, side: ConflictSide)? in
             guard let entry = ConflictPolicy.entry(of: v) else { return nil }
@@ -206,41 +197,25 @@ extension Store {
             }
             if !keepCopies { try removeCopies() }
         }
-        // A later change made a directory above the path a file (or link): the conflict is
-        // superseded. Writing a version back would destroy that newer file, so the record is closed
-        // as it is; every version stays in the history (`syncagent show`).
-        let superseded = blockingParent(of: path)
-        if superseded != nil {
-            touched = []
-        } else {
-            switch choice {
-            case .keep(let device):
-                try place(try version(of: device))
-            case .newest:
-                guard let winner = record.winningVersion ?? record.versions.first else {
-                    throw ResolveError(message: "conflict \(record.id) has no versions")
+        // Look, ask `ResolvePlan`, carry it out. A later change that made a directory above the
+        // path a file (or link) supersedes the conflict: the record closes as it is, every version
+        // stays in the history (`syncagent show`).
+        let plan = try ResolvePlan.decide(record, choice, supersededBy: blockingParent(of: path),
+                                          editedSince: try editedSince(record))
+        if !plan.touchesPath { touched.remove(path) }
+        for step in plan.steps {
+            switch step {
+            case .place(let v, let keepCopies):
+                try place(v, keepCopies: keepCopies)
+            case .writeCopies(let list):
+                for copy in list where repo.hasObject(copy.entry.oid) {
+                    try put(try blob(copy.entry.oid), mode: copy.entry.mode, at: copy.path)
                 }
-                if try editedSince(record) {
-                    // The path was edited and committed after the conflict: that edit is the
-                    // newest version, and what the data holds; nothing older goes over it.
-                    try removeCopies()
-                    touched.remove(path)
-                } else {
-                    try place(winner)
-                }
-            case .both:
-                if !record.versions.contains(where: \.isDirectory) {
-                    let winner = record.winningVersion
-                    for copy in ConflictPolicy.bothCopies(of: record, at: path, winner: winner) where repo.hasObject(copy.entry.oid) {
-                        try put(try blob(copy.entry.oid), mode: copy.entry.mode, at: copy.path)
-                    }
-                    if let winner { try place(winner, keepCopies: true) }
-                }
-            case .with(let bytes):
+            case .put(let bytes):
                 try put(bytes, mode: EntryMode.file, at: path)
-                try removeCopies()
-            case .delete:
+            case .remove:
                 try removeVersion(path)
+            case .removeCopies:
                 try removeCopies()
             }
         }
@@ -249,7 +224,7 @@ extension Store {
         }
         var resolved = record
         resolved.status = .resolved
-        resolved.resolution = .init(strategy: superseded.map { "superseded (\($0.display) is now a file)" } ?? choice.strategyName, by: device,
+        resolved.resolution = .init(strategy: plan.strategy, by: device,
                                     at: ISOTime.string(Int64(now.timeIntervalSince1970)))
         resolved.current = resolved.heldAfterResolution
         var book = try ConflictBook.load(repo)
