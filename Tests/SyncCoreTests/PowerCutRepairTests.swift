@@ -107,6 +107,29 @@ import TestSupport
         #expect(f.device.read("other.txt") == "three")
     }
 
+    /// Seed 5000, cut 179: a file replaced (v2), committed, then renamed away, committed; the cut
+    /// undid both (never flushed): the old name is back holding v1, the new name is gone. v1 at
+    /// the old name is a version `main` held there before: it goes again; the new name comes back.
+    @Test func aFileBackAtItsOldNameHoldingAnOlderVersionGoesAgain() throws {
+        let f = try StoreFixture()
+        try f.write("d/w.txt", "v1", mtime: 1_700_000_000)
+        _ = try f.store.commit(paths: ["d/w.txt"])
+        try f.write("d/w.txt", "v2 replaced", mtime: 1_700_000_100)
+        _ = try f.store.commit(paths: ["d/w.txt"])
+        try f.remove("d/w.txt")
+        try f.write("d/p.txt", "v2 replaced", mtime: 1_700_000_100)
+        _ = try f.store.commit(paths: ["d/w.txt", "d/p.txt"])
+        try f.store.flushIndex()
+        // The cut.
+        try f.remove("d/p.txt")
+        try f.write("d/w.txt", "v1", mtime: 1_700_000_000)
+        let damaged = try f.store.powerCutDamage(among: ["d/w.txt", "d/p.txt"])
+        #expect(Set(damaged) == ["d/w.txt", "d/p.txt"])
+        _ = try f.store.putBackCommitted(damaged)
+        #expect(f.device.read("d/w.txt") == nil)
+        #expect(f.device.read("d/p.txt") == "v2 replaced")
+    }
+
     @Test func aFileTheCutBroughtBackAfterItsDeletionGoesAgain() throws {
         let f = try StoreFixture()
         try f.write("old.txt", "deleted just before the cut")

@@ -108,8 +108,11 @@ extension Store {
     /// among the last the agent made before the cut).
     static let resurrectionDepth = 100
 
-    /// The regular files at or under `path` (untracked) that one of the last `resurrectionDepth`
-    /// commits of `main` deleted, with exactly these bytes.
+    /// The regular files at or under `path` (untracked) whose bytes are exactly a version one of
+    /// the last `resurrectionDepth` commits of `main` held at that path: a deletion (or a move away)
+    /// committed before the cut whose unlink never reached the disk, possibly with an in-place
+    /// rewrite before it that did not reach the disk either (seed 5000, cut 179: replaced, then
+    /// renamed away, committed in two steps; the cut brought back the version before both).
     func resurrected(under path: FilePath) throws -> [FilePath] {
         guard policy.materializes(path), let head = try head() else { return [] }
         var files: [FilePath] = []
@@ -125,14 +128,14 @@ extension Store {
         var seen = 0
         try repo.walk(from: head, firstParentOnly: true) { id in
             seen += 1
-            let info = try repo.commit(id)
-            guard let parent = info.parents.first else { return false }
-            let parentTree = try repo.commit(parent).tree
+            let tree = try repo.commit(id).tree
             for (file, blob) in pending {
-                guard try repo.entry(at: file, inTree: info.tree) == nil else { pending[file] = nil; continue }  // there since
-                if let before = try repo.entry(at: file, inTree: parentTree) {
-                    if before.oid == blob { found.append(file) }
+                guard let held = try repo.entry(at: file, inTree: tree) else { continue }
+                if held.oid == blob {
+                    if seen > 1 { found.append(file) }  // `main` itself holding it: no deletion to undo
                     pending[file] = nil
+                } else if seen == 1 {
+                    pending[file] = nil  // `main` holds another version here: an edit, not a resurrection
                 }
             }
             return !pending.isEmpty && seen < Self.resurrectionDepth
