@@ -15,7 +15,8 @@ public struct HubRefusal: Error, Sendable, CustomStringConvertible {
     public var description: String {
         guard clash else {
             return "the hub \(hub) (\(url)) refused the push (\(detail)); nothing was forced. Check that the account may "
-                + "write to the repository and that the server's disk has room; the push is retried."
+                + "write to the repository and that the server's disk has room; the push is retried after the next fetch "
+                + "(which also tells whether another device pushes under this name)."
         }
         return "the hub \(hub) (\(url)) holds a devices/\(device) branch this device did not push (\(detail)): another device "
             + "uses the name '\(device)' too. Give every device its own `device` name in its config; nothing was forced."
@@ -229,10 +230,12 @@ extension Store {
         let refused = try repo.push(url: url, refspecs: refspecs, auth: auth?.remote, shouldCancel: shouldCancel)
         if let first = refused.first {
             let said = first.serverSaid.suffix(3).joined(separator: "; ")
+            // What the server refused for is only in its words; they are shown, never read. A
+            // branch another device moved under this name (a push that is no fast-forward) is told
+            // by the next round: its fetch sees a tip this history lacks (the check above).
             var refusal = HubRefusal(hub: hub, url: url, device: device,
                                      detail: "it refused \(first.ref): \(first.reason)" + (said.isEmpty ? "" : "; the server said: \(said)"))
-            let reason = first.reason.lowercased()
-            refusal.clash = reason.contains("fast-forward") || reason.contains("fast forward") || reason.contains("fetch first")
+            refusal.clash = false
             throw refusal
         }
         if target != onHub {
