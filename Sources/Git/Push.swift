@@ -58,4 +58,11 @@ extension Repository {
         }
         return out
     }
+
+    /// Removes a reference (and its reflog); nothing when there is none.
+    public func removeReference(_ name: String) throws(GitError) {
+        let rc = git_reference_remove(handle, name)
+        if rc == GitError.Code.notFound { return }
+        try check(rc, "git_reference_remove(\(name))")
+    }
 }

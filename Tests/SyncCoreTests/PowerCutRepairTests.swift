@@ -51,6 +51,54 @@ import TestSupport
         #expect(StoreRepair.repair(gitDir: f.gitDir, checkObjects: true).isEmpty)
     }
 
+    /// Soak seed 5002, cut 53 (ext4's journal): a fetch's pack and index whose names and sizes
+    /// reached the disk and whose bytes did not. `git fsck`: "wrong index v1 file size". Both go
+    /// aside; an intact pack stays; the store opens.
+    @Test func aPackWhoseBytesNeverReachedTheDiskIsSetAside() throws {
+        let f = try StoreFixture()
+        try f.write("a.txt", "A")
+        let head = try #require(try f.store.commit(paths: ["a.txt"]).commit)
+        // Two packs of blobs nothing names yet (what a fetch brings before its ref moves).
+        func pack(_ text: String) throws -> String {
+            let blob = String(decoding: try git(f.gitDir, ["hash-object", "-w", "--stdin"], input: Array(text.utf8)).out, as: UTF8.self)
+            let name = String(decoding: try git(f.gitDir, ["pack-objects", f.gitDir.appending("objects/pack/pack").string],
+                                              input: Array(blob.utf8)).out, as: UTF8.self)
+            return name.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let damaged = try pack("fetched, never flushed\n")
+        let intact = try pack("fetched and flushed\n")
+        // The fetch's commit lives in the damaged pack only, and the peer's ref names it.
+        let tree = String(decoding: try git(f.gitDir, ["rev-parse", "HEAD^{tree}"]).out, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let fetched = String(decoding: try git(f.gitDir, ["commit-tree", tree, "-m", "the watch's"]).out, as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let dir = f.gitDir.appending("objects/pack")
+        for ext in ["pack", "idx"] { try Files.remove(dir.appending("pack-\(damaged).\(ext)")) }
+        let repacked = String(decoding: try git(f.gitDir, ["pack-objects", dir.appending("pack").string], input: Array((fetched + "\n").utf8)).out,
+                              as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try git(f.gitDir, ["prune-packed"]).status == 0)
+        #expect(try git(f.gitDir, ["update-ref", "refs/remotes/watch/main", fetched]).status == 0)
+        let damagedName = repacked
+        for ext in ["pack", "idx"] {
+            let file = dir.appending("pack-\(damagedName).\(ext)")
+            let size = try Files.read(file).count
+            try? FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file.string)
+            try Files.remove(file)
+            try Files.create(file, bytes: [UInt8](repeating: 0, count: size), executable: false)
+        }
+        #expect(try gitFsck(f.gitDir) != 0)
+        let report = StoreRepair.repair(gitDir: f.gitDir, checkObjects: true)
+        #expect(report.removedPacks.count == 1 && report.removedPacks[0].hasPrefix("pack-\(damagedName)"))
+        #expect(report.lines.contains { $0.contains("damaged pack") })
+        #expect(FileManager.default.fileExists(atPath: dir.appending("pack-\(intact).idx").string))
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("pack-\(damagedName).idx").string))
+        let store = try Store.openOrCreate(device: "phone", data: f.data, gitDir: f.gitDir)
+        // The peer's ref names a commit that is gone with the pack: removed; the next fetch sets it.
+        #expect(try store.dropMirrorRefsToMissingObjects() == ["refs/remotes/watch/main"])
+        #expect(try gitFsck(f.gitDir) == 0)
+        #expect(try store.headID() == head)
+        #expect(StoreRepair.repair(gitDir: f.gitDir, checkObjects: true).isEmpty)
+    }
+
     @Test func emptiedAndOlderFilesAreDamageNewerOnesAreEdits() throws {
         let f = try StoreFixture()
         try f.write("emptied.txt", "was here", mtime: 1_700_000_000)

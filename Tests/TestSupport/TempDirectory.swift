@@ -76,14 +76,20 @@ public final class TempDevice: @unchecked Sendable {
 
 /// Runs a program to its end; its exit status and what it wrote on stdout (stderr is dropped).
 @discardableResult
-public func runProgram(_ path: String, _ args: [String]) throws -> (status: Int32, out: Data) {
+public func runProgram(_ path: String, _ args: [String], input: [UInt8]? = nil) throws -> (status: Int32, out: Data) {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: path)
     p.arguments = args
     let pipe = Pipe()
     p.standardOutput = pipe
     p.standardError = FileHandle.nullDevice
+    let stdin = input.map { _ in Pipe() }
+    if let stdin { p.standardInput = stdin }
     try p.run()
+    if let stdin, let input {
+        stdin.fileHandleForWriting.write(Data(input))
+        try stdin.fileHandleForWriting.close()
+    }
     let out = pipe.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
     return (p.terminationStatus, out)
@@ -91,8 +97,8 @@ public func runProgram(_ path: String, _ args: [String]) throws -> (status: Int3
 
 /// The git CLI on a store (`git --git-dir <gitDir> args...`).
 @discardableResult
-public func git(_ gitDir: FilePath, _ args: [String]) throws -> (status: Int32, out: Data) {
-    try runProgram("/usr/bin/git", ["--git-dir", gitDir.string] + args)
+public func git(_ gitDir: FilePath, _ args: [String], input: [UInt8]? = nil) throws -> (status: Int32, out: Data) {
+    try runProgram("/usr/bin/git", ["--git-dir", gitDir.string] + args, input: input)
 }
 
 /// `git fsck --no-dangling` (with `--full`: packs too) on a store, by the git CLI; its exit status.

@@ -65,6 +65,9 @@ enum Startup {
         }
         Store.limitMemory(config.memory)
         let store = try Store.openOrCreate(device: config.device, data: config.data, gitDir: config.storePath)
+        if powerLoss, let dropped = try? store.dropMirrorRefsToMissingObjects(), !dropped.isEmpty {
+            logger.warning("\(config.storePath): removed \(dropped.count) ref(s) mirroring a peer whose commit the power cut took (\(dropped.prefix(3).joined(separator: ", "))); the next fetch sets them again")
+        }
         store.rules = config.resolvers
         store.resolvers = resolvers
         store.policy = config.policy

@@ -18,15 +18,20 @@ public enum StoreRepair {
         public var headRewritten = false
         /// Why the index file was removed (nil: it was fine or absent).
         public var indexRemoved: String?
+        /// Packs set aside as damaged (name and why).
+        public var removedPacks: [String] = []
         /// Loose objects removed as damaged (their ids).
         public var removedObjects: [String] = []
-        public var isEmpty: Bool { removedRefs.isEmpty && restoredRefs.isEmpty && !headRewritten && indexRemoved == nil && removedObjects.isEmpty }
+        public var isEmpty: Bool { removedRefs.isEmpty && restoredRefs.isEmpty && !headRewritten && indexRemoved == nil && removedObjects.isEmpty && removedPacks.isEmpty }
 
         /// One line per thing repaired, for the log.
         public var lines: [String] {
             var out: [String] = []
             if headRewritten { out.append("HEAD was damaged; it points at refs/heads/main again") }
             for ref in restoredRefs { out.append("the ref \(ref)") }
+            if !removedPacks.isEmpty {
+                out.append("moved \(removedPacks.count) damaged pack(s) to syncagent/damaged (\(removedPacks.prefix(3).joined(separator: "; "))); a peer that has their objects sends them again")
+            }
             for ref in removedRefs { out.append("removed the damaged ref \(ref) (its reflog names no earlier value); it is set again by the next commit, fetch or merge") }
             if let why = indexRemoved { out.append("removed the index file (\(why)); it is rebuilt from main and every file is read again") }
             if !removedObjects.isEmpty {
@@ -72,6 +77,24 @@ public enum StoreRepair {
             _ = Durability.flushFiles([], andDirectories: [gitDir])
         }
         if checkObjects {
+            // Packs whose names reached the disk and whose bytes did not (a fetch's pack in ext4's
+            // journal: names and sizes go with any fsync, data only with its own): set aside with
+            // their index, as damaged loose objects are. What a ref needed from them comes again
+            // from a peer; a peer's ref that named them was written after them and is gone too.
+            let packDir = gitDir.appending("objects").appending("pack")
+            for entry in (try? Directory.entries(of: packDir)) ?? [] where entry.name.extension == "idx" {
+                let idx = packDir.appending(entry.name)
+                guard let why = Integrity.packDamage(idx: idx) else { continue }
+                let stem = entry.name.stem
+                let aside = gitDir.appending("syncagent").appending("damaged")
+                try? Files.makeDirectories(aside)
+                for ext in ["idx", "pack", "rev", "keep"] {
+                    let file = packDir.appending(stem + "." + ext)
+                    if ((try? FileStat.of(file)) ?? nil) != nil { try? Files.rename(file, to: aside.appending(stem + "." + ext)) }
+                }
+                report.removedPacks.append("\(stem) (\(why))")
+            }
+            if !report.removedPacks.isEmpty { _ = Durability.flushFiles([], andDirectories: [packDir, gitDir.appending("syncagent").appending("damaged")]) }
             let objects = gitDir.appending("objects")
             for fan in (try? Directory.entries(of: objects)) ?? [] where isHex(fan.name.string, count: 2) {
                 let dir = objects.appending(fan.name)
@@ -113,5 +136,22 @@ public enum StoreRepair {
 
     static func isHex(_ text: String, count: Int) -> Bool {
         text.utf8.count == count && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+}
+
+extension Store {
+    /// After a power cut: the refs that mirror a peer or a hub (`refs/remotes/`, `refs/hubs/`) whose
+    /// commit is not in the store (its pack was set aside as damaged) are removed; the next fetch
+    /// sets them again. Returns their names. `main` and the records are never removed here.
+    public func dropMirrorRefsToMissingObjects() throws -> [String] {
+        var dropped: [String] = []
+        for glob in ["refs/remotes/*", "refs/hubs/*"] {
+            for (name, target) in try repo.references(matching: glob) where !repo.hasObject(target) {
+                try repo.removeReference(name)
+                dropped.append(name)
+            }
+        }
+        if !dropped.isEmpty { Durability.flushFileSystem(containing: gitDir) }
+        return dropped
     }
 }
