@@ -1377,11 +1377,21 @@ class Harness:
         if not pm or pm != wm:
             return "mains differ: phone %s, watch %s" % (pm, wm)
         ps, ws = self.phone.scan(), self.watch.scan()
+        # Directories on the phone that hold a path the cut left (kept apart): left alone, the
+        # phone's copy lists no empty directory there while the watch's may (seed 5004, cut 16: a
+        # new file the cut emptied, held back, alone in a directory the watch holds empty).
+        holding = set()
+        for f in self.forbidden:
+            parts = f.rstrip("/").split("/")[:-1]
+            for i in range(1, len(parts) + 1):
+                holding.add("/".join(parts[:i]) + "/")
         diffs = []
         for k in sorted(set(ps) | set(ws)):
             if k in self.forbidden or k.rstrip("/") in self.forbidden:
                 continue
             a, b = ps.get(k), ws.get(k)
+            if a is None and b is not None and b[0] == "dir" and k in holding:
+                continue
             if a != b:
                 diffs.append("%s: phone %s, watch %s" % (k, self.edesc(a), self.edesc(b)))
         if diffs:
@@ -1400,6 +1410,8 @@ class Harness:
             have = dict((k, v[1]) for k, v in t.items())
             for k in sorted(set(want) | set(have)):
                 if k in self.forbidden or TEMP_RE.match(os.path.basename(k)):
+                    continue
+                if dev is self.phone and k.endswith("/.syncagent-keep") and k[:-len(".syncagent-keep")] in holding:
                     continue
                 if want.get(k, "-") != have.get(k, "-") and not (k in want and want[k] is None and k in have):
                     return "%s: HEAD and data differ at %s (data %s, HEAD %s)" % (dev.name, k, want.get(k), have.get(k))
