@@ -114,33 +114,21 @@ extension Store {
     /// rewrite before it that did not reach the disk either (seed 5000, cut 179: replaced, then
     /// renamed away, committed in two steps; the cut brought back the version before both).
     func resurrected(under path: FilePath) throws -> [FilePath] {
-        guard policy.materializes(path), let head = try head() else { return [] }
+        guard policy.materializes(path) else { return [] }
+        let files = regularFiles(atOrUnder: path)
+        guard files.count <= 10_000 else { return [] }
+        return try wentBack(Dictionary(uniqueKeysWithValues: files.compactMap { f in Oid.hashing(file: data.pushing(f)).map { (f, $0) } }))
+    }
+
+    /// The regular files at `path` (a file) or under it (a directory) in the data directory.
+    func regularFiles(atOrUnder path: FilePath) -> [FilePath] {
+        guard let stat = (try? FileStat.of(data.pushing(path))) ?? nil else { return [] }
+        if stat.kind == .regular { return [path] }
         var files: [FilePath] = []
-        if let stat = (try? FileStat.of(data.pushing(path))) ?? nil {
-            if stat.kind == .regular { files = [path] }
-            else if stat.kind == .directory {
-                Directory.walk(data.pushing(path)) { rel, kind in if kind == .regular { files.append(path.pushing(rel)) } }
-            }
+        if stat.kind == .directory {
+            Directory.walk(data.pushing(path)) { rel, kind in if kind == .regular { files.append(path.pushing(rel)) } }
         }
-        guard !files.isEmpty, files.count <= 10_000 else { return [] }
-        var pending = Dictionary(uniqueKeysWithValues: files.compactMap { f in Oid.hashing(file: data.pushing(f)).map { (f, $0) } })
-        var found: [FilePath] = []
-        var seen = 0
-        try repo.walk(from: head, firstParentOnly: true) { id in
-            seen += 1
-            let tree = try repo.commit(id).tree
-            for (file, blob) in pending {
-                guard let held = try repo.entry(at: file, inTree: tree) else { continue }
-                if held.oid == blob {
-                    if seen > 1 { found.append(file) }  // `main` itself holding it: no deletion to undo
-                    pending[file] = nil
-                } else if seen == 1 {
-                    pending[file] = nil  // `main` holds another version here: an edit, not a resurrection
-                }
-            }
-            return !pending.isEmpty && seen < Self.resurrectionDepth
-        }
-        return found
+        return files
     }
 
     /// Puts `main`'s version back at these paths (removes what `main` does not hold); what the disk
@@ -174,14 +162,7 @@ extension Store {
         let index = try liveIndex()
         var out: [FilePath] = []
         for path in paths where index.entry(path) == nil && index.entries(under: path).isEmpty && policy.materializes(path) {
-            var files: [FilePath] = []
-            if let stat = (try? FileStat.of(data.pushing(path))) ?? nil {
-                if stat.kind == .regular { files = [path] }
-                else if stat.kind == .directory {
-                    Directory.walk(data.pushing(path)) { rel, kind in if kind == .regular { files.append(path.pushing(rel)) } }
-                }
-            }
-            for file in files {
+            for file in regularFiles(atOrUnder: path) {
                 guard let stat = (try? FileStat.of(data.pushing(file))) ?? nil, stat.kind == .regular, stat.ctimeSeconds <= bootTime,
                       stat.size == 0 || isAllZeros(data.pushing(file), size: stat.size) else { continue }
                 out.append(file)

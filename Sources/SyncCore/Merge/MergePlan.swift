@@ -20,16 +20,6 @@ struct MergePlan: Sendable {
         /// libgit2 reported no conflict here, but its result holds a directory where one side
         /// made or changed a file (`Store.filesLostToDirectories`).
         var lostToDirectory: Bool = false
-
-        init(path: FilePath, base: ConflictSide?, ours: SideVersion, theirs: SideVersion,
-             oursFromJoin: Bool = false, lostToDirectory: Bool = false) {
-            self.path = path
-            self.base = base
-            self.ours = ours
-            self.theirs = theirs
-            self.oursFromJoin = oursFromJoin
-            self.lostToDirectory = lostToDirectory
-        }
     }
 
     enum Step: Sendable, Equatable {
