@@ -1,4 +1,5 @@
 import CLibgit2
+import Glibc
 
 /// A failed libgit2 call: which call, libgit2's error class and code, and its message.
 public struct GitError: Error, Sendable, CustomStringConvertible, Equatable {
@@ -10,6 +11,9 @@ public struct GitError: Error, Sendable, CustomStringConvertible, Equatable {
     public let message: String
     /// The libgit2 function that failed, e.g. "git_index_add_bypath".
     public let call: String
+    /// The OS error behind it (`errno`) when libgit2 said the system failed (`GIT_ERROR_OS`,
+    /// `GIT_ERROR_FILESYSTEM`) or our own file I/O did: `ENOSPC` and `EDQUOT` mean the disk is full.
+    public var osError: Int32?
 
     public enum Code {
         public static let notFound = Int32(GIT_ENOTFOUND.rawValue)
@@ -50,12 +54,16 @@ public struct GitError: Error, Sendable, CustomStringConvertible, Equatable {
         code == Code.invalid && errorClass == Int32(GIT_ERROR_ODB.rawValue)
     }
 
-    public init(code: Int32, errorClass: Int32, message: String, call: String) {
+    public init(code: Int32, errorClass: Int32, message: String, call: String, osError: Int32? = nil) {
         self.code = code
         self.errorClass = errorClass
         self.message = message
         self.call = call
+        self.osError = osError
     }
+
+    /// The local disk (or this user's quota) is full.
+    public var isDiskFull: Bool { osError == ENOSPC || osError == EDQUOT }
 
     /// An object a reference or tree names is not in the object database (a store that is damaged,
     /// or a copy that stopped half-way): not a missing repository.
@@ -77,9 +85,22 @@ func check(_ result: Int32, _ call: @autoclosure () -> String) throws(GitError) 
     throw lastError(code: result, call: call())
 }
 
+/// The classes libgit2 sets from a failed system call.
+private let systemClasses: Set<Int32> = [Int32(GIT_ERROR_OS.rawValue), Int32(GIT_ERROR_FILESYSTEM.rawValue)]
+/// The errno of a failed system call under libgit2. `errno` itself is gone by the time libgit2
+/// returns (it cleans up with more calls: a failed mkdir came back as ENOENT), but libgit2 ends the
+/// message of a failed system call with `strerror` of its errno, in this process's locale: that
+/// text is matched whole against the same `strerror` of each errno (only once a call failed).
+func osError(endingMessage message: String) -> Int32? {
+    (Int32(1)..<Int32(134)).first { message.hasSuffix(": " + String(cString: strerror($0))) }
+}
+
 func lastError(code: Int32, call: String) -> GitError {
     if let err = git_error_last(), let msg = err.pointee.message {
-        return GitError(code: code, errorClass: err.pointee.klass, message: String(cString: msg), call: call)
+        let klass = err.pointee.klass
+        let message = String(cString: msg)
+        return GitError(code: code, errorClass: klass, message: message, call: call,
+                        osError: systemClasses.contains(klass) ? osError(endingMessage: message) : nil)
     }
     return GitError(code: code, errorClass: 0, message: "no message from libgit2", call: call)
 }

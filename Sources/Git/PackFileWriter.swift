@@ -433,7 +433,7 @@ final class PackFileWriter {
     private func ioFailed(_ what: String, _ code: Int32) -> GitError {
         GitError(code: GitError.Code.generic, errorClass: 0,
                  message: "\(what) the pack being written in \(packDir): \(String(cString: strerror(code))); check that the disk is not full",
-                 call: "PackFileWriter")
+                 call: "PackFileWriter", osError: code)
     }
 
     private func zlibFailed(_ id: Oid?) -> GitError {

@@ -220,7 +220,8 @@ struct PackRollUp {
     }
 
     static func ioFailed(_ what: String, _ path: FilePath, _ code: Int32) -> GitError {
-        GitError(code: GitError.Code.generic, errorClass: 0, message: "\(what) \(path): \(String(cString: strerror(code)))", call: "PackRollUp")
+        GitError(code: GitError.Code.generic, errorClass: 0, message: "\(what) \(path): \(String(cString: strerror(code)))", call: "PackRollUp",
+                 osError: code)
     }
 }
 

@@ -41,6 +41,5 @@ struct SendCommand: AsyncParsableCommand {
         }
         if let error = result.error { throw UserFacingError(error) }
         print(result.message)
-        if result.message.hasPrefix("not sent") { throw UserFacingError("nothing was sent") }
     }
 }

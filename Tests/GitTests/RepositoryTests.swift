@@ -18,6 +18,27 @@ import TestSupport
         #expect(head == "ref: refs/heads/main\n")
     }
 
+    /// A system call that fails under libgit2 comes up with its errno, so a full disk is known by
+    /// `ENOSPC`: here the ref log libgit2 appends to is /dev/full.
+    @Test func aFullDiskUnderLibgit2IsKnownByItsErrno() throws {
+        let t = try TempDevice()
+        try t.write("a.txt", "hello\n")
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let index = try repo.index()
+        _ = try index.add("a.txt")
+        let tree = try index.writeTree()
+        try FileManager.default.createDirectory(atPath: t.gitDir.appending("logs").string, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: t.gitDir.appending("logs/HEAD").string, withDestinationPath: "/dev/full")
+        do {
+            _ = try repo.createCommit(tree: tree, parents: [], author: sig, committer: sig, message: "first\n", updateRef: "HEAD")
+            Issue.record("a ref log was written to /dev/full")
+        } catch {
+            #expect(error.osError == ENOSPC, "\(error)")
+            #expect(error.isDiskFull)
+        }
+        #expect(osError(endingMessage: "disk full, says the server") == nil)
+    }
+
     @Test func addWriteTreeCommitAndReopen() throws {
         let t = try TempDevice()
         try t.write("a.txt", "hello\n")

@@ -67,7 +67,7 @@ struct RequestPerformer: Sendable {
             return encoded(await engine.commitNow(paths: paths.map { FilePath(bytes: $0) }))
         case .sendDeletes:
             defer { changed() }
-            return encoded(MessageResult(message: await engine.confirmDeletes(), error: nil))
+            return encoded(await engine.confirmDeletes())
         }
     }
 }

@@ -277,12 +277,15 @@ actor SyncEngine {
     }
 
     /// `syncagent send --deletes`: commits the held deletions.
-    func confirmDeletes() async -> String {
-        guard rootIsPresent() else { return "not sent: \(DeletionHold.rootMissing(config.data).message)" }
+    func confirmDeletes() async -> MessageResult {
+        guard rootIsPresent() else {
+            return MessageResult(message: "not sent", error: DeletionHold.rootMissing(config.data).message,
+                                 errorCode: SyncError.Code.noSuchPath.rawValue)
+        }
         await commitPendingLocal()
         let count = heldDeletes.count
         commit(WatchBatch(paths: heldDeletes), confirmDeletes: true)
-        return count == 0 ? "no deletions were held" : "sent \(count) held deletion\(count == 1 ? "" : "s")"
+        return MessageResult(message: count == 0 ? "no deletions were held" : "sent \(count) held deletion\(count == 1 ? "" : "s")", error: nil)
     }
 
     /// The start-up commit: what changed while the agent was stopped, in chunks, so a stop request

@@ -41,8 +41,7 @@ extension SyncError {
         if git.code == GitError.Code.notFound { return .notFound }
         if git.isNetwork { return .unreachable }
         if git.code == GitError.Code.cancelled { return .timeout }
-        let words = git.message.lowercased()
-        if words.contains("no space left") || words.contains("disk quota") { return .diskFull }
+        if git.isDiskFull { return .diskFull }
         return .other
     }
 }

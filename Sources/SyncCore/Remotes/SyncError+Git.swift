@@ -1,3 +1,4 @@
+import FileSystem
 import FoundationEssentials
 import Glibc
 internal import Git
@@ -17,19 +18,16 @@ extension SyncError {
 
     private static func fetching(_ git: GitError, link: PeerLink, configFile: FilePath) -> SyncError {
         let url = link.displayURL
-        // libgit2's own codes first, then what servers and ssh say in words.
-        if git.code == GitError.Code.auth, !git.message.hasPrefix("authentication failed") {
-            return SyncError(.auth, "peer \(link.name) (\(url)): \(git.message); check `identity` or the credentials for this peer in \(configFile)")
-        }
-        if git.message.contains("Host key verification failed") {
+        let said = git.serverSaid
+        if said == .hostKeyUnknown {
             let file = KnownHosts.knownHostsFile(for: link.config, home: ProcessInfo.processInfo.environment["HOME"])
             return SyncError(.hostKey, "peer \(link.name) (\(url)): \(git.message). The server's host key is not in \(file), or it changed; "
                 + "check it with the server's admin, then add it (ssh-keyscan the host >> \(file))")
         }
-        if git.message.contains("host key") {
+        if said == .hostKey {
             return SyncError(.hostKey, "peer \(link.name) (\(url)): \(git.message)")
         }
-        if git.message.hasPrefix("authentication failed") || git.message.contains("Permission denied (publickey") {
+        if said == .authentication {
             let fix = link.config.credentials != nil || url.hasPrefix("http")
                 ? "check the user:password in the credentials file named in \(configFile)"
                 : "check `identity` for this peer in \(configFile), or add this device's public key to the server's authorized_keys"
@@ -44,41 +42,45 @@ extension SyncError {
         if git.isMissingObject {
             return SyncError(.badHistory, "peer \(link.name) (\(url)): an object its history names could not be read (\(git.message)); nothing was merged and the fetch is retried. If this repeats, run `git --git-dir=<its store> fsck` on \(link.name).")
         }
-        let text = git.message.lowercased()
-        if let dir = link.localGitDir, git.code == GitError.Code.notFound || text.contains("could not find repository")
-            || text.contains("not found") || text.contains("no such file or directory") {
-            var info = stat()
-            let exists = dir.withPlatformString { stat($0, &info) } == 0
-            let isDirectory = exists && (info.st_mode & S_IFMT) == S_IFDIR
-            let partial = ["HEAD", "objects", "refs"].contains { FileManager.default.fileExists(atPath: dir.appending($0).string) }
-            if partial {
+        // A store on this machine: what is at its path says why, not the words.
+        if let dir = link.localGitDir, let what = Self.notAStore(dir) {
+            if what.partial {
                 return SyncError(.notFound, "peer \(link.name) (\(url)): \(dir) is not a whole store (\(git.message)): its agent may be creating it, or it is damaged. "
                     + "Retried; if this lasts, run `git --git-dir=\(dir) fsck` on \(link.name).")
             }
-            let what = !exists ? "\(dir) does not exist" : isDirectory ? "\(dir) is a directory but not a store" : "\(dir) is a file"
-            return SyncError(.notFound, "peer \(link.name) (\(url)): \(what). A peer's url is its store, <its state>/store.git "
+            return SyncError(.notFound, "peer \(link.name) (\(url)): \(what.why). A peer's url is its store, <its state>/store.git "
                 + "(by default ~/.local/state/syncagent/\(link.name)/store.git), never its data directory. Fix the url in \(configFile).")
         }
-        if text.contains("not found") || text.contains("status code: 404") || text.contains("does not appear to be a git repository")
-            || text.contains("not a git repository") {
+        if said == .repositoryMissing || (link.localGitDir == nil && git.code == GitError.Code.notFound) {
             return SyncError(.notFound, "peer \(link.name) (\(url)): the repository was not found (\(git.message)). Check the url in \(configFile); a hub must exist first (git init --bare).")
         }
-        if text.contains("permission denied") || text.contains("403") {
+        if said == .permissionDenied {
             return SyncError(.refused, "peer \(link.name) (\(url)): permission denied by the server (\(git.message)); the account needs read and write access to the repository.")
         }
         return SyncError(.unreachable, "cannot fetch from \(url): \(git.message). Check the peer's url in \(configFile) and that its store exists.")
     }
 
+    /// Why the directory `dir` is not a store git can open (nil: it looks like one): it does not
+    /// exist, is a file, is a directory with none of a store's parts, or holds only some of them.
+    static func notAStore(_ dir: FilePath) -> (why: String, partial: Bool)? {
+        func kind(_ path: FilePath) -> FileStat.Kind? { (try? FileStat.of(path))?.kind }
+        guard let top = kind(dir) else { return ("\(dir) does not exist", false) }
+        guard top == .directory else { return ("\(dir) is a file", false) }
+        let parts = ["HEAD", "objects", "refs"].map { kind(dir.appending($0)) != nil }
+        if parts.allSatisfy({ $0 }) { return nil }
+        return parts.contains(true) ? ("\(dir) is not a whole store", true) : ("\(dir) is a directory but not a store", false)
+    }
+
     /// What a failed push to the hub `link` means; `otherwise` is the code when the words say
     /// nothing about the disk or permissions (the fetch's reading of the same error).
     public static func pushing(_ error: any Error, link: PeerLink, otherwise: Code) -> SyncError {
-        let detail = (error as? GitError)?.message ?? "\(error)"
-        let lower = detail.lowercased()
-        let hint = lower.contains("no space") || lower.contains("disk full") || lower.contains("quota")
-            ? " The server's disk is full: free space there."
-            : lower.contains("permission denied") || lower.contains("403")
-            ? " The server refused to write: the account needs write access to the repository." : ""
-        let code: Code = hint.contains("disk is full") ? .diskFull : hint.isEmpty ? otherwise : .refused
+        let git = error as? GitError
+        let detail = git?.message ?? "\(error)"
+        let said = git?.serverSaid
+        let (code, hint): (Code, String) = said == .diskFull || git?.isDiskFull == true
+            ? (.diskFull, " The server's disk is full: free space there.")
+            : said == .permissionDenied
+            ? (.refused, " The server refused to write: the account needs write access to the repository.") : (otherwise, "")
         return SyncError(code, "cannot push to \(link.name) (\(link.displayURL)): \(detail).\(hint) Local commits go on; the push is retried.",
                          subject: link.name, cause: error as? GitError)
     }
