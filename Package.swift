@@ -25,13 +25,30 @@ let package = Package(
         .systemLibrary(
             name: "CLibgit2",
             pkgConfig: "libgit2",
-            providers: [.apt(["libgit2-dev", "libdeflate-dev"])]
+            providers: [.apt(["libgit2-dev"])]
         ),
-        // Every libgit2 call, pointer and error. Knows nothing of syncing.
+        // zlib, libdeflate and OpenSSL's digests: the modulemap and shim only.
+        .systemLibrary(
+            name: "CCompression",
+            providers: [.apt(["zlib1g-dev", "libdeflate-dev", "libssl-dev"])]
+        ),
+        // The project's own object storage, in git's formats, with no libgit2: object ids, loose
+        // objects read in chunks, packs and their indexes written, SHA-1, CRC-32 and Adler-32,
+        // checks of files a power cut damaged. Knows nothing of libgit2 or of syncing.
+        .target(
+            name: "ObjectStorage",
+            dependencies: [
+                "CCompression", "FileSystem",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
+        ),
+        // Every libgit2 call, pointer and error, and the glue that lets libgit2 read and write
+        // through ObjectStorage (odb backends, pack batches, copies, transfers). Knows nothing of syncing.
         .target(
             name: "Git",
             dependencies: [
-                "CLibgit2", "Platform", "FileSystem",
+                "CLibgit2", "CCompression", "ObjectStorage", "Platform", "FileSystem",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
@@ -61,7 +78,7 @@ let package = Package(
         .target(
             name: "SyncCore",
             dependencies: [
-                "Git", "FileSystem", "Platform",
+                "Git", "ObjectStorage", "FileSystem", "Platform",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],
@@ -135,14 +152,15 @@ let package = Package(
         // What every test suite shares: real temporary directories and device layouts, `git fsck`.
         .target(name: "TestSupport", dependencies: [.product(name: "SystemPackage", package: "swift-system")],
                 path: "Tests/TestSupport"),
-        .testTarget(name: "GitTests", dependencies: ["Git", "TestSupport", .product(name: "SystemPackage", package: "swift-system"),
+        .testTarget(name: "ObjectStorageTests", dependencies: ["ObjectStorage", "CCompression"]),
+        .testTarget(name: "GitTests", dependencies: ["Git", "ObjectStorage", "TestSupport", .product(name: "SystemPackage", package: "swift-system"),
                                                    .product(name: "PropertyBased", package: "swift-property-based")]),
         .testTarget(name: "SyncAgentKitTests", dependencies: ["SyncAgentKit", "Agent", "SyncCore", "TestSupport",
                                                              .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "AgentTests", dependencies: ["Agent", "SyncCore", "TestSupport", .product(name: "Logging", package: "swift-log"),
                                                       .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "WatcherTests", dependencies: ["Watcher", "FileSystem", "TestSupport", .product(name: "SystemPackage", package: "swift-system")]),
-        .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "Git", "FileSystem", "Platform", "TestSupport", .product(name: "SystemPackage", package: "swift-system"),
+        .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "Git", "ObjectStorage", "FileSystem", "Platform", "TestSupport", .product(name: "SystemPackage", package: "swift-system"),
                                                          .product(name: "PropertyBased", package: "swift-property-based")]),
     ]
 )

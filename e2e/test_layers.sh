@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The layers docs/ARCHITECTURE.md states, as the package graph and the imports hold them:
-# C library -> Git (the only module that touches libgit2) -> SyncCore (imports Git internally: no
+# C libraries -> ObjectStorage (our own object and pack storage in git's formats: zlib, libdeflate,
+# OpenSSL, never libgit2) -> Git (the only module that touches libgit2) -> SyncCore (imports Git internally: no
 # libgit2 or Git type in its API) -> Agent -> CLI and SyncAgentKit, none of which reach Git. Byte
 # paths (FilePath(bytes:), precedesInBytes, sortedInBytes, display) live in FileSystem. And the top
 # of the checkout holds only what belongs there.
@@ -11,7 +12,11 @@ cd "$root"
 # Who imports the libgit2 binding and the C module.
 bad=$(grep -rlE '^(@_exported |public |internal |@preconcurrency )?import CLibgit2$' Sources | grep -v '^Sources/Git/' || true)
 [ -z "$bad" ] || fail "only Sources/Git may import CLibgit2; also: $bad"
-bad=$(grep -rlE '^(@_exported |public |internal |@preconcurrency )?import Git$' Sources | grep -vE '^Sources/(Git|SyncCore)/' || true)
+bad=$(grep -rlE '^(@_exported |public |internal |@preconcurrency )?import (Git|CLibgit2)$' Sources/ObjectStorage || true)
+[ -z "$bad" ] || fail "ObjectStorage knows nothing of libgit2: $bad"
+bad=$(grep -rlE '^(@_exported |public |internal |@preconcurrency )?import CCompression$' Sources | grep -vE '^Sources/(ObjectStorage|Git)/' || true)
+[ -z "$bad" ] || fail "only ObjectStorage and Git use zlib, libdeflate and OpenSSL directly: $bad"
+bad=$(grep -rlE '^(@_exported |public |internal |@preconcurrency )?import (Git|ObjectStorage)$' Sources | grep -vE '^Sources/(Git|SyncCore|ObjectStorage)/' || true)
 [ -z "$bad" ] || fail "only SyncCore may import Git (the CLI, Agent and SyncAgentKit go through SyncCore): $bad"
 bad=$(grep -rlE '^(@_exported |public |@preconcurrency )?import Git$' Sources/SyncCore || true)
 [ -z "$bad" ] || fail "SyncCore imports Git internally only (internal import Git), so no Git type leaks into its API: $bad"
@@ -29,12 +34,14 @@ for m in re.finditer(r'\.(?:target|executableTarget|testTarget)\(\s*name:\s*"([^
     d = re.search(r'dependencies:\s*\[(.*?)\]\s*[,)\n]', body, re.S)
     deps[name] = set(re.findall(r'"([^"]+)"', d.group(1))) if d else set()
 bad = [n for n in ("Agent", "syncagent", "SyncAgentKit", "Watcher", "FileSystem", "Platform")
-       if n in deps and "Git" in deps[n]]
+       if n in deps and {"Git", "ObjectStorage"} & deps[n]]
+if "ObjectStorage" in deps and ({"Git", "CLibgit2", "SyncCore"} & deps["ObjectStorage"]):
+    print("ObjectStorage depends on %s" % deps["ObjectStorage"]); sys.exit(1)
 if bad:
     print("targets that must not depend on Git do: %s" % ", ".join(bad)); sys.exit(1)
 if "FileSystem" in deps and ({"Git", "SyncCore"} & deps["FileSystem"]):
     print("FileSystem depends on %s" % deps["FileSystem"]); sys.exit(1)
-missing = [n for n in ("Agent", "syncagent", "SyncAgentKit", "Git", "SyncCore", "FileSystem") if n not in deps]
+missing = [n for n in ("Agent", "syncagent", "SyncAgentKit", "Git", "ObjectStorage", "SyncCore", "FileSystem") if n not in deps]
 if missing:
     print("Package.swift: could not read the targets %s" % missing); sys.exit(1)
 PY
@@ -56,5 +63,5 @@ for entry in $top; do
         *) fail "a stray top-level entry in git: $entry (top level: $top)" ;;
     esac
 done
-log "layers hold: only SyncCore imports Git (internally), byte paths in FileSystem, top level: $top"
+log "layers hold: ObjectStorage without libgit2, only SyncCore imports Git (internally), byte paths in FileSystem, top level: $top"
 log "ok"

@@ -5,9 +5,6 @@
 #include <git2/sys/odb_backend.h>
 #include <git2/sys/mempack.h>
 #include <git2/sys/transport.h>
-#include <zlib.h>
-#include <libdeflate.h>
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -34,19 +31,11 @@ typedef struct {
     void *owner;
 } syncagent_odb_stream;
 
-/* inflateInit is a macro: a function Swift can call. */
-static inline int syncagent_inflate_init(z_stream *stream) {
-    return inflateInit(stream);
-}
-static inline int syncagent_deflate_init(z_stream *stream, int level) {
-    return deflateInit(stream, level);
-}
 
-/* copy_file_range(2) and mkstemps(3) need _GNU_SOURCE, which this header does not set. */
+/* copy_file_range(2) needs _GNU_SOURCE, which this header does not set. */
 static inline long syncagent_copy_file_range(int in, int out, size_t length) {
     return syscall(SYS_copy_file_range, in, (void *)0, out, (void *)0, length, 0u);
 }
-int mkstemps(char *template, int suffixlen);
 
 /* git_libgit2_opts is variadic and not imported into Swift: one wrapper per option we use. */
 static inline int syncagent_git_set_owner_validation(int enabled) {

@@ -1,3 +1,4 @@
+import ObjectStorage
 /// The parents and generation numbers of the commits one repository handle has read. Commits never
 /// change, so each is read from disk once per handle; a reachability question then walks memory,
 /// and only the commits above the generation of the one asked about. (libgit2 1.5 answers

@@ -1,4 +1,5 @@
 import CLibgit2
+import ObjectStorage
 
 /// An object database holding one backend of ours (`syncagent_odb_backend`: libgit2's struct, then
 /// a pointer to the Swift object behind it), as `StoredLooseBackend` and `PackBatch`'s stream

@@ -1,4 +1,5 @@
 import CLibgit2
+import ObjectStorage
 import SystemPackage
 
 /// Objects written into a pack of exactly those objects beside the store's others, a new pack each
@@ -75,7 +76,7 @@ public final class PackBatch {
         let id = Oid(out)
         if let failed { throw failed }
         guard !has(id) else { return id }
-        try failing { () throws(GitError) in try openWriter().append(data, type: type, id: id) }
+        try failing { () throws(GitError) in try openWriter().append(data, type: ObjectType(type), id: id) }
         waiting.insert(id)
         if let writer, writer.size >= UInt64(flushBytes) { try flush() }
         return id
@@ -103,7 +104,7 @@ public final class PackBatch {
         if let failed { throw failed }
         return try failing { () throws(GitError) in
             let writer = try openWriter()
-            try writer.begin(type: type, size: size, stored: streamStored)
+            try writer.begin(type: ObjectType(type), size: size, stored: streamStored)
             return writer
         }
     }

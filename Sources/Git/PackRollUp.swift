@@ -1,4 +1,5 @@
 import CLibgit2
+import ObjectStorage
 import Glibc
 import SystemPackage
 
@@ -225,7 +226,3 @@ struct PackRollUp {
     }
 }
 
-extension Oid {
-    /// The id's first 8 bytes, as a number.
-    var prefix64: UInt64 { withUnsafeBytes(of: raw.id) { $0.loadUnaligned(as: UInt64.self) } }
-}

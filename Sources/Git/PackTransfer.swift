@@ -1,4 +1,5 @@
 import CLibgit2
+import ObjectStorage
 import Dispatch
 import FoundationEssentials
 import Glibc
@@ -305,7 +306,7 @@ extension PackTransfer {
             // libgit2's collision detection.)
             let computed: Oid
             do {
-                computed = try sha.objectID(type: git_odb_object_type(object),
+                computed = try sha.objectID(type: ObjectType(git_odb_object_type(object)),
                                             content: UnsafeRawBufferPointer(start: git_odb_object_data(object), count: git_odb_object_size(object)))
             } catch {
                 git_odb_object_free(object)

@@ -1,4 +1,5 @@
 import CLibgit2
+import ObjectStorage
 import Glibc
 
 /// A reference the server would not update, and why (its own words).

@@ -1,4 +1,5 @@
 import CLibgit2
+import ObjectStorage
 
 extension Repository {
     /// Points `name` at `id` only if it still points at `expected` (nil: only if it does not exist).

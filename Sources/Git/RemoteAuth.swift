@@ -1,4 +1,5 @@
 import CLibgit2
+import ObjectStorage
 import FoundationEssentials
 import Glibc
 import Platform

@@ -1,4 +1,5 @@
 import CLibgit2
+import ObjectStorage
 
 /// What went wrong on the far side of a fetch or push, when only words tell it. ssh exits 255 for
 /// every failure of its own (unknown host key, refused key, no route), and git servers and http

@@ -1,4 +1,5 @@
 import CLibgit2
+import ObjectStorage
 
 /// Who made a commit and when (seconds since the epoch, UTC offset in minutes).
 public struct Signature: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import CLibgit2
+import ObjectStorage
 import SystemPackage
 
 extension Oid {

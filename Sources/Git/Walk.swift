@@ -1,4 +1,5 @@
 import CLibgit2
+import ObjectStorage
 
 extension Repository {
     /// The commits reachable from `tip`, newest first (by commit time, parents after children), or

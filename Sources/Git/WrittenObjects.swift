@@ -1,3 +1,4 @@
+import ObjectStorage
 import SystemPackage
 
 /// Which objects a short piece of work wrote, so the store can make exactly those durable (an

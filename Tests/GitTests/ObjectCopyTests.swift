@@ -1,5 +1,6 @@
 import Foundation
 import Git
+@testable import ObjectStorage
 import SystemPackage
 import Testing
 import TestSupport

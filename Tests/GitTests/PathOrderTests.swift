@@ -1,4 +1,5 @@
 @testable import Git
+@testable import ObjectStorage
 import PropertyBased
 import SystemPackage
 import Testing

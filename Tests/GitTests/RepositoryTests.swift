@@ -1,5 +1,6 @@
 import Foundation
 @testable import Git
+@testable import ObjectStorage
 import Platform
 import PropertyBased
 import SystemPackage

@@ -1,5 +1,6 @@
 import CLibgit2
 @testable import Git
+@testable import ObjectStorage
 import Testing
 
 /// What ssh, git servers and http said, as the words come through libgit2 (taken from this

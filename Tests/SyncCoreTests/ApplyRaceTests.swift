@@ -2,6 +2,7 @@ import FileSystem
 import Foundation
 import Glibc
 import Git
+@testable import ObjectStorage
 import SystemPackage
 import Testing
 @testable import SyncCore

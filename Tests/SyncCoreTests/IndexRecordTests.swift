@@ -1,6 +1,7 @@
 import FileSystem
 import Foundation
 import Git
+@testable import ObjectStorage
 import PropertyBased
 import SystemPackage
 import Testing

@@ -1,4 +1,5 @@
 import Git
+@testable import ObjectStorage
 @testable import SyncCore
 import SystemPackage
 import Testing

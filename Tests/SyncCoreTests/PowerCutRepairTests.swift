@@ -1,6 +1,7 @@
 import FileSystem
 import Foundation
 import Git
+@testable import ObjectStorage
 import Glibc
 import SystemPackage
 import Testing

@@ -1,6 +1,7 @@
 import CLibgit2
 import Foundation
 @testable import Git
+@testable import ObjectStorage
 import SystemPackage
 import Testing
 @testable import SyncCore

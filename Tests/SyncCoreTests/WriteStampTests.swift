@@ -1,6 +1,7 @@
 import FileSystem
 import Foundation
 import Git
+@testable import ObjectStorage
 import SystemPackage
 import Testing
 @testable import SyncCore

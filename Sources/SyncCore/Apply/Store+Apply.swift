@@ -3,6 +3,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 internal import Git
+internal import ObjectStorage
 import Synchronization
 import SystemPackage
 

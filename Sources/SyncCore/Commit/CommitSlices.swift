@@ -1,5 +1,6 @@
 import FileSystem
 internal import Git
+internal import ObjectStorage
 import SystemPackage
 
 extension Store {

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Glibc
 import Platform
 internal import Git
+internal import ObjectStorage
 import Synchronization
 import SystemPackage
 

@@ -2,6 +2,7 @@ import FileSystem
 import FoundationEssentials
 import Glibc
 internal import Git
+internal import ObjectStorage
 import SystemPackage
 
 /// The index is the store's record of what it knows: path -> stat data -> blob, mirroring `main`'s

@@ -1,5 +1,6 @@
 import FileSystem
 internal import Git
+internal import ObjectStorage
 import SystemPackage
 
 /// After the machine stopped under the agent (`AgentSession`): what a power cut did to files the

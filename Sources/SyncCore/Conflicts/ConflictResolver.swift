@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 internal import Git
+internal import ObjectStorage
 import SystemPackage
 
 /// What a resolver decided for one conflicted path.

@@ -1,4 +1,5 @@
 internal import Git
+internal import ObjectStorage
 import SystemPackage
 import FileSystem
 

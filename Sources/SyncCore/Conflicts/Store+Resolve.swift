@@ -1,6 +1,7 @@
 import FileSystem
 import FoundationEssentials
 internal import Git
+internal import ObjectStorage
 import Glibc
 import SystemPackage
 

@@ -1,4 +1,5 @@
 internal import Git
+internal import ObjectStorage
 
 /// A version the store holds (a commit, a file's bytes), named by its id. The domain's own type:
 /// nothing above SyncCore sees libgit2's.

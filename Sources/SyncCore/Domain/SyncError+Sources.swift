@@ -1,5 +1,6 @@
 import Glibc
 internal import Git
+internal import ObjectStorage
 import SystemPackage
 import FileSystem
 

@@ -2,6 +2,7 @@ import FileSystem
 import FoundationEssentials
 import Glibc
 internal import Git
+internal import ObjectStorage
 import SystemPackage
 
 /// One version of a path in `main`'s history (SPEC "History").

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import Platform
 internal import Git
+internal import ObjectStorage
 import SystemPackage
 import FileSystem
 

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import FileSystem
 internal import Git
+internal import ObjectStorage
 import SystemPackage
 
 extension Store {

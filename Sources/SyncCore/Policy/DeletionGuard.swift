@@ -1,5 +1,6 @@
 import FileSystem
 internal import Git
+internal import ObjectStorage
 import SystemPackage
 
 /// Why deletions are held instead of committed (SPEC "Safety holds"): an accident such as an

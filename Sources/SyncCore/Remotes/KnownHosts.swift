@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 internal import Git
+internal import ObjectStorage
 import SystemPackage
 
 /// The ssh host key check (SPEC `known_hosts`): the key a server shows must be the one its

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 internal import Git
+internal import ObjectStorage
 import SystemPackage
 
 /// The keys, passwords and host key check a peer's fetches and pushes use (ssh and http(s)).

@@ -1,5 +1,6 @@
 import FileSystem
 internal import Git
+internal import ObjectStorage
 import SystemPackage
 
 /// A bare repository's references as they are on disk (loose files under `refs/` over

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import Platform
 internal import Git
+internal import ObjectStorage
 import SystemPackage
 
 /// Where an ssh url points (`ssh://[user@]host[:port]/path` or scp-like `[user@]host:path`), and the

@@ -2,6 +2,7 @@ import FileSystem
 import FoundationEssentials
 import Glibc
 internal import Git
+internal import ObjectStorage
 import SystemPackage
 
 /// A hub refused to take this device's branch: another device pushes under the same name.

@@ -2,6 +2,7 @@ import FileSystem
 import FoundationEssentials
 import Glibc
 internal import Git
+internal import ObjectStorage
 import SystemPackage
 
 /// The one place where libgit2's errors (its class and code first, then what servers and ssh say

@@ -2,6 +2,7 @@ import FileSystem
 import FoundationEssentials
 import Glibc
 internal import Git
+internal import ObjectStorage
 import SystemPackage
 
 /// The device's git store: `<state>/store.git`, whose work tree is the data directory. It turns

@@ -1,5 +1,6 @@
 import FileSystem
 internal import Git
+internal import ObjectStorage
 import SystemPackage
 
 /// What a power cut can leave in a store that nothing else repairs, found and cleared before

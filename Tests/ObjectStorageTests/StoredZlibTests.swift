@@ -1,5 +1,5 @@
-import CLibgit2
-@testable import Git
+import CCompression
+@testable import ObjectStorage
 import Testing
 
 /// The zlib streams of stored blocks a pack batch writes for bytes that do not compress, and the

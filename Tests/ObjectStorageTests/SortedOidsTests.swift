@@ -1,4 +1,4 @@
-@testable import Git
+@testable import ObjectStorage
 import Testing
 
 /// The sorted-array set a fetch plans with: every id it was given is found, no other is, and ids

@@ -6,13 +6,13 @@ import Glibc
 /// percent at best and cost a third of the CPU of a batch of random 4 KB files. Byte counts do not
 /// see order: a pattern that uses every byte value evenly (0, 1, ..., 255, 0, 1, ...) is stored
 /// whole, which costs room, never bytes.
-enum Incompressible {
+package enum Incompressible {
     /// Bits per byte above which bytes are stored as they are.
-    static let threshold = 7.5
+    package static let threshold = 7.5
     /// Below this size the sample says too little (and zlib's cost is small).
-    static let minimumSize = 512
+    package static let minimumSize = 512
 
-    static func looks(_ data: UnsafeRawBufferPointer) -> Bool {
+    package static func looks(_ data: UnsafeRawBufferPointer) -> Bool {
         guard data.count >= minimumSize else { return false }
         return withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 256) { counts -> Bool in
             counts.initialize(repeating: 0)

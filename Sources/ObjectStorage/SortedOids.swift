@@ -1,11 +1,11 @@
 /// A set of object ids held as one sorted array, looked up by binary search: 20 bytes an id where
 /// a `Set<Oid>` takes 40-80 (a table kept under 3/4 full, and both tables at once while it grows).
 /// A 100k-object first fetch held three such sets at once: 15 MB of the agent's peak.
-struct SortedOids {
-    private(set) var ids: [Oid]
+package struct SortedOids {
+    package private(set) var ids: [Oid]
 
     /// The distinct ids of `ids`.
-    init(_ ids: some Sequence<Oid>) {
+    package init(_ ids: some Sequence<Oid>) {
         var sorted = Array(ids)
         sorted.sort(by: Self.precedes)
         var kept = 0
@@ -17,10 +17,10 @@ struct SortedOids {
         self.ids = sorted
     }
 
-    var count: Int { ids.count }
-    var isEmpty: Bool { ids.isEmpty }
+    package var count: Int { ids.count }
+    package var isEmpty: Bool { ids.isEmpty }
 
-    func contains(_ id: Oid) -> Bool {
+    package func contains(_ id: Oid) -> Bool {
         var low = 0, high = ids.count
         while low < high {
             let mid = (low + high) / 2

@@ -1,4 +1,4 @@
-import CLibgit2
+import CCompression
 import Glibc
 import SystemPackage
 
@@ -12,24 +12,24 @@ import SystemPackage
 /// In a profile of a 100k-file first commit that was two thirds of the hashing threads' time.
 /// The files written here are checked by `git verify-pack` and `git fsck` in `PackFileWriterTests`.
 /// One thread at a time.
-final class PackFileWriter {
+package final class PackFileWriter {
     /// zlib's fastest level: most of a batch is new files, often photos that do not compress; the
     /// store's own repacking (`Packs.swift`) writes the long-lived packs.
-    static let compression: Int32 = 1
+    package static let compression: Int32 = 1
 
-    struct Entry {
+    package struct Entry {
         // (In this order 32 bytes a stride, not 40: 100k objects' entries are 3.2 MB.)
-        var offset: UInt64
-        var id: Oid
-        var crc: UInt32
+        package var offset: UInt64
+        package var id: Oid
+        package var crc: UInt32
     }
 
-    let packDir: FilePath
+    package let packDir: FilePath
     private var fd: Int32
     private let tempPath: FilePath
     private var pending: [UInt8] = []
     /// Bytes of the pack so far, header included (the next object's offset).
-    private(set) var size: UInt64 = 12
+    package private(set) var size: UInt64 = 12
     private var entries: [Entry] = []
     private var stream = z_stream()
     private var scratch: [UInt8] = []
@@ -38,18 +38,18 @@ final class PackFileWriter {
     /// `finish` refuses (the pack is abandoned).
     private var broken: GitError?
 
-    var count: Int { entries.count }
+    package var count: Int { entries.count }
 
     /// Room for this many objects' entries, ahead of time.
-    func reserve(_ objects: Int) { entries.reserveCapacity(objects) }
+    package func reserve(_ objects: Int) { entries.reserveCapacity(objects) }
 
     /// The object added `position`-th.
-    func entry(at position: Int) -> Entry { entries[position] }
+    package func entry(at position: Int) -> Entry { entries[position] }
 
     /// Where the object `id` starts, if it was added (a look through every entry).
-    func offset(of id: Oid) -> UInt64? { entries.first { $0.id == id }?.offset }
+    package func offset(of id: Oid) -> UInt64? { entries.first { $0.id == id }?.offset }
 
-    init(packDir: FilePath) throws(GitError) {
+    package init(packDir: FilePath) throws(GitError) {
         let (fd, path) = try Self.temporary(in: packDir, prefix: "tmp_pack_")
         guard syncagent_deflate_init(&stream, Self.compression) == Z_OK else {
             close(fd)
@@ -69,7 +69,7 @@ final class PackFileWriter {
     }
 
     /// An object's header in a pack: its type and size, 4 bits then 7 at a time, low bits first.
-    static func header(type: git_object_t, size: UInt64) -> [UInt8] {
+    package static func header(type: ObjectType, size: UInt64) -> [UInt8] {
         var header: [UInt8] = []
         var rest = size
         var byte = UInt8(truncatingIfNeeded: (UInt64(type.rawValue) << 4) | (rest & 0x0f))
@@ -84,7 +84,7 @@ final class PackFileWriter {
     }
 
     /// Adds one whole object; `id` is its id (the caller hashed it).
-    func append(_ data: UnsafeRawBufferPointer, type: git_object_t, id: Oid) throws(GitError) {
+    package func append(_ data: UnsafeRawBufferPointer, type: ObjectType, id: Oid) throws(GitError) {
         if let broken { throw broken }
         drop()  // a stream libgit2 opened and never finished or freed is not part of the pack
         if let broken { throw broken }
@@ -121,7 +121,7 @@ final class PackFileWriter {
     /// Starts an object of `size` bytes whose bytes come in pieces (`feed`), and whose id is known
     /// only at `end`: a big file is read, hashed and packed in one pass, never held whole.
     /// `stored`: its bytes look incompressible (`Incompressible`), so deflate only frames them.
-    func begin(type: git_object_t, size objectSize: UInt64, stored: Bool) throws(GitError) {
+    package func begin(type: ObjectType, size objectSize: UInt64, stored: Bool) throws(GitError) {
         drop()  // a stream libgit2 opened and never finished or freed is not part of the pack
         if let broken { throw broken }
         if !stored {
@@ -137,12 +137,12 @@ final class PackFileWriter {
     }
 
     /// Deflates the next piece of the object being streamed into the pack.
-    func feed(_ bytes: UnsafeRawBufferPointer) throws(GitError) {
+    package func feed(_ bytes: UnsafeRawBufferPointer) throws(GitError) {
         try deflatePiece(bytes, finish: false)
     }
 
     /// Ends the object being streamed: `id` is its id, hashed from the pieces fed.
-    func end(id: Oid) throws(GitError) {
+    package func end(id: Oid) throws(GitError) {
         try deflatePiece(UnsafeRawBufferPointer(start: nil, count: 0), finish: true)
         guard let object = streaming else { return }
         streaming = nil
@@ -151,7 +151,7 @@ final class PackFileWriter {
 
     /// Takes the object being streamed back out of the pack (the store had it already, or its file
     /// changed while it was read): the pack ends where it ended before `begin`.
-    func drop() {
+    package func drop() {
         guard let object = streaming else { return }
         streaming = nil
         let written = size - UInt64(pending.count)  // what is in the file already
@@ -227,7 +227,7 @@ final class PackFileWriter {
     /// Adds one object exactly as another pack holds it (its header and compressed bytes, an
     /// offset delta's base offset already rewritten for this pack); returns where it starts.
     @discardableResult
-    func appendRaw(_ bytes: UnsafeRawBufferPointer, id: Oid) throws(GitError) -> UInt64 {
+    package func appendRaw(_ bytes: UnsafeRawBufferPointer, id: Oid) throws(GitError) -> UInt64 {
         drop()
         if let broken { throw broken }
         let start = size
@@ -241,7 +241,7 @@ final class PackFileWriter {
     /// Finishes the pack and its index and puts both in `objects/pack`; returns the pack's name
     /// (`pack-<checksum>`). `tick` is called as the pack is read back for its checksum; returning
     /// false abandons it (this throws).
-    func finish(tick: (() -> Bool)? = nil) throws(GitError) -> String {
+    package func finish(tick: (() -> Bool)? = nil) throws(GitError) -> String {
         do throws(GitError) {
             if let broken { throw broken }
             drop()  // an object left half-streamed is not part of the pack
@@ -267,9 +267,7 @@ final class PackFileWriter {
             let checksum = try sha.finish()
             pending = checksum
             try writePending()
-            var sum = git_oid()
-            withUnsafeMutableBytes(of: &sum.id) { $0.copyBytes(from: checksum) }
-            let name = "pack-" + Oid(sum).hex  // git names a pack by its checksum, in hex
+            let name = "pack-" + Oid(bytes: checksum).hex  // git names a pack by its checksum, in hex
             pending = []
             scratch = []
             let (indexFD, indexTemp) = try Self.temporary(in: packDir, prefix: "tmp_idx_")
@@ -311,7 +309,7 @@ final class PackFileWriter {
     }
 
     /// Removes the temporary pack (nothing of it was put in place).
-    func abandon() {
+    package func abandon() {
         guard !finished else { return }
         finished = true
         if fd >= 0 { close(fd) }
@@ -324,7 +322,7 @@ final class PackFileWriter {
     /// own. Streamed through 64 KiB, in the order of a sorted list of positions: a roll-up of a
     /// 100k-object store held its 4 MB of entries sorted again and the 2.8 MB index whole, on
     /// top of the list. Returns 0, or the errno of the write that failed.
-    static func writeIndex(_ entries: [Entry], checksum: [UInt8], to fd: Int32) -> Int32 {
+    package static func writeIndex(_ entries: [Entry], checksum: [UInt8], to fd: Int32) -> Int32 {
         var order = [Int32](0..<Int32(entries.count))
         order.sort { entries[Int($0)].id < entries[Int($1)].id }
         guard let sha = try? StreamSHA1() else { return EIO }
@@ -345,13 +343,13 @@ final class PackFileWriter {
         let magic: [UInt8] = [0xff, 0x74, 0x4f, 0x63, 0, 0, 0, 2]
         magic.withUnsafeBytes { put($0) }
         var fanout = [UInt32](repeating: 0, count: 256)
-        for entry in entries { fanout[Int(withUnsafeBytes(of: entry.id.raw.id) { $0[0] })] += 1 }
+        for entry in entries { fanout[Int(entry.id.firstByte)] += 1 }
         var total: UInt32 = 0
         for i in 0..<256 {
             total += fanout[i]
             be32(total)
         }
-        for at in order { withUnsafeBytes(of: entries[Int(at)].id.raw.id) { put($0) } }
+        for at in order { entries[Int(at)].id.withBytes { put($0) } }
         for at in order { be32(entries[Int(at)].crc) }
         var large: [UInt64] = []
         for at in order {
@@ -391,12 +389,12 @@ final class PackFileWriter {
 
     /// Bytes of the pack already handed to `startWriteback`.
     private var writtenBack: UInt64 = 0
-    static let writebackStep: UInt64 = 8 << 20
+    package static let writebackStep: UInt64 = 8 << 20
 
     /// Starts writing `fd`'s dirty pages in the range to the disk without waiting for them
     /// (`sync_file_range(2)`, `SYNC_FILE_RANGE_WRITE`; 0 bytes: to the end). Not durable until the
     /// flush that follows, as with git's `core.fsyncMethod=batch`.
-    static func startWriteback(_ fd: Int32, offset: UInt64 = 0, count: UInt64 = 0) {
+    package static func startWriteback(_ fd: Int32, offset: UInt64 = 0, count: UInt64 = 0) {
         _ = syncFileRange(fd, Int64(offset), Int64(count), 2 /* SYNC_FILE_RANGE_WRITE */)
     }
 
@@ -413,7 +411,7 @@ final class PackFileWriter {
     }
 
     /// A new file `dir/<prefix>XXXXXX`, open for writing (close-on-exec); `what` names it in errors.
-    static func temporary(in dir: FilePath, prefix: String, what: String = "pack file") throws(GitError) -> (Int32, FilePath) {
+    package static func temporary(in dir: FilePath, prefix: String, what: String = "pack file") throws(GitError) -> (Int32, FilePath) {
         var template = dir.appending(prefix + "XXXXXX").withPlatformString { Array(UnsafeBufferPointer(start: $0, count: strlen($0) + 1)) }
         let fd = mkstemp(&template)
         if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
@@ -456,10 +454,10 @@ private func syncFileRange(_ fd: Int32, _ offset: Int64, _ count: Int64, _ flags
 /// built to collide (the published SHAttered pair) is refused there instead of taken for its twin.
 /// A peer's objects were made that way on the peer; checking them again finds damage as well
 /// without it, and a peer able to send a crafted collision could as well send a plain commit.
-final class StreamSHA1 {
+package final class StreamSHA1 {
     private let context: OpaquePointer
 
-    init() throws(GitError) {
+    package init() throws(GitError) {
         guard let context = EVP_MD_CTX_new() else { throw Self.failed("EVP_MD_CTX_new") }
         self.context = context
         guard EVP_DigestInit_ex(context, EVP_sha1(), nil) == 1 else { throw Self.failed("EVP_DigestInit_ex") }
@@ -470,12 +468,12 @@ final class StreamSHA1 {
     /// A failed update is remembered: `finish` then throws.
     private var failedUpdate = false
 
-    func update(_ bytes: UnsafeRawBufferPointer) {
+    package func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         if EVP_DigestUpdate(context, base, bytes.count) != 1 { failedUpdate = true }
     }
 
-    func finish() throws(GitError) -> [UInt8] {
+    package func finish() throws(GitError) -> [UInt8] {
         if failedUpdate { throw Self.failed("EVP_DigestUpdate") }
         var out = [UInt8](repeating: 0, count: 20)
         var length: UInt32 = 0
@@ -484,25 +482,23 @@ final class StreamSHA1 {
     }
 
     /// The id of an object of this type and content, as git computes it (`<type> <size>\0` first).
-    static func objectID(type: git_object_t, content: UnsafeRawBufferPointer) throws(GitError) -> Oid {
+    package static func objectID(type: ObjectType, content: UnsafeRawBufferPointer) throws(GitError) -> Oid {
         try StreamSHA1().objectID(type: type, content: content)
     }
 
     /// The same, through this context, started again for each object (one context for a whole
     /// pack: OpenSSL 3 looks the digest up again at every new context).
-    func objectID(type: git_object_t, content: UnsafeRawBufferPointer) throws(GitError) -> Oid {
+    package func objectID(type: ObjectType, content: UnsafeRawBufferPointer) throws(GitError) -> Oid {
         guard EVP_DigestInit_ex(context, nil, nil) == 1 else { throw Self.failed("EVP_DigestInit_ex") }
         failedUpdate = false
-        Array("\(String(cString: git_object_type2string(type))) \(content.count)\0".utf8).withUnsafeBytes { update($0) }
+        Array("\(type.name) \(content.count)\0".utf8).withUnsafeBytes { update($0) }
         update(content)
         let digest = try finish()
-        var raw = git_oid()
-        withUnsafeMutableBytes(of: &raw.id) { $0.copyBytes(from: digest) }
-        return Oid(raw)
+        return Oid(bytes: digest)
     }
 
     /// A pack named by a checksum that was never computed would take the name of another: refused.
-    static func failed(_ call: String) -> GitError {
+    package static func failed(_ call: String) -> GitError {
         GitError(code: GitError.Code.generic, errorClass: 0,
                  message: "OpenSSL could not compute a SHA-1 (\(call) failed: out of memory, or SHA-1 disabled in openssl.cnf); nothing was stored, check the system's OpenSSL configuration",
                  call: call)

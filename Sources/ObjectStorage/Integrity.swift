@@ -1,4 +1,4 @@
-import CLibgit2
+import CCompression
 import Glibc
 import SystemPackage
 import FileSystem

@@ -1,5 +1,5 @@
 import Foundation
-@testable import Git
+@testable import ObjectStorage
 import Testing
 
 /// Which bytes a pack batch stores without deflate (`Incompressible`): random bytes (a photo's,

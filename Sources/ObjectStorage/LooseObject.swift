@@ -1,27 +1,27 @@
-import CLibgit2
+import CCompression
 import Glibc
 import SystemPackage
 
 /// Reads a loose object's content in chunks with read(2) and zlib. libgit2 1.5's own stream maps
 /// the whole compressed file, and every mapped page counts in the agent's resident memory: a
 /// 1 GiB file cost 1 GiB of RSS while it was written out.
-enum LooseObject {
+package enum LooseObject {
     /// Hands the content of the loose object `id` under `objects` to `body`, at most `chunk` bytes
     /// at a time. Nil when there is no loose file for it (packed, or absent): nothing was read.
     /// Throws when the file is damaged (zlib's own check, or a size that does not match).
-    static func stream(objects: FilePath, id: Oid, chunk: Int,
+    package static func stream(objects: FilePath, id: Oid, chunk: Int,
                        into body: (UnsafeRawBufferPointer) throws -> Void) throws -> (type: String, size: Int)? {
         try stream(file: path(objects: objects, id: id), chunk: chunk, into: body)
     }
 
     /// Where the loose object `id` is under `objects` (`xx/yyyy...`).
-    static func path(objects: FilePath, id: Oid) -> FilePath {
+    package static func path(objects: FilePath, id: Oid) -> FilePath {
         let hex = id.hex
         return objects.appending(String(hex.prefix(2))).appending(String(hex.dropFirst(2)))
     }
 
     /// The same for the loose object file at `path`, whatever its name.
-    static func stream(file path: FilePath, chunk: Int,
+    package static func stream(file path: FilePath, chunk: Int,
                        into body: (UnsafeRawBufferPointer) throws -> Void) throws -> (type: String, size: Int)? {
         let fd = path.withPlatformString { open($0, O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else { return nil }
