@@ -1,6 +1,6 @@
+import Platform
 import CLibgit2
 import ObjectStorage
-import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization
@@ -221,7 +221,7 @@ extension PackTransfer {
                 Self.hashRun(entries, slice, odb: odb, pack: pack, failure: failure)
             } else {
                 let tempIndexPath = tempIndex, packPath = pack
-                DispatchQueue.concurrentPerform(iterations: workers) { worker in
+                inParallel(workers: workers) { worker in
                     guard let own = try? Self.objectDatabase(loose: nil, packIndexes: [tempIndexPath]) else {
                         return failure.record(GitError(code: GitError.Code.generic, errorClass: 0, message: "cannot open \(tempIndexPath) a second time", call: "adopt"))
                     }

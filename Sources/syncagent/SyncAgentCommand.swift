@@ -4,11 +4,11 @@ import Glibc
 import FoundationEssentials
 import SyncCore
 
-@main
 struct SyncAgentCommand: AsyncParsableCommand {
-    /// `run` catches SIGTERM and SIGINT before anything else happens (argument parsing included):
-    /// `systemctl stop` right after `start` must end with exit status 0, not the signal's default.
-    static func main() async {
+    /// The program (see main.swift). `run` catches SIGTERM and SIGINT before anything else happens
+    /// (argument parsing included): `systemctl stop` right after `start` must end with exit status
+    /// 0, not the signal's default.
+    static func start() async {
         // The program's version, for `syncagent --version` alone: ArgumentParser's `version:` puts a
         // `--version` in every subcommand's help, and `show` has a `--version` of its own (a flag on
         // this command would take that one's argument).

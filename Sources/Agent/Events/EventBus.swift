@@ -1,4 +1,3 @@
-import Dispatch
 import FoundationEssentials
 import Glibc
 import Platform
@@ -7,7 +6,7 @@ import SyncCore
 import SystemPackage
 
 /// Where the agent's events go (SPEC "Events"): each gets the next sequence number, is appended to
-/// `<state>/events.jsonl` on a serial queue of its own (file I/O never on the cooperative pool) and
+/// `<state>/events.jsonl` on a thread of its own (file I/O never on the cooperative pool) and
 /// handed to every live listener: `AsyncStream`s of embedding programs, `events --follow` clients,
 /// hooks. `emit` never blocks on a listener.
 public final class EventBus: Sendable {
@@ -20,7 +19,7 @@ public final class EventBus: Sendable {
     }
 
     private let state: Mutex<State>
-    private let writer = DispatchQueue(label: "syncagent-events")
+    private let writer = SerialWorker(name: "syncagent-events")
     private let log: LogBox
     let stateDirectory: FilePath
 
@@ -82,7 +81,7 @@ public final class EventBus: Sendable {
     /// The logged events after `since` (a `gap` first when some are no longer kept), once every
     /// event emitted so far is written.
     func stored(since: Int?) -> [AgentEvent] {
-        writer.sync {}
+        writer.sync()
         return EventLog.read(state: stateDirectory, since: since)
     }
 
@@ -95,7 +94,7 @@ public final class EventBus: Sendable {
         }
         for c in streams { c.finish() }
         for q in queues { q.finish() }
-        writer.sync {}
+        writer.sync()
     }
 }
 

@@ -1,5 +1,5 @@
+import Platform
 import FileSystem
-import Dispatch
 import FoundationEssentials
 import Glibc
 internal import Git
@@ -114,7 +114,7 @@ extension Store {
         // by whichever worker is free: one slow run does not leave the other cores idle at the end.
         let run = max(32, items.count / (workers * 8))
         let nextRun = Atomic<Int>(0)
-        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+        inParallel(workers: workers) { worker in
             var counter = UInt64(worker) << 40  // temporary names never meet another worker's
             guard let repo = try? Repository.openForReading(gitDir: gitDir) else { return }  // its paths: .failed(.ioError)
             var mine: [(Int, DataDirectory.Placement)] = []
@@ -140,7 +140,7 @@ extension Store {
     /// Removes the displaced old files `placeAll` left, on every core when there are many.
     func removeLeftovers(_ leftovers: [DataDirectory.Leftover]) {
         let workers = leftovers.count >= 256 ? max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)) : 1
-        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+        inParallel(workers: workers) { worker in
             for i in (leftovers.count * worker / workers)..<(leftovers.count * (worker + 1) / workers) {
                 try? Files.remove(leftovers[i].path)
             }

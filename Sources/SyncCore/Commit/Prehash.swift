@@ -51,7 +51,7 @@ extension Store {
         let found = Mutex<[FilePath: Prehashed]>([:])
         let packs = Mutex<[String]?>([])
         let written = Mutex<[String]>([])
-        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+        inParallel(workers: workers) { worker in
             guard let repo = try? Repository.open(gitDir: gitDir, workdir: data) else { return }
             // Small files go into packs written straight from memory: no inode per object, nothing
             // to repack later (a pack batch per worker, one pack each 32 MiB).
