@@ -44,7 +44,8 @@ Environment: SYNCAGENT (the binary; required), BENCH_KEEP=1 keeps the temp dir (
 PEERS=1 adds the table of bench/peers.py (the same workloads through Unison, installed from Debian's
 packages when missing); PEERS=only runs only that table.
 BENCH_SCALE (default 1.0) scales the file counts down for a quick smoke run, BENCH_ONLY=bulk,sync runs
-only the named rows (latency, bulk, propagation, sync, big, huge, hub, store).
+only the named rows (latency, bulk, propagation, sync, big, huge, hub, store, many, idle).
+BENCH_IDLE_S (default 600 x BENCH_SCALE) is how long the idle row watches two agents with nothing to do.
 Standard library only.
 """
 
@@ -61,6 +62,7 @@ import tempfile
 import time
 
 SCALE = float(os.environ.get("BENCH_SCALE", "1"))
+IDLE_S = float(os.environ.get("BENCH_IDLE_S", str(600 * SCALE)))
 DEBOUNCE_MS = 20
 # A lone save after a quiet spell is committed this long after its close (Debouncer.defaultSettle).
 SETTLE_MS = 5
@@ -1033,6 +1035,50 @@ def open_conflicts(agent):
     return (agent.status().get("conflicts") or {}).get("open")
 
 
+def thread_usage(pid):
+    """Context switches (voluntary and not) of every thread of `pid`, and its CPU seconds, from /proc."""
+    switches = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{t}/status") as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                        switches += int(line.split()[1])
+        except OSError:
+            pass  # a thread that ended meanwhile
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return switches, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bench_idle(syncagent, tmp, rows, notes, agents):
+    """Two agents with a path peer each, in sync and with nothing to do: their wake-ups (context
+    switches of every thread) and CPU time a minute, over IDLE_S seconds."""
+    log(f"idle: a phone and a watch with nothing to do, measured for {IDLE_S} s")
+    base = os.path.join(tmp, "idle")
+    os.makedirs(base)
+    phone, watch = make_pair(syncagent, base, "idle", agents)
+    make_tree(phone.data, 20)
+    phone.start()
+    wait_ref_change(phone.store, None, agent=phone)
+    watch.start()
+    wait_converged(phone, watch)
+    time.sleep(5)  # the index saved, the loose objects packed: what follows the last change
+    before = {a.name: thread_usage(a.proc.pid) for a in (phone, watch)}
+    time.sleep(IDLE_S)
+    check_running([phone, watch])
+    for a in (phone, watch):
+        s0, c0 = before[a.name]
+        s1, c1 = thread_usage(a.proc.pid)
+        minutes = IDLE_S / 60
+        rows.append((f"idle {a.name.split('/')[-1]} (path peer, poll 30 s): wake-ups/min", (s1 - s0) / minutes, float("nan"),
+                     rss_text(a), ("per-min", 1)))
+        rows.append((f"idle {a.name.split('/')[-1]}: CPU ms/min", (c1 - c0) * 1e3 / minutes, float("nan"), rss_text(a),
+                     ("cpu-ms", 1)))
+    for a in (phone, watch):
+        a.stop()
+
+
 def bench_propagation(syncagent, tmp, rows, notes, agents):
     log(f"3/10 phone->watch propagation: {PROPAGATION_FILES} files, {PROPAGATION_CHANGES} changes, "
         f"debounce {DEBOUNCE_MS} ms")
@@ -1199,6 +1245,10 @@ def target_text(target, a, g, rss):
         return f"<= {value * 1e3:.0f} ms {'met' if a <= value else 'MISSED'}"
     if kind == "mb":
         return f"<= {value} MB {'met' if a * 1e3 <= value else 'MISSED'}"
+    if kind == "per-min":
+        return f"<= {value}/min {'met' if a <= value else 'MISSED'}"
+    if kind == "cpu-ms":
+        return f"<= {value} ms/min {'met' if a <= value else 'MISSED'}"
     peaks = [float(x.split(")")[0]) for x in rss.split("(peak ")[1:] if x.split(")")[0] != "?"]
     return f"peak <= {value} MB {'met' if peaks and max(peaks) <= value else 'MISSED'}"
 
@@ -1226,7 +1276,7 @@ def main():
         only = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))
         for name, row in [("latency", bench_latency), ("bulk", bench_bulk), ("propagation", bench_propagation),
                           ("sync", bench_sync), ("big", bench_big_tree), ("huge", bench_huge), ("hub", bench_hub),
-                          ("hubssh", bench_hub_ssh), ("store", bench_store), ("many", bench_many)]:
+                          ("hubssh", bench_hub_ssh), ("store", bench_store), ("many", bench_many), ("idle", bench_idle)]:
             if (not only and os.environ.get("PEERS") != "only") or name in only:
                 row(syncagent, tmp, rows, notes, agents)
         if os.environ.get("PEERS") in ("1", "only") or "peers" in only:
@@ -1251,6 +1301,10 @@ def main():
     for name, a, g, rss, target in rows:
         if target and target[0] == "mb":
             shown = (f"{a * 1e3:.0f} MB", "-", "-")
+        elif target and target[0] == "per-min":
+            shown = (f"{a:.1f}/min", "-", "-")
+        elif target and target[0] == "cpu-ms":
+            shown = (f"{a:.2f} ms", "-", "-")
         elif target and target[0] == "size":
             shown = (f"{a / 1e6:.1f} MB", f"{g / 1e6:.1f} MB", f"{a / g:.2f}")
         else:

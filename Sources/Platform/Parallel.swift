@@ -12,7 +12,7 @@ public func inParallel(workers: Int, name: String = "syncagent-work", _ body: (I
         let shared = Shared(body: body, running: workers - 1)
         for worker in 1..<workers {
             OwnThread.start(name: "\(name.prefix(12))\(worker)", stackSize: 8 << 20) {
-                shared.body(worker)
+                shared.body!(worker)
                 shared.condition.lock()
                 shared.running -= 1
                 shared.condition.signal()
@@ -22,13 +22,15 @@ public func inParallel(workers: Int, name: String = "syncagent-work", _ body: (I
         body(0)
         shared.condition.lock()
         while shared.running > 0 { shared.condition.wait() }
+        // A worker's thread may not have let go of `shared` yet: `body` must not outlive this block.
+        shared.body = nil
         shared.condition.unlock()
     }
 }
 
-/// What the workers share; `body` outlives none of them (the caller waits for all).
+/// What the workers share; `body` is dropped once all have run it (the caller waits for all).
 private final class Shared: @unchecked Sendable {
-    let body: (Int) -> Void
+    var body: ((Int) -> Void)?
     let condition = Condition()
     var running: Int
     init(body: @escaping (Int) -> Void, running: Int) {

@@ -1,3 +1,4 @@
+import FileSystem
 import SystemPackage
 
 /// Something the watcher could not do. The watcher keeps going; the agent reports these.
@@ -26,6 +27,27 @@ public struct WatcherError: Error, Sendable, CustomStringConvertible {
     public let errno: Errno
     public let call: String
     public var description: String {
-        "cannot watch \(path): \(call) failed: \(errno). Check that the directory exists and is readable by this user."
+        if call == "inotify_init1", errno == .tooManyOpenFiles {
+            // EMFILE from inotify_init1 is the per-user limit on inotify instances (each agent holds
+            // one for its data directory, one per hub on this machine), not open files.
+            let limit = Self.instanceLimit.map { " (\($0))" } ?? ""
+            return "cannot watch \(path): this user has used all its inotify instances, fs.inotify.max_user_instances\(limit): "
+                + "every agent and every other program watching files (editors, IDEs) holds some. Raise it: "
+                + "sudo sysctl fs.inotify.max_user_instances=1024, and add that line to /etc/sysctl.d/ to keep it."
+        }
+        if call == "inotify_init1", errno == .tooManyOpenFilesInSystem || errno == .noMemory {
+            return "cannot watch \(path): \(call) failed: \(errno). The system is out of file descriptors or memory; close some programs and start the agent again."
+        }
+        return "cannot watch \(path): \(call) failed: \(errno). Check that the directory exists and is readable by this user."
+    }
+
+    /// The limit in force: this user namespace's (/proc/sys/user/max_inotify_instances, the
+    /// same as fs.inotify.max_user_instances outside containers), read from /proc.
+    static var instanceLimit: Int? {
+        for file in ["/proc/sys/user/max_inotify_instances", "/proc/sys/fs/inotify/max_user_instances"] {
+            guard let bytes = try? Files.read(FilePath(file)) else { continue }
+            return Int(String(decoding: bytes.filter { $0 != UInt8(ascii: "\n") }, as: UTF8.self))
+        }
+        return nil
     }
 }

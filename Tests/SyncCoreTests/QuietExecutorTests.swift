@@ -1,0 +1,52 @@
+@testable import Platform
+import Testing
+
+/// The agent's own executor (QuietExecutors, installed by `syncagent`'s main) and the parallel
+/// helper that replaced `concurrentPerform`: jobs run, sleeps end in deadline order and not before
+/// their time, and every worker runs once.
+@Suite struct QuietExecutorTests {
+    /// A list several threads append to.
+    final class Seen: @unchecked Sendable {
+        private let lock = Condition()
+        private var items: [Int] = []
+        func add(_ i: Int) { lock.withLock { items.append(i) } }
+        var all: [Int] { lock.withLock { items } }
+    }
+
+    @Test func tasksAndSleepsRunOnItsThreads() async throws {
+        let executor = QuietExecutor(threads: 2)
+        let order = Seen()
+        let start = ContinuousClock.now
+        await withTaskGroup(of: Void.self) { group in
+            for (i, ms) in [(3, 150), (1, 50), (2, 100)] {
+                group.addTask(executorPreference: executor) {
+                    try? await Task.sleep(for: .milliseconds(ms))
+                    order.add(i)
+                }
+            }
+        }
+        #expect(order.all == [1, 2, 3])
+        #expect(ContinuousClock.now - start >= .milliseconds(150))
+        // Many short jobs: each runs once.
+        let ran = Seen()
+        await withTaskGroup(of: Void.self) { group in
+            for i in 0..<2000 { group.addTask(executorPreference: executor) { ran.add(i) } }
+        }
+        #expect(ran.all.sorted() == Array(0..<2000))
+    }
+
+    @Test func inParallelRunsEveryWorkerOnceAndWaits() {
+        for workers in [0, 1, 2, 5] {
+            let seen = Seen()
+            inParallel(workers: workers) { w in seen.add(w) }
+            #expect(seen.all.sorted() == Array(0..<workers))
+        }
+        // The body may borrow what the caller holds (as concurrentPerform's did).
+        var local = [Int](repeating: 0, count: 4)
+        local.withUnsafeMutableBufferPointer { buffer in
+            let base = buffer
+            inParallel(workers: 4) { w in base[w] = w + 1 }
+        }
+        #expect(local == [1, 2, 3, 4])
+    }
+}
