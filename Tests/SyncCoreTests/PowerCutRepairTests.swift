@@ -132,6 +132,27 @@ import TestSupport
         #expect(shown.status == 0)
     }
 
+    /// Seed 7001, cut 15: a 4 MB photo written and committed, never flushed by its program; the cut
+    /// kept its first 768 KiB. A prefix of the committed version is damage (the version comes back);
+    /// a shorter file that is not its prefix, or a prefix of something never committed, is an edit.
+    @Test func aFileCutShortToAPrefixOfItsCommittedVersionIsDamage() throws {
+        let f = try StoreFixture()
+        let photo = String((0..<200_000).map { _ in "0123456789abcdef".randomElement()! })
+        try f.write("photo.jpg", photo, mtime: 1_700_000_000)
+        try f.write("notes.txt", "a long note of many words", mtime: 1_700_000_000)
+        try f.write("list.txt", "one\ntwo\nthree\n", mtime: 1_700_000_000)
+        _ = try f.store.commit(paths: ["photo.jpg", "notes.txt", "list.txt"])
+        try f.store.flushIndex()
+        try f.write("photo.jpg", String(photo.prefix(65_536)), mtime: 1_700_000_100)
+        try f.write("notes.txt", "a shorter note", mtime: 1_700_000_100)
+        try f.write("list.txt", "one\ntwo\nthree\nfour\n", mtime: 1_700_000_100)
+        let damaged = try f.store.powerCutDamage(among: ["photo.jpg", "notes.txt", "list.txt"])
+        #expect(damaged == ["photo.jpg"])
+        _ = try f.store.putBackCommitted(damaged)
+        #expect(f.device.read("photo.jpg") == photo)
+        #expect(f.device.read("notes.txt") == "a shorter note")
+    }
+
     /// Seed 4343's cut 32: a merge wrote version A (flushed), the user rewrote the file in place
     /// with B (never flushed), B was committed and fetched; the cut took the disk back to A with a
     /// change time the file system kept as the later one. A is an older version of `main`: damage.

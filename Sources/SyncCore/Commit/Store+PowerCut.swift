@@ -8,7 +8,8 @@ import SystemPackage
 /// over the versions the peers hold.
 extension Store {
     /// Of these changed paths, the tracked files a power cut damaged rather than a person edited:
-    /// gone, emptied (the index recorded bytes there), zero-filled, or older than the version the index
+    /// gone, emptied (the index recorded bytes there), zero-filled, cut short (a prefix of the
+    /// recorded version), or older than the version the index
     /// recorded (an inode change time before the recorded one: the disk went back in time). A file
     /// changed later is an edit made before the cut and is committed as usual (in-place rewrites
     /// the program never flushed may then be a mix: nothing can tell).
@@ -58,6 +59,13 @@ extension Store {
             if stat.size == 0 && committedSize > 0 { damaged.append(path); continue }
             // Its name and size reached the disk, its bytes did not (XFS, ext4 with data=writeback).
             if isAllZeros(data.pushing(path), size: stat.size) { damaged.append(path); continue }
+            // Cut short: the first bytes of the committed version and nothing after them (a file
+            // written and committed, whose later blocks never reached the disk: seed 7001 cut 15,
+            // 768 KiB of a 4 MB photo went to the watch).
+            if stat.size < committedSize, isPrefix(of: entry.oid, file: data.pushing(path), size: stat.size) {
+                damaged.append(path)
+                continue
+            }
             // Older than recorded, or exactly what was recorded before `main` moved past it.
             let sameAsRecorded = disk == recorded && stat.size == committedSize && entry.oid != current.oid
             if hasStat, disk < recorded || sameAsRecorded { damaged.append(path); continue }
@@ -100,6 +108,26 @@ extension Store {
     }
 
     /// Whether the file holds nothing but zero bytes (read up to 64 MiB; a bigger one counts as not).
+    /// Whether the file at `path` (`size` bytes) holds exactly the first `size` bytes of blob `id`.
+    func isPrefix(of id: Oid, file path: FilePath, size: Int64) -> Bool {
+        guard size <= 64 << 20, let bytes = try? Files.read(path), Int64(bytes.count) == size else { return false }
+        var at = 0
+        var same = true
+        struct Enough: Error {}
+        do {
+            try repo.streamBlob(id) { chunk in
+                let n = min(chunk.count, bytes.count - at)
+                if n > 0, !bytes[at..<(at + n)].elementsEqual(chunk.prefix(n)) { same = false }
+                at += n
+                if !same || at >= bytes.count { throw Enough() }
+            }
+        } catch is Enough {
+        } catch {
+            return false
+        }
+        return same && at == bytes.count
+    }
+
     func isAllZeros(_ path: FilePath, size: Int64) -> Bool {
         guard size > 0, size <= 64 << 20, let bytes = try? Files.read(path), Int64(bytes.count) == size else { return false }
         return bytes.allSatisfy { $0 == 0 }
