@@ -60,9 +60,10 @@ final class QuietExecutor: TaskExecutor, SchedulingExecutor, @unchecked Sendable
     /// monotonic clock; a clock whose durations are not `Duration` runs it at once).
     func enqueue<C: Clock>(_ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C) {
         var nanoseconds: UInt64 = 0
-        if let left = clock.now.duration(to: instant) as? Duration {
+        // A deadline already past (a negative duration: both components carry its sign) runs now.
+        if let left = clock.now.duration(to: instant) as? Duration, left > .zero {
             let (seconds, attoseconds) = left.components
-            if seconds >= 0 { nanoseconds = UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000) }
+            nanoseconds = UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
         }
         add(UnownedJob(job), at: Self.monotonicNow() &+ nanoseconds)
     }

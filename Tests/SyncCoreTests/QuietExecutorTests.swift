@@ -28,6 +28,15 @@ import Testing
             }
         }
         #expect(order.all == [1, 2, 3])
+        // A deadline already past (half a second ago: a negative duration under a second) runs now.
+        let late = Seen()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask(executorPreference: executor) {
+                try? await Task.sleep(until: .now - .milliseconds(500), clock: .continuous)
+                late.add(1)
+            }
+        }
+        #expect(late.all == [1])
         #expect(ContinuousClock.now - start >= .milliseconds(150))
         // Many short jobs: each runs once.
         let ran = Seen()
