@@ -28,7 +28,7 @@ struct DataDirectory: Sendable {
     }
 
     /// What the path showed right after the new version landed.
-    enum Landing: Sendable {
+    enum Landing: Sendable, Equatable {
         /// A regular file with the `WriteStamp` it was written with: these stat data stand for
         /// its bytes for as long as it keeps them.
         case stamped(FileStat)

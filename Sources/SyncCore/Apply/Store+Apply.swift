@@ -234,49 +234,59 @@ extension Store {
                     saveHeld(held)
                 }
             }
+            /// Carries out what the plan says one path's outcome means (`ApplyPlan.Step`).
+            func carryOut(_ step: ApplyPlan.Step, _ change: TreeChange, keeping: Set<FilePath>) throws {
+                let path = change.path
+                if let displaced = step.keepDisplaced { keepDisplaced(displaced, as: path) }
+                switch step.index {
+                case .stage(let landing): try stage(index, path, change.new!, landing: landing)
+                case .add: try index.add(path, blob: change.new!.oid, mode: change.new!.mode)
+                case .remove: try index.remove(path)
+                }
+                switch step.unapplied {
+                case .clear: unapplied[path] = nil
+                case .keepOrAdd(let baseline): if unapplied[path] == nil { unapplied[path] = baseline }
+                case .unchanged: break
+                }
+                switch step.reported {
+                case .nothing: break
+                case .written:
+                    report.written += 1
+                    report.touch(path)
+                case .removed:
+                    report.removed += 1
+                    report.touch(path)
+                case .localChange: report.localChanges.append(path)
+                case .failure(let errno, let obstacle): report.failures.append(ApplyFailure(path: path, errno: errno, obstacle: obstacle))
+                }
+                if step.pruneParents { pruneEmptyParents(of: path, keeping: keeping) }
+            }
             // Directories (their markers) are made or removed between the removals and the additions
             // of files; directories that keep a marker are never pruned as empty.
             // (The list is not copied: at 100k paths each copy of it was 8 MB of the peak.)
-            let markers = changes.filter { DirectoryMarker.isMarker($0.path) }
-            markerPaths += markers.map(\.path)
-            let keptDirectories = Set(markers.filter { $0.new != nil }.map { DirectoryMarker.directory(of: $0.path) })
-            // Removals first, deepest first, so a directory can become a file and a file a directory.
-            let removals = changes.filter { $0.new == nil && !DirectoryMarker.isMarker($0.path) }.sortedInBytes { $0.path }.reversed()
-            for change in removals {
+            let order = ApplyPlan.order(changes)
+            markerPaths += order.markers.map(\.path)
+            let keptDirectories = Set(order.markers.filter { $0.new != nil }.map { DirectoryMarker.directory(of: $0.path) })
+            for change in order.removals {
                 let entry = index.entry(change.path)
-                if obstacle(at: change.path) != nil {
-                    // The path goes from the store; what stands on disk was never ours and stays.
-                    unapplied[change.path] = nil
-                    try index.remove(change.path)
-                    continue
-                }
-                if !replace.contains(change.path) && !diskMatches(change.path, change.old, entry: entry) && !diskMatches(change.path, nil, entry: nil) {
-                    report.localChanges.append(change.path)
-                } else {
+                let check = ApplyPlan.removal(
+                    obstacle: obstacle(at: change.path) != nil, replacing: replace.contains(change.path),
+                    diskHoldsOldOrNothing: diskMatches(change.path, change.old, entry: entry) || diskMatches(change.path, nil, entry: nil))
+                var result: ApplyPlan.Removed?
+                if check == .remove {
                     try keepAgainIfChanged(change.path)
                     do throws(Errno) {
                         let verify = !replace.contains(change.path)
-                        if try disk.remove(change.path, expected: verify ? [change.old] : nil, entry: entry, counter: &removalCounter) {
-                            report.removed += 1
-                            report.touch(change.path)
-                            unapplied[change.path] = nil
-                            pruneEmptyParents(of: change.path, keeping: keptDirectories)
-                        } else {
-                            report.localChanges.append(change.path)  // written after the check: kept
-                        }
+                        let gone = try disk.remove(change.path, expected: verify ? [change.old] : nil, entry: entry, counter: &removalCounter)
+                        result = gone ? .removed : .changedMeanwhile
                     } catch {
-                        report.failures.append(ApplyFailure(path: change.path, errno: error))
-                        if unapplied[change.path] == nil { unapplied[change.path] = change.old ?? Self.absent }
+                        result = .failed(error)
                     }
                 }
-                try index.remove(change.path)
+                try carryOut(ApplyPlan.afterRemoval(check, result: result, old: change.old), change, keeping: keptDirectories)
             }
-            try applyDirectories(markers, index: index, unapplied: &unapplied, report: &report, keeping: keptDirectories)
-            // Positions of the additions in byte order (a diff's list is in that order already).
-            var additions = changes.indices.filter { changes[$0].new != nil && !DirectoryMarker.isMarker(changes[$0].path) }
-            if !zip(additions, additions.dropFirst()).allSatisfy({ changes[$0].path.precedesInBytes(changes[$1].path) }) {
-                additions = additions.sortedInBytes { changes[$0].path }
-            }
+            try applyDirectories(order.markers, index: index, unapplied: &unapplied, report: &report, keeping: keptDirectories)
+            let additions = order.additions
             // Written in slices, each on every core; what each path came to is recorded in order.
             let before = done
             for start in stride(from: 0, to: additions.count, by: Self.applySlice) {
@@ -295,33 +305,7 @@ extension Store {
                     leftoverBytes = 0
                 }
                 for (item, outcome) in zip(items, outcomes) {
-                    let path = item.change.path, new = item.change.new!
-                    switch outcome {
-                    case .alreadyThere:
-                        try stage(index, path, new)
-                        unapplied[path] = nil
-                    case .obstacle(let obstacle):
-                        // Never removed or replaced: the peer's version waits (the store has it) and
-                        // lands when the obstacle goes away (`retryUnapplied`).
-                        report.failures.append(ApplyFailure(path: path, errno: .fileExists, obstacle: obstacle))
-                        if unapplied[path] == nil { unapplied[path] = Self.absent }
-                        try index.add(path, blob: new.oid, mode: new.mode)
-                    case .localChange:
-                        report.localChanges.append(path)
-                        try index.add(path, blob: new.oid, mode: new.mode)
-                    case .failed(let errno):
-                        report.failures.append(ApplyFailure(path: path, errno: errno))
-                        if unapplied[path] == nil { unapplied[path] = item.change.old ?? Self.absent }
-                        try index.add(path, blob: new.oid, mode: new.mode)
-                    case .written(let displaced, let landing):
-                        // What the local file held at the very moment it was replaced: kept unless it
-                        // is what was kept already.
-                        if let displaced { keepDisplaced(displaced, as: path) }
-                        try stage(index, path, new, landing: landing)
-                        report.written += 1
-                        report.touch(path)
-                        unapplied[path] = nil
-                    }
+                    try carryOut(ApplyPlan.afterPlacing(outcome, old: item.change.old), item.change, keeping: keptDirectories)
                 }
                 done += slice.count
                 if total >= 1000 { onProgress?(Self.mergeTask, done, total) }
