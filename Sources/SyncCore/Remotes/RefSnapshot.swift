@@ -45,6 +45,11 @@ public struct RefSnapshot: Equatable, Sendable {
         return out.sorted { $0.name.lexicographicallyPrecedes($1.name) }
     }
 
+    /// Only the refs whose names `keep` takes.
+    public func filtered(_ keep: ([UInt8]) -> Bool) -> RefSnapshot {
+        RefSnapshot(refs: refs.filter { keep($0.key) })
+    }
+
     static let zero = [UInt8](repeating: UInt8(ascii: "0"), count: 40)
 
     private static func isObjectId(_ bytes: [UInt8]) -> Bool {
