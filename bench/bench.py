@@ -1052,9 +1052,10 @@ def thread_usage(pid):
 
 
 def bench_idle(syncagent, tmp, rows, notes, agents):
-    """Two agents with a path peer each, in sync and with nothing to do: their wake-ups (context
-    switches of every thread) and CPU time a minute, over IDLE_S seconds."""
-    log(f"idle: a phone and a watch with nothing to do, measured for {IDLE_S} s")
+    """Two agents with a path peer each, in sync and with nothing to do, over IDLE_S seconds: how
+    often each wakes up (a wake-up: a 50 ms window in which any of its threads ran, sampled from
+    /proc without waking it), its context switches and its CPU time, a minute."""
+    log(f"idle: a phone and a watch with nothing to do, measured for {IDLE_S:.0f} s")
     base = os.path.join(tmp, "idle")
     os.makedirs(base)
     phone, watch = make_pair(syncagent, base, "idle", agents)
@@ -1064,18 +1065,30 @@ def bench_idle(syncagent, tmp, rows, notes, agents):
     watch.start()
     wait_converged(phone, watch)
     time.sleep(5)  # the index saved, the loose objects packed: what follows the last change
-    before = {a.name: thread_usage(a.proc.pid) for a in (phone, watch)}
-    time.sleep(IDLE_S)
-    check_running([phone, watch])
-    for a in (phone, watch):
-        s0, c0 = before[a.name]
-        s1, c1 = thread_usage(a.proc.pid)
-        minutes = IDLE_S / 60
-        rows.append((f"idle {a.name.split('/')[-1]} (path peer, poll 30 s): wake-ups/min", (s1 - s0) / minutes, float("nan"),
+    pair = (phone, watch)
+    first = {a.name: thread_usage(a.proc.pid) for a in pair}
+    last = dict(first)
+    wakes = {a.name: 0 for a in pair}
+    end = time.monotonic() + IDLE_S
+    while time.monotonic() < end:
+        time.sleep(0.05)
+        for a in pair:
+            now = thread_usage(a.proc.pid)
+            if now[0] != last[a.name][0]:
+                wakes[a.name] += 1
+            last[a.name] = now
+    check_running(list(pair))
+    minutes = IDLE_S / 60
+    for a in pair:
+        s0, c0 = first[a.name]
+        s1, c1 = last[a.name]
+        who = a.name.split('/')[-1]
+        a.sample_usage()
+        rows.append((f"idle {who} (path peer, poll 30 s): wake-ups/min", wakes[a.name] / minutes, float("nan"),
                      rss_text(a), ("per-min", 1)))
-        rows.append((f"idle {a.name.split('/')[-1]}: CPU ms/min", (c1 - c0) * 1e3 / minutes, float("nan"), rss_text(a),
-                     ("cpu-ms", 1)))
-    for a in (phone, watch):
+        rows.append((f"idle {who}: context switches/min", (s1 - s0) / minutes, float("nan"), rss_text(a), None))
+        rows.append((f"idle {who}: CPU ms/min", (c1 - c0) * 1e3 / minutes, float("nan"), rss_text(a), ("cpu-ms", 1)))
+    for a in pair:
         a.stop()
 
 
@@ -1305,6 +1318,8 @@ def main():
             shown = (f"{a:.1f}/min", "-", "-")
         elif target and target[0] == "cpu-ms":
             shown = (f"{a:.2f} ms", "-", "-")
+        elif name.startswith("idle "):
+            shown = (f"{a:.1f}/min", "-", "-")
         elif target and target[0] == "size":
             shown = (f"{a / 1e6:.1f} MB", f"{g / 1e6:.1f} MB", f"{a / g:.2f}")
         else:
