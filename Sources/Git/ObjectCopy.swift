@@ -64,8 +64,10 @@ extension Repository {
     /// built, no negotiation). Every object's id is recomputed from what is written, so a damaged
     /// peer object is refused rather than stored. Blobs larger than `streamAbove` go through a
     /// fixed buffer when the peer keeps them loose, so a 1 GiB file costs no 1 GiB of memory.
-    /// A commit is written only after its tree and its parents: a commit present here always has
-    /// everything it reaches, which is what lets the walk stop at the first commit it finds.
+    /// A commit is written only after its tree and its parents, and a commit a ref of this store
+    /// reaches has everything it reaches, which is what lets the walk stop there. After a power cut
+    /// a commit no ref reaches may lack its history (its file durable, its parent's not): the walk
+    /// goes through such a commit as if it were missing (`isWhole`).
     /// A copy of at most `looseLimit` objects writes them loose, a bigger one into packs (big
     /// blobs the peer keeps loose are streamed or linked loose either way); nothing is synced:
     /// make what the report lists durable before a reference names it.
@@ -210,15 +212,53 @@ private struct ObjectCopier: ~Copyable {
         report.packs = batch.packs
     }
 
+    /// Whether the commit `id`, present here, has its whole history here: one of this store's
+    /// refs reaches it. Every ref moves only after what it names is flushed, so what a ref reaches
+    /// is whole; a commit no ref reaches may be the durable half of a copy a power cut stopped
+    /// (seed 8000, cut 166: a peer's commit kept, its parent lost; the walk stopped at it, and every
+    /// merge after failed on the missing parent).
+    /// The commit met is almost always a ref's tip, or a few commits under one (a peer that built
+    /// on what it fetched from here): those cost a set lookup or a short walk; only a commit found
+    /// nowhere near a ref asks the whole history.
+    func isWhole(_ id: Oid, tips: inout [Oid]?) -> Bool {
+        if tips == nil { tips = ((try? target.references(matching: "refs/*")) ?? []).map(\.target) }
+        let refs = tips!
+        if refs.contains(id) { return true }
+        var frontier = refs, seen = Set(refs), steps = 0
+        while !frontier.isEmpty, steps < Self.nearTips {
+            var next: [Oid] = []
+            for commit in frontier {
+                steps += 1
+                guard let parents = try? target.commit(commit).parents else { continue }
+                for parent in parents where seen.insert(parent).inserted {
+                    if parent == id { return true }
+                    next.append(parent)
+                }
+            }
+            frontier = next
+        }
+        return (try? target.isReachable(id, fromAny: refs)) ?? false
+    }
+
+    /// Commits under the refs looked at before the whole history is asked.
+    static let nearTips = 256
+
     mutating func copy(tips: [Oid]) throws(GitError) {
         // Commits this repository lacks, parents before children (iterative post-order: a history
-        // of many thousands of commits must not exhaust the thread's stack).
+        // of many thousands of commits must not exhaust the thread's stack). A commit here that no
+        // ref reaches is walked through like a missing one (`isWhole`), its trees looked at whole.
         var order: [Oid] = []
         var seen = Set<Oid>()
+        var unreached = Set<Oid>()
+        var refTips: [Oid]?
         var stack: [(Oid, expanded: Bool)] = tips.map { ($0, false) }
         while let (id, expanded) = stack.popLast() {
             if expanded { order.append(id); continue }
-            guard !seen.contains(id), !has(id) else { continue }
+            guard !seen.contains(id) else { continue }
+            if has(id) {
+                guard !isWhole(id, tips: &refTips) else { continue }
+                unreached.insert(id)
+            }
             seen.insert(id)
             stack.append((id, true))
             for parent in try source.commit(id).parents where !seen.contains(parent) {
@@ -228,8 +268,8 @@ private struct ObjectCopier: ~Copyable {
         var missing: [(id: Oid, type: git_object_t)] = []
         var planned = Set<Oid>()
         for id in order {
-            try planTree(try source.commit(id).tree, into: &missing, planned: &planned)
-            missing.append((id, GIT_OBJECT_COMMIT))
+            try planTree(try source.commit(id).tree, into: &missing, planned: &planned, whole: unreached.contains(id))
+            if !unreached.contains(id) { missing.append((id, GIT_OBJECT_COMMIT)) }
         }
         planned = []  // what is planned is in `missing`: its table goes before the packs are read
         if missing.count >= limits.wholePacksFrom || blobBytes(of: missing, atLeast: limits.wholePackBytes) {
@@ -267,14 +307,16 @@ private struct ObjectCopier: ~Copyable {
     }
 
     /// The objects of a tree this repository lacks, in the order they may be written: everything
-    /// a tree names before the tree (subtrees first).
-    func planTree(_ root: Oid, into missing: inout [(id: Oid, type: git_object_t)], planned: inout Set<Oid>) throws(GitError) {
-        guard !planned.contains(root), !has(root) else { return }
+    /// a tree names before the tree (subtrees first). `whole`: trees found here are looked into
+    /// too (the tree of a commit no ref reaches may itself lack what it names).
+    func planTree(_ root: Oid, into missing: inout [(id: Oid, type: git_object_t)], planned: inout Set<Oid>,
+                  whole: Bool = false) throws(GitError) {
+        guard !planned.contains(root), whole || !has(root) else { return }
         planned.insert(root)
         var stack: [(Oid, expanded: Bool)] = [(root, false)]
         while let (id, expanded) = stack.popLast() {
             if expanded {
-                missing.append((id, GIT_OBJECT_TREE))
+                if !whole || !has(id) { missing.append((id, GIT_OBJECT_TREE)) }
                 continue
             }
             stack.append((id, true))
@@ -287,7 +329,13 @@ private struct ObjectCopier: ~Copyable {
                 let child = Oid(git_tree_entry_id(entry))
                 let type = git_tree_entry_type(entry)
                 guard type == GIT_OBJECT_TREE || type == GIT_OBJECT_BLOB else { continue }  // a submodule's commit is not ours
-                guard !planned.contains(child), !has(child) else { continue }
+                guard !planned.contains(child) else { continue }
+                if type == GIT_OBJECT_TREE, whole {
+                    planned.insert(child)
+                    stack.append((child, false))
+                    continue
+                }
+                guard !has(child) else { continue }
                 planned.insert(child)
                 if type == GIT_OBJECT_TREE { stack.append((child, false)) } else { missing.append((child, type)) }
             }

@@ -31,6 +31,35 @@ import TestSupport
         return gitDir.appending("objects").appending(String(hex.prefix(2))).appending(String(hex.dropFirst(2))).string
     }
 
+    /// Seed 8000, cut 166: after a power cut the watch's store held a peer's commit C (its file
+    /// made durable) without its parent B, and no ref named C. The copy must not take C for a
+    /// commit whose history is here: B arrives, and so does a blob C's tree names that was lost.
+    @Test func aCommitNoRefReachesIsNotTakenForItsHistory() throws {
+        let phone = try TempDevice(), watch = try TempDevice()
+        let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+        let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+        let a = try commit(phone, source, ["a.txt": Array("one\n".utf8)], parent: nil)
+        let reader = try Repository.openForReading(gitDir: phone.gitDir)
+        try target.copyMissingObjects(from: reader, tips: [a])
+        try target.setReference("refs/remotes/phone/main", to: a, message: "fetched")
+        let b = try commit(phone, source, ["b.txt": Array("two\n".utf8)], parent: a)
+        let c = try commit(phone, source, ["c.txt": Array("three\n".utf8)], parent: b)
+        // The cut: C (and its tree) made it to the watch's disk, B and C's new blob did not.
+        try target.copyMissingObjects(from: reader, tips: [c])
+        let cBlob = try #require(try source.treeFiles(try source.commit(c).tree).first { $0.path == "c.txt" }?.oid)
+        for lost in [b, cBlob] { try FileManager.default.removeItem(atPath: looseObjectPath(watch.gitDir, lost)) }
+        let reopened = try Repository.open(gitDir: watch.gitDir, workdir: watch.data)
+        #expect(throws: GitError.self) { try reopened.commit(b) }
+        // The next copy from the peer fills both holes.
+        try reopened.copyMissingObjects(from: reader, tips: [c])
+        #expect(try reopened.commit(b).parents == [a])
+        #expect(try reopened.blobData(cBlob) == Array("three\n".utf8))
+        // What a ref reaches is taken as whole: nothing more is copied.
+        try reopened.setReference("refs/remotes/phone/main", to: c, message: "fetched")
+        let again = try reopened.copyMissingObjects(from: reader, tips: [c])
+        #expect(again.objects == 0)
+    }
+
     @Test func copiesOnlyWhatIsMissingAndStreamsBigBlobs() throws {
         let phone = try TempDevice(), watch = try TempDevice()
         let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
