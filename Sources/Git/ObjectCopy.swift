@@ -19,6 +19,12 @@ public struct ObjectCopyReport: Sendable, Equatable {
     public var wholePacks = 0
     /// The objects written as loose files (a small copy writes nothing else): the ones to flush.
     public var looseIds: [Oid] = []
+    /// Loose objects found here, written in the last `recentSeconds`, that what the copy wrote
+    /// names: another path of this process may not have flushed them yet (both devices made the
+    /// same conflict record: seed 8000, cut 12), and a ref is about to name them. Flushed too.
+    public var reliedLoose: [Oid] = []
+    /// What "recent" is: the kernel writes dirty pages out within ~30 s by itself.
+    public static let recentSeconds: Int64 = 120
 }
 
 /// Where `copyMissingObjects` changes how it writes: tests set them small to cross every limit.
@@ -306,10 +312,18 @@ private struct ObjectCopier: ~Copyable {
         return git_odb_read_header(&size, &kind, sourceOdb, &raw) == 0 ? size : nil
     }
 
+    /// A present object a new tree names: listed for the flush when it is a young loose file.
+    mutating func noteRelied(_ id: Oid) {
+        guard let stat = (try? FileStat.of(target.looseObjectPath(id))) ?? nil else { return }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        if Int64(now.tv_sec) - stat.ctimeSeconds <= ObjectCopyReport.recentSeconds { report.reliedLoose.append(id) }
+    }
+
     /// The objects of a tree this repository lacks, in the order they may be written: everything
     /// a tree names before the tree (subtrees first). `whole`: trees found here are looked into
     /// too (the tree of a commit no ref reaches may itself lack what it names).
-    func planTree(_ root: Oid, into missing: inout [(id: Oid, type: git_object_t)], planned: inout Set<Oid>,
+    mutating func planTree(_ root: Oid, into missing: inout [(id: Oid, type: git_object_t)], planned: inout Set<Oid>,
                   whole: Bool = false) throws(GitError) {
         guard !planned.contains(root), whole || !has(root) else { return }
         planned.insert(root)
@@ -335,7 +349,10 @@ private struct ObjectCopier: ~Copyable {
                     stack.append((child, false))
                     continue
                 }
-                guard !has(child) else { continue }
+                guard !has(child) else {
+                    noteRelied(child)
+                    continue
+                }
                 planned.insert(child)
                 if type == GIT_OBJECT_TREE { stack.append((child, false)) } else { missing.append((child, type)) }
             }

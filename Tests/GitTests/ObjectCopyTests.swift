@@ -60,6 +60,22 @@ import TestSupport
         #expect(again.objects == 0)
     }
 
+    /// Seed 8000, cut 12: both devices wrote the same conflict record (one blob id). The copy of the
+    /// peer's record commit skipped that blob (found here) and flushed only what it wrote; the
+    /// phone's own write of it was not on disk yet, and the cut lost it under a ref. A young loose
+    /// object a copied tree names is now listed for the flush.
+    @Test func aYoungLooseObjectTheCopyReliesOnIsListedForTheFlush() throws {
+        let phone = try TempDevice(), watch = try TempDevice()
+        let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+        let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+        let record = Array("{\"id\": \"c-1\", \"path\": \"f.txt\"}\n".utf8)
+        let shared = try target.createBlob(record)  // written here by another path, not flushed
+        let tip = try commit(phone, source, ["c-1.json": record, "other.txt": Array("new\n".utf8)], parent: nil)
+        let report = try target.copyMissingObjects(from: Repository.openForReading(gitDir: phone.gitDir), tips: [tip])
+        #expect(report.reliedLoose == [shared])
+        #expect(!report.looseIds.contains(shared))
+    }
+
     @Test func copiesOnlyWhatIsMissingAndStreamsBigBlobs() throws {
         let phone = try TempDevice(), watch = try TempDevice()
         let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)

@@ -56,9 +56,23 @@ extension Store {
             throw error
         }
         guard report.objects > 0 else { return 0 }
-        flushNew(in: gitDir, packsSince: before, loose: report.looseIds.map(repo.looseObjectPath),
+        // What the copy wrote, and what it relied on that may not be on disk yet: young loose
+        // objects its trees name, and young packs (a commit's batch, written ahead of its flush).
+        flushNew(in: gitDir, packsSince: before,
+                 loose: (report.looseIds + report.reliedLoose).map(repo.looseObjectPath) + recentPacks(in: gitDir),
                  packsWritten: report.packs + report.wholePacks > 0)
         return report.objects
+    }
+
+    /// The packs and indexes in `objects/pack` changed in the last `ObjectCopyReport.recentSeconds`.
+    static func recentPacks(in gitDir: FilePath) -> [FilePath] {
+        let packs = gitDir.appending("objects").appending("pack")
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return (packFiles(in: gitDir) ?? []).map { packs.appending($0) }.filter { path in
+            guard let stat = (try? FileStat.of(path)) ?? nil else { return false }
+            return Int64(now.tv_sec) - stat.ctimeSeconds <= ObjectCopyReport.recentSeconds
+        }
     }
 
     /// The packs and their indexes in `objects/pack` (`pack-*.pack`, `pack-*.idx`: not the
