@@ -291,9 +291,13 @@ class CutFS(pyfuse3.Operations):
             fail(errno.EBADF)
         return h
 
-    def live_handle(self, fh):
+    def live_handle(self, fh, op):
         h = self.handle(fh)
         if h.epoch != self.epoch:
+            # Logged: an EIO a restarted agent meets must be told apart from the agent's own fault
+            # (seed 26: a merge's write failed with EIO after a cut and was not written 30 s later).
+            log(getattr(self, "logf", None), "EIO: %s through a handle from before cut %d (opened by pid %s, %s), now cut %d"
+                % (op, h.epoch, h.pid, self.live_path(h.node.ino), self.epoch))
             fail(errno.EIO)
         return h
 
@@ -346,7 +350,7 @@ class CutFS(pyfuse3.Operations):
 
     async def setattr(self, inode, attr, fields, fh, ctx):
         if fh is not None:
-            h = self.live_handle(fh)
+            h = self.live_handle(fh, "setattr")
             n = h.node
         else:
             n = self.node(inode)
@@ -611,7 +615,7 @@ class CutFS(pyfuse3.Operations):
         return bytes(data[off:off + size])
 
     async def write(self, fh, off, buf):
-        h = self.live_handle(fh)
+        h = self.live_handle(fh, "write")
         n = h.node
         data = self.writable(n)
         end = off + len(buf)
@@ -637,7 +641,7 @@ class CutFS(pyfuse3.Operations):
             self.maybe_free(h.node)
 
     async def fsync(self, fh, datasync):
-        h = self.live_handle(fh)
+        h = self.live_handle(fh, "fsync")
         self.counts["fsync"] += 1
         self.record((time.time(), h.pid, "fsync", h.node.ino, None, None))
         self.fsync_node(h.node)
@@ -651,7 +655,7 @@ class CutFS(pyfuse3.Operations):
         return self.open_handle(n, ctx, True)
 
     async def readdir(self, fh, start_id, token):
-        h = self.live_handle(fh)
+        h = self.live_handle(fh, "readdir")
         d = h.node
         if start_id == 0 or h.listing is None:
             h.listing = [(b".", d.ino), (b"..", self.parent_of(d))] + list(d.entries.items())
@@ -675,7 +679,7 @@ class CutFS(pyfuse3.Operations):
         await self.release(fh)
 
     async def fsyncdir(self, fh, datasync):
-        h = self.live_handle(fh)
+        h = self.live_handle(fh, "fsyncdir")
         self.counts["fsyncdir"] += 1
         self.record((time.time(), h.pid, "fsyncdir", h.node.ino, None, None))
         self.fsync_node(h.node)
@@ -1189,6 +1193,7 @@ def log(logf, msg):
 
 
 async def run(fs, args, logf):
+    fs.logf = logf
     lock = trio.Lock()
     async with trio.open_nursery() as nursery:
         if args.control:
