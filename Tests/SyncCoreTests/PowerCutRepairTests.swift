@@ -153,6 +153,33 @@ import TestSupport
         #expect(f.device.read("notes.txt") == "a shorter note")
     }
 
+    /// Seed 8000, cut 86 of a replay: a 3 MB photo the program was writing when the power went,
+    /// never committed; the cut kept its first 768 KiB and it went to the watch as a new file. A
+    /// new file that is empty, zero-filled or a whole number of 4 KiB pages is held (a torn
+    /// write ends on a page); any other size, or a tracked file, is not. Held files stay held
+    /// while they stay as they are, and leave the hold once changed or sent.
+    @Test func aNewFileEndingOnAPageAfterACutIsHeldUntilItChanges() throws {
+        let f = try StoreFixture()
+        try f.write("tracked.bin", String(repeating: "t", count: 8192), mtime: 1_700_000_000)
+        _ = try f.store.commit(paths: ["tracked.bin"])
+        try f.store.flushIndex()
+        try f.write("photos/torn.jpg", String(repeating: "p", count: 768 << 10), mtime: 1_700_000_100)
+        try f.write("photos/whole.jpg", String(repeating: "w", count: (768 << 10) + 123), mtime: 1_700_000_100)
+        try f.write("empty.txt", "", mtime: 1_700_000_100)
+        try f.write("zeros.txt", "\0\0\0", mtime: 1_700_000_100)
+        try f.write("tracked.bin", String(repeating: "u", count: 4096), mtime: 1_700_000_100)
+        let paths: [FilePath] = ["photos", "empty.txt", "zeros.txt", "tracked.bin"]
+        let held = try f.store.newFilesAPowerCutMayHaveBroken(among: paths)
+        #expect(Set(held) == ["photos/torn.jpg", "empty.txt", "zeros.txt"])
+        // Files changed after the machine came back are edits.
+        #expect(try f.store.newFilesAPowerCutMayHaveBroken(among: paths, bootTime: 0).isEmpty)
+        f.store.holdPowerCutLeft(held)
+        #expect(f.store.stillAsPowerCutLeft(among: Set(held)) == Set(held))
+        try f.write("photos/torn.jpg", String(repeating: "p", count: 3 << 20), mtime: 1_700_000_200)
+        #expect(f.store.stillAsPowerCutLeft(among: Set(held), release: ["empty.txt"]) == ["zeros.txt"])
+        #expect(f.store.powerCutLeft() == ["zeros.txt"])
+    }
+
     /// Seed 4343's cut 32: a merge wrote version A (flushed), the user rewrote the file in place
     /// with B (never flushed), B was committed and fetched; the cut took the disk back to A with a
     /// change time the file system kept as the later one. A is an older version of `main`: damage.

@@ -372,12 +372,12 @@ actor SyncEngine {
     /// disk held is kept in the store (`refs/syncagent/kept`).
     private func putBackPowerCutDamage(_ rest: inout [FilePath]) {
         do {
-            let leftEmpty = try store.newFilesLeftEmpty(among: rest, bootTime: AgentSession.bootTime())
+            let leftEmpty = try store.newFilesAPowerCutMayHaveBroken(among: rest, bootTime: AgentSession.bootTime())
             if !leftEmpty.isEmpty {
                 store.holdPowerCutLeft(leftEmpty)
                 let set = Set(leftEmpty)
                 rest.removeAll { set.contains($0) }
-                logger.warning("after the machine stopped, \(leftEmpty.count) new file(s) in \(config.data.display) are empty or hold only zeros (\(leftEmpty.prefix(5).map(\.display).joined(separator: ", "))): a program made them and never flushed their bytes. They are left on disk and not sent until they change; `syncagent send PATH` shares one as it is")
+                logger.warning("after the machine stopped, \(leftEmpty.count) new file(s) in \(config.data.display) are empty, hold only zeros, or end on a 4 KiB page as a write the power cut short does (\(leftEmpty.prefix(5).map(\.display).joined(separator: ", "))): a program made them and may not have flushed all their bytes. They are left on disk and not sent until they change; check one and share it as it is with `syncagent send PATH`")
                 notePowerCutLeft()
             }
             var damaged = try store.powerCutDamage(among: rest, bootTime: AgentSession.bootTime())
@@ -410,7 +410,7 @@ actor SyncEngine {
     /// The problem `status` shows while new files a power cut left empty are kept back.
     private func notePowerCutLeft() {
         let left = store.powerCutLeft()
-        setProblem(.powerCut, left.isEmpty ? nil : "\(left.count) new file(s) came back empty or zero-filled after the machine stopped (\(left.prefix(5).map(\.display).joined(separator: ", "))\(left.count > 5 ? ", ..." : "")) and are not sent: write them again, delete them, or share one as it is with `syncagent send PATH`")
+        setProblem(.powerCut, left.isEmpty ? nil : "\(left.count) new file(s) came back empty, zero-filled or ending on a 4 KiB page (a write the power may have cut short) after the machine stopped (\(left.prefix(5).map(\.display).joined(separator: ", "))\(left.count > 5 ? ", ..." : "")) and are not sent: write them again, delete them, or share one as it is with `syncagent send PATH`")
     }
 
     /// Writes the paths an earlier merge could not write, where that is possible now.

@@ -182,18 +182,27 @@ extension Store {
         return (report, kept?.id)
     }
 
-    // MARK: new files a power cut left empty (<store>/syncagent/power-cut-left: "<path hex> <size> <mtime s> <mtime ns> <inode>")
+    // MARK: new files a power cut may have broken (<store>/syncagent/power-cut-left: "<path hex> <size> <mtime s> <mtime ns> <inode>")
 
-    /// Of these changed paths, the new files (nothing committed there) a power cut left empty or
-    /// zero-filled: a program made them and never flushed their bytes. Nothing can be put back, so
-    /// they are kept out of commits while they stay so (`powerCutLeft`).
-    public func newFilesLeftEmpty(among paths: [FilePath], bootTime: Int64 = .max) throws -> [FilePath] {
+    /// Where a write the power cut short ends: programs write through buffers of whole 4 KiB
+    /// pages, and the kernel writes a file's bytes back page by page.
+    static let tornWriteBoundary: Int64 = 4096
+
+    /// Of these changed paths, the new files (nothing committed there) a power cut may have
+    /// broken: empty, zero-filled (a program made them and never flushed their bytes), or a
+    /// whole number of 4 KiB pages (a write the power cut short: only its first pages reached the
+    /// disk; seed 8000 cut 86, 768 KiB of a 3 MB photo no device held yet went to the watch).
+    /// A torn new file holds no zeros and has no committed version to compare with: its size is
+    /// the only sign, and one whole file in 4,096 has such a size too. Nothing can be put back,
+    /// so they are kept out of commits while they stay as they are (`powerCutLeft`).
+    /// Only files last changed before the machine came back (`bootTime`) are looked at.
+    public func newFilesAPowerCutMayHaveBroken(among paths: [FilePath], bootTime: Int64 = .max) throws -> [FilePath] {
         let index = try liveIndex()
         var out: [FilePath] = []
         for path in paths where index.entry(path) == nil && index.entries(under: path).isEmpty && policy.materializes(path) {
             for file in regularFiles(atOrUnder: path) {
                 guard let stat = (try? FileStat.of(data.pushing(file))) ?? nil, stat.kind == .regular, stat.ctimeSeconds <= bootTime,
-                      stat.size == 0 || isAllZeros(data.pushing(file), size: stat.size) else { continue }
+                      stat.size % Self.tornWriteBoundary == 0 || isAllZeros(data.pushing(file), size: stat.size) else { continue }
                 out.append(file)
             }
         }

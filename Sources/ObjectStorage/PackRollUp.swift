@@ -1,5 +1,3 @@
-import CLibgit2
-import ObjectStorage
 import Glibc
 import SystemPackage
 
@@ -10,13 +8,13 @@ import SystemPackage
 /// stay deltas; an offset delta's base offset is rewritten for the new pack. Each object's
 /// compressed bytes are checked against the CRC-32 its old index gives, so a damaged pack is
 /// refused instead of copied. An object held by two of the packs is kept once.
-struct PackRollUp {
+public struct PackRollUp {
     /// A pack's index (version 2): each object's id, offset and CRC-32, in offset order.
-    struct Index {
-        var entries: [(id: Oid, offset: UInt64, crc: UInt32)]
+    public struct Index {
+        public var entries: [(id: Oid, offset: UInt64, crc: UInt32)]
 
         /// How many objects the index lists (its fan-out table's last entry).
-        static func count(_ path: FilePath) throws(GitError) -> Int {
+        public static func count(_ path: FilePath) throws(GitError) -> Int {
             let fd = path.withPlatformString { open($0, O_RDONLY | O_CLOEXEC) }
             guard fd >= 0 else { throw PackRollUp.ioFailed("cannot open", path, errno) }
             defer { close(fd) }
@@ -25,7 +23,7 @@ struct PackRollUp {
             return Int(head[(8 + 1020)...].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
         }
 
-        init(_ path: FilePath) throws(GitError) {
+        public init(_ path: FilePath) throws(GitError) {
             let bytes = try PackRollUp.readWhole(path)
             func be32(_ at: Int) -> UInt32 { bytes[at..<at + 4].reduce(0) { $0 << 8 | UInt32($1) } }
             guard bytes.count >= 8 + 1024 + 40, bytes[0..<4].elementsEqual([0xff, 0x74, 0x4f, 0x63]), be32(4) == 2 else {
@@ -37,15 +35,13 @@ struct PackRollUp {
             entries = []
             entries.reserveCapacity(n)
             for i in 0..<n {
-                var raw = git_oid()
-                withUnsafeMutableBytes(of: &raw.id) { $0.copyBytes(from: bytes[(ids + 20 * i)..<(ids + 20 * i + 20)]) }
                 var offset = UInt64(be32(offsets + 4 * i))
                 if offset & 0x8000_0000 != 0 {
                     let at = large + 8 * Int(offset & 0x7fff_ffff)
                     guard at + 8 <= bytes.count - 40 else { throw PackRollUp.damaged("\(path): a large offset is out of range") }
                     offset = bytes[at..<at + 8].reduce(0) { $0 << 8 | UInt64($1) }
                 }
-                entries.append((Oid(raw), offset, be32(crcs + 4 * i)))
+                entries.append((Oid(bytes: bytes[(ids + 20 * i)..<(ids + 20 * i + 20)]), offset, be32(crcs + 4 * i)))
             }
             entries.sort { $0.offset < $1.offset }
         }
@@ -54,7 +50,7 @@ struct PackRollUp {
         /// bytes (header and compressed data) from its offset to the next one's, checked against
         /// its CRC-32, handed to `body` with their length (`buffer` may be longer). Objects `skip`
         /// names are not read. Throws when the pack cannot be what the index says.
-        func forEachObject(in packPath: FilePath, skip: (Int, Oid) -> Bool = { _, _ in false },
+        public func forEachObject(in packPath: FilePath, skip: (Int, Oid) -> Bool = { _, _ in false },
                            _ body: (Int, Oid, [UInt8], Int) throws(GitError) -> Void) throws(GitError) {
             let fd = packPath.withPlatformString { open($0, O_RDONLY | O_CLOEXEC) }
             guard fd >= 0 else { throw PackRollUp.ioFailed("cannot open", packPath, errno) }
@@ -83,7 +79,7 @@ struct PackRollUp {
 
     /// Writes every object of the packs whose indexes are `indexFiles` into one new pack in
     /// `packDir`; returns its name's checksum part (`pack-<it>.pack`).
-    static func combine(_ indexFiles: [FilePath], into packDir: FilePath) throws(GitError) -> String {
+    public static func combine(_ indexFiles: [FilePath], into packDir: FilePath) throws(GitError) -> String {
         let writer = try PackFileWriter(packDir: packDir)
         // Objects already written, found by the first 8 bytes of their id (a position in the
         // writer's list, which has the whole id and its offset), and only for ids that more than
