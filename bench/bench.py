@@ -44,7 +44,7 @@ Environment: SYNCAGENT (the binary; required), BENCH_KEEP=1 keeps the temp dir (
 PEERS=1 adds the table of bench/peers.py (the same workloads through Unison, installed from Debian's
 packages when missing); PEERS=only runs only that table.
 BENCH_SCALE (default 1.0) scales the file counts down for a quick smoke run, BENCH_ONLY=bulk,sync runs
-only the named rows (latency, bulk, propagation, sync, big, huge, hub, store, many, idle).
+only the named rows (latency, bulk, propagation, sync, syncdocs, big, huge, hub, hubssh, store, many, idle, peers).
 BENCH_IDLE_S (default 600 x BENCH_SCALE) is how long the idle row watches two agents with nothing to do.
 Standard library only.
 """
@@ -160,11 +160,42 @@ def file_content(i, version=0):
     return f"file {i} version {version}\n".encode() + b"x" * 64 + b"\n"
 
 
+_DOC_WORDS = None
+
+
+def doc_content(i, version=0):
+    """A document, as a user's data holds them: 1-100 KB (log-uniform: most are a few KB, some
+    are big), nine in ten text (words; zlib shrinks them about 3x), one in ten random bytes (a
+    small picture, a PDF). The same header as `file_content`, so a version is recognised; an
+    edit changes the header, keeps the body, as a person's edit changes a small part, and adds
+    a byte per version (a new size: Unison's and rsync's quick checks miss a same-size edit made
+    within the second)."""
+    global _DOC_WORDS
+    if _DOC_WORDS is None:
+        import random
+        rng = random.Random(7)
+        vocab = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9))) for _ in range(3000)]
+        text = []
+        while sum(map(len, text)) < 400_000:
+            line = " ".join(rng.choice(vocab) for _ in range(rng.randint(4, 14)))
+            text.append(line.capitalize() + ".\n")
+        _DOC_WORDS = "".join(text).encode()
+    import random
+    size = int(1024 * 100 ** random.Random(f"doc-size-{i}").random())
+    head = f"file {i} version {version}\n".encode()
+    body = size - len(head)
+    tail = b"+" * version
+    if i % 10 == 9:
+        return head + random.Random(f"doc-bytes-{i}").randbytes(max(0, body)) + tail
+    at = (i * 7919) % (len(_DOC_WORDS) - 110_000)
+    return head + _DOC_WORDS[at:at + max(0, body)] + tail
+
+
 def rel_path(i):
     return os.path.join(f"d{i // FILES_PER_DIR:04d}", f"f{i:06d}.txt")
 
 
-def make_tree(root, n):
+def make_tree(root, n, content=file_content):
     """n small files, FILES_PER_DIR per directory. Same n -> byte-identical trees."""
     made = set()
     for i in range(n):
@@ -173,12 +204,12 @@ def make_tree(root, n):
             os.makedirs(d, exist_ok=True)
             made.add(d)
         with open(os.path.join(root, rel_path(i)), "wb") as f:
-            f.write(file_content(i))
+            f.write(content(i))
 
 
-def modify(root, i, version):
+def modify(root, i, version, content=file_content):
     with open(os.path.join(root, rel_path(i)), "wb") as f:
-        f.write(file_content(i, version))
+        f.write(content(i, version))
 
 
 def wait_tree_count(agent, n):
@@ -961,14 +992,14 @@ def wait_bytes(path, want, agents=(), timeout=PROPAGATE_TIMEOUT_S):
         time.sleep(POLL_S)
 
 
-def wait_versions(root, indices, version, agents=(), timeout=COMMIT_TIMEOUT_S):
+def wait_versions(root, indices, version, agents=(), timeout=COMMIT_TIMEOUT_S, content=file_content):
     """Polls until every file in `indices` holds `version`, reading them in that order, each until it
     is new (nothing else writes them, so a new file stays new); returns perf_counter at detection."""
     deadline = time.perf_counter() + timeout
     pos = 0
     while True:
         while pos < len(indices) and holds(os.path.join(root, rel_path(indices[pos])),
-                                           file_content(indices[pos], version)):
+                                           content(indices[pos], version)):
             pos += 1
         now = time.perf_counter()
         if pos == len(indices):
@@ -980,8 +1011,8 @@ def wait_versions(root, indices, version, agents=(), timeout=COMMIT_TIMEOUT_S):
         time.sleep(POLL_S)
 
 
-def stale_files(root, n, version):
-    return [i for i in range(n) if not holds(os.path.join(root, rel_path(i)), file_content(i, version))]
+def stale_files(root, n, version, content=file_content):
+    return [i for i in range(n) if not holds(os.path.join(root, rel_path(i)), content(i, version))]
 
 
 def head_tree(git_dir):
@@ -1150,15 +1181,19 @@ def bench_propagation(syncagent, tmp, rows, notes, agents):
                  f"{watch.stats.get('peak_rss_mb') or float('nan'):.0f} MB")
 
 
-def bench_sync(syncagent, tmp, rows, notes, agents):
-    log(f"4/10 sync of {SYNC_FILES} modified files phone->watch, {SYNC_ROUNDS} rounds "
+def bench_sync_docs(syncagent, tmp, rows, notes, agents):
+    bench_sync(syncagent, tmp, rows, notes, agents, content=doc_content, kind="documents (1-100 KB)")
+
+
+def bench_sync(syncagent, tmp, rows, notes, agents, content=file_content, kind="files"):
+    log(f"4/10 sync of {SYNC_FILES} modified {kind} phone->watch, {SYNC_ROUNDS} rounds "
         f"(watch stopped while the phone commits them)")
-    base = os.path.join(tmp, "sync")
+    base = os.path.join(tmp, "sync" if content is file_content else "sync-docs")
     os.makedirs(base)
     phone, watch = make_pair(syncagent, base, "sync", agents)
     gphone = GitRepo(base, "git-phone")
-    make_tree(phone.data, SYNC_FILES)
-    make_tree(gphone.work, SYNC_FILES)
+    make_tree(phone.data, SYNC_FILES, content)
+    make_tree(gphone.work, SYNC_FILES, content)
     gphone.commit()
     gwatch = GitRepo(base, "git-watch", clone_of=gphone)
 
@@ -1180,13 +1215,13 @@ def bench_sync(syncagent, tmp, rows, notes, agents):
     for version in range(1, SYNC_ROUNDS + 1):
         watch.stop()
         for i in range(SYNC_FILES):
-            modify(gphone.work, i, version)
+            modify(gphone.work, i, version, content)
         gphone.commit()
         want = head_tree(gphone.git_dir)
         before = phone.commits()
         old = read_ref(phone.store)
         for i in range(SYNC_FILES):
-            modify(phone.data, i, version)
+            modify(phone.data, i, version, content)
         deadline = time.perf_counter() + COMMIT_TIMEOUT_S
         while head_tree(phone.store) != want:
             _, old = wait_ref_change(phone.store, old, timeout=max(1.0, deadline - time.perf_counter()), agent=phone)
@@ -1197,10 +1232,10 @@ def bench_sync(syncagent, tmp, rows, notes, agents):
             os.sync()
             t0 = time.perf_counter()
             watch.start()
-            t1 = wait_versions(watch.data, sample, version, agents=(phone, watch))
-            stale = stale_files(watch.data, SYNC_FILES, version)
+            t1 = wait_versions(watch.data, sample, version, agents=(phone, watch), content=content)
+            stale = stale_files(watch.data, SYNC_FILES, version, content)
             if stale:
-                t1 = wait_versions(watch.data, stale, version, agents=(phone, watch))
+                t1 = wait_versions(watch.data, stale, version, agents=(phone, watch), content=content)
             a_times.append(t1 - t0)
             late.append(len(stale))
             wait_converged(phone, watch, timeout=COMMIT_TIMEOUT_S)
@@ -1209,8 +1244,8 @@ def bench_sync(syncagent, tmp, rows, notes, agents):
             os.sync()
             t0 = time.perf_counter()
             gwatch.pull()
-            t1 = wait_versions(gwatch.work, sample, version)
-            if stale_files(gwatch.work, SYNC_FILES, version):
+            t1 = wait_versions(gwatch.work, sample, version, content=content)
+            if stale_files(gwatch.work, SYNC_FILES, version, content):
                 raise BenchError(f"sync (git baseline): files without version {version} after git pull")
             g_times.append(t1 - t0)
 
@@ -1233,9 +1268,9 @@ def bench_sync(syncagent, tmp, rows, notes, agents):
         raise BenchError("sync: phone and watch stopped on different commits")
     cleanup(base)
     k = f"{SYNC_FILES // 1000}k"
-    rows.append((f"sync {k} modified files p50 (from start)", pct(a_times, 50), pct(g_times, 50), rss_text(phone, watch),
+    rows.append((f"sync {k} modified {kind} p50 (from start)", pct(a_times, 50), pct(g_times, 50), rss_text(phone, watch),
                  ("ratio", 0.5)))
-    notes.append(f"sync {k}: {SYNC_ROUNDS} rounds, agent "
+    notes.append(f"sync {k} {kind}: {SYNC_ROUNDS} rounds, agent "
                  + "/".join(f"{t:.2f}" for t in a_times) + " s, git " + "/".join(f"{t:.2f}" for t in g_times)
                  + f" s (sync(2) before each); the phone committed each round's {SYNC_FILES} modifications in "
                  + "/".join(map(str, phone_commits)) + f" commit(s); files still old when the sample of "
@@ -1288,7 +1323,7 @@ def main():
     try:
         only = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))
         for name, row in [("latency", bench_latency), ("bulk", bench_bulk), ("propagation", bench_propagation),
-                          ("sync", bench_sync), ("big", bench_big_tree), ("huge", bench_huge), ("hub", bench_hub),
+                          ("sync", bench_sync), ("syncdocs", bench_sync_docs), ("big", bench_big_tree), ("huge", bench_huge), ("hub", bench_hub),
                           ("hubssh", bench_hub_ssh), ("store", bench_store), ("many", bench_many), ("idle", bench_idle)]:
             if (not only and os.environ.get("PEERS") != "only") or name in only:
                 row(syncagent, tmp, rows, notes, agents)

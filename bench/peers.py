@@ -1,22 +1,29 @@
-"""`make bench PEERS=1`: syncagent against Unison (Debian's package) on the same files, in one run.
+"""`make bench PEERS=1`: syncagent against Unison and `rsync -a` (Debian's packages) and Syncthing, on the
+same files, in one run.
 
 Each workload runs on fresh directories, first through a phone/watch pair of agents (each the
 other's peer by the path of its store, debounce 20 ms), then through one `unison A B -batch -auto`
 run started after the writes (Debian ships no unison-fsmonitor, so Unison has no continuous mode
-here: its figure is the time of that one run). Times are what a user waits: from the last write
-until every file on the other side holds every byte (agent), or the run's wall time (Unison, which
-returns only when it is done). Content both ways: text (zlib shrinks it) and random bytes (photos,
-archives: nothing to shrink). Receiving-side CPU: the watch agent's, against the whole Unison run's
-(both of its sides live in one process here, so it is an upper bound for Unison).
+here: its figure is the time of that one run), then through one `rsync -a A/ B/` (a one-way copy
+with no history and no fsync: the floor a user can see). Times are what a user waits: from the
+last write until every file on the other side holds every byte (agent), or the run's wall time
+(Unison, rsync: they return only when done). Content: text (zlib shrinks it), random bytes
+(archives: nothing to shrink), documents as a user has them (1-100 KB, log-uniform, nine in ten
+text: `bench.doc_content`) and photos (2-5 MB, random). Receiving-side CPU: the watch agent's,
+against the whole Unison run's (both of its sides live in one process here, so it is an upper bound
+for Unison).
 
-Rows (BENCH_SCALE scales the counts): 10k new 4 KB files (text, random), 10k modified files, 300
-new 2 MB random files (photos; agents and Unison only), the 100k-file first sync to an empty peer,
-1 file in a 1k-file tree (p50 of 20), and the receiving side's CPU and peak RSS. Each row prints ours, Unison's, the ratio and the target (<= 1x Unison).
+Rows (BENCH_SCALE scales the counts): 10k new 4 KB files (text, random), 10k modified files, 10k new
+and modified documents, 300 new photos (agents, Unison and rsync only), the 100k-file first sync to
+an empty peer with the agents' peak RSS, 1 file in a 1k-file tree (p50 of 20), and the receiving
+side's CPU. Each row prints ours, each peer's, the ratios and the targets of issue 45 (<= 1x Unison
+and Syncthing unless a row says otherwise; photos <= 0.7x Unison and <= 2x rsync; new files
+<= 1.5x rsync; the 100k first sync <= 0.3x Unison and <= 1.5x rsync with <= 48 MB).
 
-Syncthing (Debian's 1.19, installed when missing) runs the same 10k workloads and the 1-file latency
+Syncthing (Debian's 1.19, installed when missing) runs the 4 KB 10k workloads and the 1-file latency
 through bench/syncthing.py: two instances on loopback, its watcher at the shortest delay (1 s); times
 from the last write until the other side holds every byte, like the agents'. Its 100k first sync is
-not run (224 s in PEERS.md). Every row's target is <= 1x each peer.
+not run (224 s in PEERS.md).
 """
 
 import os
@@ -56,6 +63,55 @@ def ensure_unison():
     return p.stdout.strip()
 
 
+def ensure_rsync():
+    """Installs Debian's rsync when it is missing (as root); returns its version line."""
+    if shutil.which("rsync") is None:
+        if os.geteuid() != 0:
+            raise BenchError("PEERS=1 needs rsync: run `sudo apt-get install -y rsync` first")
+        log("installing rsync from Debian's packages")
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "rsync"], check=True, env=env,
+                       stdout=subprocess.DEVNULL)
+    p = subprocess.run(["rsync", "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return " ".join(p.stdout.splitlines()[0].split()[:3])
+
+
+def rsync_take(base, data, mod=None):
+    """`rsync -a A/ B/` of `data` written into a fresh A (the floor a user can see: a one-way copy,
+    no history, no fsync), then of `mod` written over it: (seconds new, seconds modified or None)."""
+    a, b = os.path.join(base, "rsync-a"), os.path.join(base, "rsync-b")
+    os.makedirs(a)
+    os.makedirs(b)
+
+    def run():
+        os.sync()  # as before the agents' and Unison's runs: neither pays for the writes' flush
+        t0 = time.perf_counter()
+        p = subprocess.run(["rsync", "-a", a + "/", b + "/"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        t = time.perf_counter() - t0
+        if p.returncode != 0:
+            raise BenchError(f"rsync failed ({p.returncode}): {p.stdout.decode(errors='replace')[-800:]}")
+        return t
+
+    write_files(a, data)
+    t_new = run()
+    same_tree(a, b)
+    t_mod = None
+    if mod is not None:
+        write_files(a, mod)
+        t_mod = run()
+        same_tree(a, b)
+    shutil.rmtree(a, ignore_errors=True)
+    shutil.rmtree(b, ignore_errors=True)
+    return t_new, t_mod
+
+
+def row(name, ours, unison=None, rsync=None, syncthing=None, targets=None, shown="time"):
+    """One row of the table: our figure, each peer's, and the target ratio against each peer
+    (None: the ratio is printed, no target)."""
+    return {"name": name, "ours": ours, "peers": {"Unison": unison, "rsync -a": rsync, "Syncthing": syncthing},
+            "targets": targets or {}, "shown": shown}
+
+
 class UnisonPair:
     """Two directories and Unison's archive directory, all fresh."""
 
@@ -86,6 +142,8 @@ def contents(n, kind, version=0):
     """n files' bytes: `text` (the main bench's lines, padded) or `random`, 4 KB plus one byte per
     version: an edit changes the size, which Unison's fast check needs to see an edit made within
     the second of its last run (same size, inode and whole-second mtime read as unchanged)."""
+    if kind == "docs":
+        return [bench.doc_content(i, version) for i in range(n)]
     size = 4096 + version
     if kind == "text":
         return [(bench.file_content(i, version) * 64)[:size] for i in range(n)]
@@ -224,32 +282,39 @@ def bench_bulk_pair(syncagent, tmp, rows, notes, agents, n, kind):
     write_files(u.a, mod)
     u_mod, _, _ = u.run()
     same_tree(u.a, u.b)
-    s_new, s_mod, s_cpu, s_rss = syncthing_bulk(base, new, mod)
+    r_new, r_mod = rsync_take(base, new, mod)
+    if kind == "docs":
+        s_new = s_mod = s_cpu = None  # Syncthing: known from the 4 KB rows, and it would add minutes
+    else:
+        s_new, s_mod, s_cpu, s_rss = syncthing_bulk(base, new, mod)
     bench.cleanup(base)
-    rows.append((f"{label} new 4 KB files, {kind}", a_new, u_new, ("ratio", 1.0), s_new))
-    rows.append((f"{label} modified files, {kind}", a_mod, u_mod, ("ratio", 1.0), s_mod))
-    rows.append((f"receiving CPU, {label} new {kind}", a_cpu, u_cpu, ("ratio", 1.0), s_cpu))
-    notes.append(f"{label} {kind}: watch agent peak RSS {a_rss:.0f} MB, Unison peak RSS {u_rss:.0f} MB, receiving "
-                 f"Syncthing {s_rss:.0f} MB; agent and Syncthing times from the last write on the sending side until "
-                 f"the other holds every byte")
+    what = "documents (1-100 KB, 9 in 10 text)" if kind == "docs" else f"4 KB files, {kind}"
+    rows.append(row(f"{label} new {what}", a_new, u_new, r_new, s_new,
+                    {"Unison": 1.0, "rsync -a": 1.5, "Syncthing": 1.0}))
+    rows.append(row(f"{label} modified {what}", a_mod, u_mod, r_mod, s_mod, {"Unison": 1.0, "Syncthing": 1.0}))
+    rows.append(row(f"receiving CPU, {label} new {kind}", a_cpu, u_cpu, None, s_cpu, {"Unison": 1.0, "Syncthing": 1.0}))
+    notes.append(f"{label} {kind}: watch agent peak RSS {a_rss:.0f} MB, Unison peak RSS {u_rss:.0f} MB"
+                 + (f", receiving Syncthing {s_rss:.0f} MB" if s_new is not None else ", Syncthing not run")
+                 + "; agent and Syncthing times from the last write on the sending side until the other holds every byte")
 
 
-def bench_photos(syncagent, tmp, rows, notes, agents, n, size):
-    """n new files of `size` random bytes (photos: incompressible, big), through agents and one
-    Unison run; Syncthing is left out (its 1 s watcher delay and block hashing are known from the
-    4 KB rows, and it would add a minute)."""
+def bench_photos(syncagent, tmp, rows, notes, agents, n):
+    """n new photos of 2-5 MB random bytes (incompressible, big), through agents, one Unison run
+    and `rsync -a`; Syncthing is left out (its 1 s watcher delay and block hashing are known from
+    the 4 KB rows, and it would add a minute)."""
     base = os.path.join(tmp, f"peers-photos-{n}")
     os.makedirs(base)
-    rng = random.Random(f"photos-{n}-{size}")
-    data = [rng.randbytes(size) for _ in range(n)]
+    rng = random.Random(f"photos-{n}")
+    data = [rng.randbytes(rng.randint(2_000_000, 5_000_000)) for _ in range(n)]
     a_new, a_cpu, a_rss, phone, watch = agents_take(syncagent, base, "peers-photos", agents, data)
     stop_and_compare(phone, watch)
     _, u_new, u_cpu, u_rss = unison_take(base, data)
+    r_new, _ = rsync_take(base, data)
     bench.cleanup(base)
-    mb = size // 1_000_000
-    rows.append((f"{n} new {mb} MB files, random (photos)", a_new, u_new, ("ratio", 1.0)))
-    rows.append((f"receiving CPU, {n} new {mb} MB random", a_cpu, u_cpu, ("ratio", 1.0)))
-    notes.append(f"{n} x {mb} MB random: watch agent peak RSS {a_rss:.0f} MB, Unison peak RSS {u_rss:.0f} MB; "
+    total = sum(map(len, data)) / 1e6
+    rows.append(row(f"{n} new photos (2-5 MB, {total:.0f} MB)", a_new, u_new, r_new, None, {"Unison": 0.7, "rsync -a": 2.0}))
+    rows.append(row(f"receiving CPU, {n} new photos", a_cpu, u_cpu, None, None, {"Unison": 1.0}))
+    notes.append(f"{n} photos: watch agent peak RSS {a_rss:.0f} MB, Unison peak RSS {u_rss:.0f} MB; "
                  f"Syncthing not run for this row")
 
 
@@ -317,8 +382,12 @@ def bench_first_sync(syncagent, tmp, rows, notes, agents, n):
     os.sync()
     u_time, _, u_rss = u.run()
     same_tree(u.a, u.b)
+    shutil.rmtree(u.a, ignore_errors=True)
+    shutil.rmtree(u.b, ignore_errors=True)
+    r_time, _ = rsync_take(base, data)
     bench.cleanup(base)
-    rows.append((f"{label}-file first sync to an empty peer", a_time, u_time, ("ratio", 1.0)))
+    rows.append(row(f"{label}-file first sync to an empty peer", a_time, u_time, r_time, None, {"Unison": 0.3, "rsync -a": 1.5}))
+    rows.append(row(f"  peak RSS of the larger agent", a_rss, None, None, None, {"MB": 48}, shown="mb"))
     notes.append(f"{label} first sync: agent from the watch's start until it holds every byte; peak RSS "
                  f"{a_rss:.0f} MB (the larger agent), Unison {u_rss:.0f} MB")
 
@@ -372,8 +441,8 @@ def bench_one_file(syncagent, tmp, rows, notes, agents, files=1000, changes=20):
     finally:
         pair.stop()
     bench.cleanup(base)
-    rows.append((f"1 file -> peer p50, {files // 1000}k-file tree", bench.pct(a_lat, 50), bench.pct(u_lat, 50),
-                 ("ratio", 1.0), bench.pct(s_lat, 50)))
+    rows.append(row(f"1 file -> peer p50, {files // 1000}k-file tree", bench.pct(a_lat, 50), bench.pct(u_lat, 50),
+                    None, bench.pct(s_lat, 50), {"Unison": 1.0, "Syncthing": 1.0}))
     # Unison's figure is one run started after the write: no detection, no wait. Ours is from the
     # write: a lone save waits 5 ms after its close, not the debounce (README "What gets committed").
 
@@ -394,7 +463,7 @@ def run(main_module, syncagent, tmp, agents):
     """Runs every peer row; returns (rows, notes, version line)."""
     global bench
     bench = main_module
-    version = ensure_unison()
+    version = ensure_unison() + ", " + ensure_rsync()
     try:
         version += ", " + syncthing.ensure_syncthing()
     except (syncthing.SyncthingError, subprocess.CalledProcessError) as e:
@@ -405,16 +474,16 @@ def run(main_module, syncagent, tmp, agents):
     n100 = max(1000, int(100_000 * scale))
     log("peers 1/4: 1 file in a 1k-file tree, agents against one Unison run")
     bench_one_file(syncagent, tmp, rows, notes, agents)
-    for kind in ("text", "random"):
-        log(f"peers: {n10} new then modified files ({kind}), agents against one Unison run each")
+    for kind in ("text", "random", "docs"):
+        log(f"peers: {n10} new then modified files ({kind}), agents against one Unison run and rsync -a each")
         bench_bulk_pair(syncagent, tmp, rows, notes, agents, n10, kind)
     log(f"peers 4/4: {n100}-file first sync to an empty peer")
     bench_first_sync(syncagent, tmp, rows, notes, agents, n100)
     # Last: Unison's peak RSS is read as the largest of any child so far (RUSAGE_CHILDREN), and
     # this row's is the largest.
     n_photos = max(20, int(300 * scale))
-    log(f"peers: {n_photos} new 2 MB random files (photos), agents against one Unison run")
-    bench_photos(syncagent, tmp, rows, notes, agents, n_photos, 2_000_000)
+    log(f"peers: {n_photos} new photos of 2-5 MB, agents against one Unison run and rsync -a")
+    bench_photos(syncagent, tmp, rows, notes, agents, n_photos)
     notes.append("Syncthing: two instances on loopback, file watcher at its shortest delay (1 s), discovery and relays "
                  "off; its 100k-file first sync is not run here (224 s in PEERS.md: it would double the run)")
     return rows, notes, version
@@ -422,15 +491,28 @@ def run(main_module, syncagent, tmp, agents):
 
 def print_table(rows, notes, version):
     print()
-    print(f"syncagent vs {version} (one run of `unison A B -batch -auto` after the writes; "
+    print(f"syncagent vs {version} (one run of `unison A B -batch -auto` or `rsync -a A/ B/` after the writes; "
           f"the agents run all along, debounce {bench.DEBOUNCE_MS} ms)")
     print()
-    print(f"  {'workload':<44}{'syncagent':>12}{'Unison':>12}{'ratio':>9}{'Syncthing':>12}{'ratio':>9}  target")
-    for name, a, u, target, *rest in rows:
-        st = rest[0] if rest else None
-        ok = a / u <= target[1] and (st is None or a / st <= target[1])
-        s_cols = f"{bench.fmt_time(st):>12}{a / st:>9.2f}" if st else f"{'-':>12}{'-':>9}"
-        print(f"  {name:<44}{bench.fmt_time(a):>12}{bench.fmt_time(u):>12}{a / u:>9.2f}{s_cols}  "
-              f"<= {target[1]:g}x each {'met' if ok else 'MISSED'}")
+    names = ["Unison", "rsync -a", "Syncthing"]
+    print(f"  {'workload':<46}{'syncagent':>11}" + "".join(f"{n:>11}{'ratio':>7}" for n in names) + "  target")
+    for r in rows:
+        a = r["ours"]
+        if r["shown"] == "mb":
+            limit = r["targets"]["MB"]
+            cols = "".join(f"{'-':>11}{'-':>7}" for _ in names)
+            print(f"  {r['name']:<46}{a:>8.0f} MB{cols}  <= {limit} MB {'met' if a <= limit else 'MISSED'}")
+            continue
+        cols, verdicts = "", []
+        for n in names:
+            p = r["peers"].get(n)
+            if p is None:
+                cols += f"{'-':>11}{'-':>7}"
+                continue
+            cols += f"{bench.fmt_time(p):>11}{a / p:>7.2f}"
+            t = r["targets"].get(n)
+            if t is not None:
+                verdicts.append(f"<= {t:g}x {n} {'met' if a / p <= t else 'MISSED'}")
+        print(f"  {r['name']:<46}{bench.fmt_time(a):>11}{cols}  {'; '.join(verdicts) or '-'}")
     for n in notes:
         print(f"  note: {n}")
