@@ -3,8 +3,9 @@ import Glibc
 import Synchronization
 import SystemPackage
 
-/// The watcher's thread: owns the inotify descriptor, the watch table and the debouncer. Only
-/// `request`, `pending` and `degradedFlag` are touched from other threads.
+/// The watcher's thread: owns its watch table and the debouncer; the process's `InotifyHub`
+/// reads the kernel and hands it its events (`receive`). Only `request`, `receive`, `pending` and
+/// `degradedFlag` are touched from other threads.
 final class Loop: @unchecked Sendable {
     enum Request: UInt8 { case stop = 2, inject = 4, rescan = 8, drain = 16, rewatch = 32 }
 
@@ -21,7 +22,9 @@ final class Loop: @unchecked Sendable {
     private let drainers = Mutex<[CheckedContinuation<WatchBatch, Never>]?>([])
 
     private let root: FilePath
-    private let fd: Int32
+    private let hub: InotifyHub
+    /// Events the hub handed on and this thread has not handled yet.
+    private let inbox = Mutex<[InotifyEvent]>([])
     /// A self-pipe: other threads write a byte to wake `poll`.
     private let wakeFd: Int32
     private let wakeWriteFd: Int32
@@ -49,7 +52,7 @@ final class Loop: @unchecked Sendable {
          ignore: @escaping @Sendable (FilePath.Component) -> Bool,
          recordedMoves: @escaping @Sendable (FilePath.Component) -> Bool,
          onProblem: @escaping @Sendable (WatchProblem) -> Void,
-         output: AsyncStream<WatchBatch>.Continuation) throws(WatcherError) {
+         output: AsyncStream<WatchBatch>.Continuation, hub: InotifyHub? = nil) throws(WatcherError) {
         self.root = root
         self.handoff = handoff
         self.debouncer = debouncer
@@ -58,13 +61,14 @@ final class Loop: @unchecked Sendable {
         self.recordedMoves = recordedMoves
         self.onProblem = onProblem
         self.output = output
-        fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard fd >= 0 else { throw WatcherError(path: root, errno: Errno(rawValue: errno), call: "inotify_init1") }
+        if let hub {
+            self.hub = hub
+        } else {
+            self.hub = try InotifyHub.shared(for: root)
+        }
         var pipeFds: [Int32] = [-1, -1]
         guard pipe(&pipeFds) == 0 else {
-            let err = Errno(rawValue: errno)
-            close(fd)
-            throw WatcherError(path: root, errno: err, call: "pipe2")
+            throw WatcherError(path: root, errno: Errno(rawValue: errno), call: "pipe2")
         }
         wakeFd = pipeFds[0]
         wakeWriteFd = pipeFds[1]
@@ -72,15 +76,15 @@ final class Loop: @unchecked Sendable {
             _ = fcntl(end, F_SETFL, O_NONBLOCK)
             _ = fcntl(end, F_SETFD, FD_CLOEXEC)
         }
-        let rc = root.withPlatformString { inotify_add_watch(fd, $0, Self.dirMask) }
-        let err = Errno(rawValue: errno)
-        if rc >= 0 {
-            rootWatch = rc
-            watches[rc] = FilePath("")
-        } else if err == .noSpace {
+        self.hub.register(self)
+        switch self.hub.addWatch(root, mask: Self.dirMask, for: self) {
+        case .success(let wd):
+            rootWatch = wd
+            watches[wd] = FilePath("")
+        case .failure(let err) where err == .noSpace:
             enterFallbackMode(FilePath(""))
-        } else {
-            close(fd)
+        case .failure(let err):
+            self.hub.release(ObjectIdentifier(self))
             close(wakeFd)
             close(wakeWriteFd)
             throw WatcherError(path: root, errno: err, call: "inotify_add_watch")
@@ -89,9 +93,16 @@ final class Loop: @unchecked Sendable {
     }
 
     deinit {
-        close(fd)
+        hub.release(ObjectIdentifier(self))
         close(wakeFd)
         close(wakeWriteFd)
+    }
+
+    /// Events of this watcher's descriptors, from the hub: kept in order, and this thread woken.
+    func receive(_ events: [InotifyEvent]) {
+        inbox.withLock { $0.append(contentsOf: events) }
+        var one: UInt8 = 1
+        _ = write(wakeWriteFd, &one, 1)
     }
 
     func request(_ request: Request) {
@@ -107,6 +118,7 @@ final class Loop: @unchecked Sendable {
     }
 
     func finishWithoutStarting() {
+        hub.release(ObjectIdentifier(self))
         output.finish()
         endDrainers()
     }
@@ -131,25 +143,17 @@ final class Loop: @unchecked Sendable {
     // MARK: the thread
 
     func run() {
-        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: wakeFd, events: Int16(POLLIN), revents: 0)]
+        var wake = pollfd(fd: wakeFd, events: Int16(POLLIN), revents: 0)
         while true {
             let now = ContinuousClock.now
             if let batch = debouncer.takeIfDue(at: now) { emit(batch) }
             if let due = nextFallbackScan, now >= due { fallbackScan(now) }
-            fds[0].revents = 0
-            fds[1].revents = 0
-            _ = poll(&fds, 2, timeoutMilliseconds(now))
-            if fds[0].revents != 0, drainKernelQueue() >= Self.streamOfEvents, fds[1].revents == 0 {
-                // A stream of events (an apply or a copy of thousands of files): read as they
-                // came, a few at a time, they woke this thread again and again, and every write
-                // in the tree paid for the wake-up. A moment's pause lets them gather (not when a
-                // request waits: a drain or a stop is answered at once).
-                usleep(Self.gatherMicroseconds)
-            }
-            if fds[1].revents != 0 {
+            wake.revents = 0
+            _ = poll(&wake, 1, timeoutMilliseconds(now))
+            if wake.revents != 0 {
                 var drained = [UInt8](repeating: 0, count: 64)
                 while read(wakeFd, &drained, 64) > 0 {}
+                handleInbox()
                 let pendingRequests = requests.exchange(0, ordering: .acquiringAndReleasing)
                 // (A file that changed while it was committed is likely still being written: it waits
                 // for quiet, never for a slice or a save's settle.)
@@ -157,7 +161,7 @@ final class Loop: @unchecked Sendable {
                 if pendingRequests & Request.rescan.rawValue != 0 { debouncer.requestRescan(at: .now) }
                 if pendingRequests & Request.rewatch.rawValue != 0 {
                     // The data directory was replaced: drop every watch and start again from it.
-                    for wd in watches.keys { inotify_rm_watch(fd, wd) }
+                    for wd in watches.keys { hub.removeWatch(wd, for: self) }
                     watches = [:]
                     rootWatch = -1
                     rewatchEverything()
@@ -179,6 +183,7 @@ final class Loop: @unchecked Sendable {
                 }
                 if pendingRequests & Request.stop.rawValue != 0 {
                     drainKernelQueue()
+                    hub.release(ObjectIdentifier(self))
                     if let batch = debouncer.flush() { emit(batch) }
                     output.finish()
                     endDrainers()
@@ -210,59 +215,29 @@ final class Loop: @unchecked Sendable {
 
     // MARK: events
 
-    /// One event as read from the kernel.
-    private struct Event {
-        let wd: Int32
-        let mask: UInt32
-        let cookie: UInt32
-        let name: FilePath.Component?
+    private typealias Event = InotifyEvent
+
+    /// Has the hub read everything the kernel queued, then handles this watcher's share.
+    private func drainKernelQueue() {
+        hub.pump()
+        handleInbox()
     }
 
-    /// Events in one read that make a stream (a single save brings 3-5), and how long the loop
-    /// then lets the next ones gather: far below any debounce, far below filling the kernel's
-    /// queue (16,384 events by default).
-    static let streamOfEvents = 32
-    static let gatherMicroseconds: UInt32 = 1000
-
-    /// Reads and handles every event queued; returns how many there were.
+    /// Handles the events the hub handed on; returns how many there were.
     @discardableResult
-    private func drainKernelQueue() -> Int {
-        let capacity = 64 * 1024
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 8)
-        defer { buffer.deallocate() }
-        var events: [Event] = []
-        var total = 0
-        while true {
-            let n = read(fd, buffer.baseAddress, capacity)
-            if n <= 0 { return total }  // EAGAIN: queue empty
-            var offset = 0
-            events.removeAll(keepingCapacity: true)
-            while offset + 16 <= n {
-                let wd = buffer.loadUnaligned(fromByteOffset: offset, as: Int32.self)
-                let mask = buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
-                let cookie = buffer.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self)
-                let len = Int(buffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
-                var name: FilePath.Component?
-                if len > 0 {
-                    let start = buffer.baseAddress!.advanced(by: offset + 16).assumingMemoryBound(to: CChar.self)
-                    let bytes = UnsafeRawBufferPointer(start: start, count: strnlen(start, len))
-                    name = FilePath.Component(platformString: Array(bytes.bindMemory(to: CChar.self)) + [0])
-                }
-                events.append(Event(wd: wd, mask: mask, cookie: cookie, name: name))
-                offset += 16 + len
+    private func handleInbox() -> Int {
+        let events = inbox.withLock { list in defer { list = [] }; return list }
+        var i = 0
+        while i < events.count {
+            let event = events[i]
+            i += 1
+            if isRecordedMove(event, next: i < events.count ? events[i] : nil) {
+                if event.mask & UInt32(IN_MOVED_FROM) != 0, event.name.map(recordedMoves) == false { i += 1 }  // and its move in
+                continue
             }
-            total += events.count
-            var i = 0
-            while i < events.count {
-                let event = events[i]
-                i += 1
-                if isRecordedMove(event, next: i < events.count ? events[i] : nil) {
-                    if event.mask & UInt32(IN_MOVED_FROM) != 0, event.name.map(recordedMoves) == false { i += 1 }  // and its move in
-                    continue
-                }
-                handle(wd: event.wd, mask: event.mask, name: event.name)
-            }
+            handle(wd: event.wd, mask: event.mask, name: event.name)
         }
+        return events.count
     }
 
     /// A move the agent's apply records itself (`recordedMoves`): a file moved in from one of its
@@ -330,12 +305,14 @@ final class Loop: @unchecked Sendable {
     @discardableResult
     private func watch(_ dir: FilePath) -> Bool {
         let abs = dir.isEmpty ? root : root.pushing(dir)
-        let wd = abs.withPlatformString { inotify_add_watch(fd, $0, Self.dirMask) }
-        if wd >= 0 {
+        let err: Errno
+        switch hub.addWatch(abs, mask: Self.dirMask, for: self) {
+        case .success(let wd):
             watches[wd] = dir
             return true
+        case .failure(let e):
+            err = e
         }
-        let err = Errno(rawValue: errno)
         if err == .noSpace {
             enterFallbackMode(dir)
         } else if err != .noSuchFileOrDirectory && err != .notDirectory {
@@ -365,7 +342,7 @@ final class Loop: @unchecked Sendable {
 
     private func unwatchSubtree(of dir: FilePath) {
         for (wd, path) in watches where path.starts(with: dir) && wd != rootWatch {
-            inotify_rm_watch(fd, wd)
+            hub.removeWatch(wd, for: self)
             watches[wd] = nil
         }
     }

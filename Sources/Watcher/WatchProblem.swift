@@ -28,8 +28,8 @@ public struct WatcherError: Error, Sendable, CustomStringConvertible {
     public let call: String
     public var description: String {
         if call == "inotify_init1", errno == .tooManyOpenFiles {
-            // EMFILE from inotify_init1 is the per-user limit on inotify instances (each agent holds
-            // one for its data directory, one per hub on this machine), not open files.
+            // EMFILE from inotify_init1 is the per-user limit on inotify instances (each agent
+            // process holds one, `InotifyHub`), not open files.
             let limit = Self.instanceLimit.map { " (\($0))" } ?? ""
             return "cannot watch \(path): this user has used all its inotify instances, fs.inotify.max_user_instances\(limit): "
                 + "every agent and every other program watching files (editors, IDEs) holds some. Raise it: "

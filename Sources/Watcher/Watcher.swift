@@ -16,7 +16,8 @@ public final class Watcher: Sendable {
     private let started = Atomic<Bool>(false)
 
     /// Installs watches on every directory under `root` now (before it returns), so that nothing
-    /// changed after `init` is missed; events queue in the kernel until `start()`.
+    /// changed after `init` is missed; events wait until `start()`. Every watcher of the process
+    /// shares one inotify instance (`InotifyHub`).
     /// - Parameters:
     ///   - handoff: batches wait in the watcher until taken (`takeReady`, `drain`); see `takeReady`.
     ///   - ignore: names (any path component) whose events are dropped, e.g. editor temporaries.
@@ -28,19 +29,30 @@ public final class Watcher: Sendable {
     ///     due without waiting for quiet (`Debouncer.slice`); nil for none.
     ///   - settle: how long a whole save after a quiet spell gathers (`Debouncer.settle`); nil:
     ///     every batch waits for quiet.
-    public init(root: FilePath, quiet: Duration, maxDelay: Duration, slice: Duration? = Debouncer.defaultSlice,
+    public convenience init(root: FilePath, quiet: Duration, maxDelay: Duration, slice: Duration? = Debouncer.defaultSlice,
                 settle: Duration? = nil,
                 fallbackScanInterval: Duration = .seconds(10),
                 handoff: Bool = false,
                 ignore: @escaping @Sendable (FilePath.Component) -> Bool = { _ in false },
                 recordedMoves: @escaping @Sendable (FilePath.Component) -> Bool = { _ in false },
                 onProblem: @escaping @Sendable (WatchProblem) -> Void = { _ in }) throws(WatcherError) {
+        try self.init(root: root, quiet: quiet, maxDelay: maxDelay, slice: slice, settle: settle,
+                      fallbackScanInterval: fallbackScanInterval, handoff: handoff, ignore: ignore,
+                      recordedMoves: recordedMoves, onProblem: onProblem, hub: nil)
+    }
+
+    /// `hub`: the inotify instance to share (nil: the process's, `InotifyHub.shared`).
+    init(root: FilePath, quiet: Duration, maxDelay: Duration, slice: Duration?, settle: Duration?,
+         fallbackScanInterval: Duration, handoff: Bool,
+         ignore: @escaping @Sendable (FilePath.Component) -> Bool,
+         recordedMoves: @escaping @Sendable (FilePath.Component) -> Bool,
+         onProblem: @escaping @Sendable (WatchProblem) -> Void, hub: InotifyHub?) throws(WatcherError) {
         self.root = root
         let (stream, continuation) = AsyncStream.makeStream(of: WatchBatch.self, bufferingPolicy: .unbounded)
         batches = stream
         loop = try Loop(root: root, debouncer: Debouncer(quiet: quiet, maxDelay: maxDelay, slice: slice, settle: settle),
                         fallbackScanInterval: fallbackScanInterval, handoff: handoff, ignore: ignore,
-                        recordedMoves: recordedMoves, onProblem: onProblem, output: continuation)
+                        recordedMoves: recordedMoves, onProblem: onProblem, output: continuation, hub: hub)
     }
 
     /// Starts reading events on the watcher's own thread.

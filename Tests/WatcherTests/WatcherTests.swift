@@ -186,15 +186,19 @@ func makeWatcher(_ tree: TempDirectory, fallback: Duration = .seconds(10), gathe
         let sysctl = "/proc/sys/fs/inotify/max_queued_events"
         let saved = try String(contentsOfFile: sysctl, encoding: .utf8)
         let tree = try TempDirectory("watchtests")
-        // The queue size is fixed when the inotify instance is made: make this one tiny.
+        // The queue size is fixed when the inotify instance is made: a hub of its own, tiny.
         try "8\n".write(toFile: sysctl, atomically: false, encoding: .utf8)
-        let made = Result { try makeWatcher(tree) { nil } }
+        let made = Result { try InotifyHub(for: tree.root) }
         try saved.write(toFile: sysctl, atomically: false, encoding: .utf8)
-        let w = try made.get()
-        // Not started yet: the kernel queue fills up and overflows.
+        let hub = try made.get()
+        let w = try Watcher(root: tree.root, quiet: .milliseconds(20), maxDelay: .milliseconds(200), slice: nil, settle: nil,
+                            fallbackScanInterval: .seconds(10), handoff: false, ignore: { _ in false },
+                            recordedMoves: { _ in false }, onProblem: { _ in }, hub: hub)
+        // Nothing reads the instance yet: the kernel queue fills up and overflows.
         for i in 0..<50 { try tree.write("f\(i)") }
         let g = Gathered(w)
         w.start()
+        hub.startReading()
         #expect(await g.wait { $0.all.rescan })
         w.stop()
         await g.task.value
@@ -225,6 +229,41 @@ func makeWatcher(_ tree: TempDirectory, fallback: Duration = .seconds(10), gathe
         #expect(await g.wait { $0.all.paths.contains("unwatchable/seen-by-inotify") })
         w.stop()
         await g.task.value
+    }
+}
+
+/// Issue 45: the 51st agent of a user found no inotify instance left (each held two or three).
+@Suite struct SharedInstanceTests {
+    static func inotifyInstances() throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").filter { fd in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)")) == "anon_inode:inotify"
+        }.count
+    }
+
+    /// Three watchers of one process hold one inotify instance between them; each sees the changes
+    /// in its own tree and none of the others'; two watchers of the same directory both see its
+    /// changes, and one stopping leaves the other watching.
+    @Test func watchersOfOneProcessShareOneInstance() async throws {
+        let a = try TempDirectory("shared-a"), b = try TempDirectory("shared-b")
+        let wa = try makeWatcher(a) { nil }, wb = try makeWatcher(b) { nil }, wb2 = try makeWatcher(b) { nil }
+        let ga = Gathered(wa), gb = Gathered(wb), gb2 = Gathered(wb2)
+        for w in [wa, wb, wb2] { w.start() }
+        #expect(try Self.inotifyInstances() == 1)
+        try a.write("only-a.txt")
+        try b.write("dir/only-b.txt")
+        #expect(await ga.wait { $0.all.paths.contains("only-a.txt") })
+        #expect(await gb.wait { $0.all.paths.contains("dir/only-b.txt") })
+        #expect(await gb2.wait { $0.all.paths.contains("dir/only-b.txt") })
+        #expect(!ga.all.paths.contains("dir/only-b.txt") && !gb.all.paths.contains("only-a.txt"))
+        wb.stop()
+        await gb.task.value
+        gb2.reset()
+        try b.write("dir/after-one-stopped.txt")
+        #expect(await gb2.wait { $0.all.paths.contains("dir/after-one-stopped.txt") })
+        wa.stop()
+        wb2.stop()
+        await ga.task.value
+        await gb2.task.value
     }
 }
 

@@ -1,0 +1,195 @@
+import FileSystem
+import Glibc
+import Platform
+import Synchronization
+import SystemPackage
+
+/// One event as read from the kernel.
+struct InotifyEvent: Sendable {
+    let wd: Int32
+    let mask: UInt32
+    let cookie: UInt32
+    let name: FilePath.Component?
+}
+
+/// The process's one inotify instance, shared by every watcher in it (the data directory's, each
+/// path peer's refs, a hub's notifications). The kernel gives a user 128 instances by default;
+/// an agent that held one per watcher left the 51st agent of a user without any (issue 45). One
+/// thread reads the instance and hands each watcher (`Loop`) the events of its own watch
+/// descriptors, in the kernel's order. A directory two watchers watch has one descriptor: its
+/// events go to both, and it leaves the kernel when the last lets it go. A queue overflow goes
+/// to every watcher.
+final class InotifyHub: @unchecked Sendable {
+    let fd: Int32
+
+    private final class Client: @unchecked Sendable {
+        let id: ObjectIdentifier
+        weak var loop: Loop?
+        init(_ loop: Loop) {
+            id = ObjectIdentifier(loop)
+            self.loop = loop
+        }
+    }
+
+    private struct Table {
+        /// Watch descriptor -> the watchers that asked for it.
+        var owners: [Int32: [Client]] = [:]
+        /// Every watcher registered, for an overflow.
+        var clients: [ObjectIdentifier: Client] = [:]
+    }
+
+    private let table = Mutex(Table())
+    /// Held while the instance is read and what was read is handed on: two readers (the hub's
+    /// thread, a watcher draining before a commit) never split one queue between them out of order.
+    private let reading = Mutex(())
+    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
+
+    /// Events in one read that make a stream (a single save brings 3-5), and how long the reader
+    /// then lets the next ones gather: far below any debounce, far below filling the kernel's
+    /// queue (16,384 events by default).
+    static let streamOfEvents = 32
+    static let gatherMicroseconds: UInt32 = 1000
+
+    private static let instance = Mutex<InotifyHub?>(nil)
+
+    /// The process's instance, made (with its reading thread) by the first watcher. A failure is
+    /// told to the watcher that asked (`root`), and the next watcher tries again.
+    static func shared(for root: FilePath) throws(WatcherError) -> InotifyHub {
+        let made: Result<InotifyHub, WatcherError> = instance.withLock { hub in
+            if let hub { return .success(hub) }
+            return Result { () throws(WatcherError) in
+                let new = try InotifyHub(for: root)
+                new.startReading()
+                hub = new
+                return new
+            }
+        }
+        return try made.get()
+    }
+
+    /// A hub of its own, not the process's (tests: a queue of another size, a reader started late).
+    init(for root: FilePath) throws(WatcherError) {
+        fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard fd >= 0 else { throw WatcherError(path: root, errno: Errno(rawValue: errno), call: "inotify_init1") }
+    }
+
+    /// Starts the thread that reads the instance (until then events wait in the kernel's queue).
+    func startReading() {
+        OwnThread.start(name: "syncagent-inotify") { self.run() }
+    }
+
+    /// Registers a watcher before it adds watches (an overflow reaches it from then on).
+    func register(_ loop: Loop) {
+        let client = Client(loop)
+        table.withLock { $0.clients[client.id] = client }
+    }
+
+    /// Watches `path` for `loop`; the descriptor, or why not.
+    func addWatch(_ path: FilePath, mask: UInt32, for loop: Loop) -> Result<Int32, Errno> {
+        table.withLock { t in
+            // Under the table's lock: an event the kernel queues for the new descriptor is handed
+            // on only once it is known whose it is.
+            let wd = path.withPlatformString { inotify_add_watch(fd, $0, mask) }
+            guard wd >= 0 else { return .failure(Errno(rawValue: errno)) }
+            let id = ObjectIdentifier(loop)
+            var owners = (t.owners[wd] ?? []).filter { $0.loop != nil }
+            if !owners.contains(where: { $0.id == id }) {
+                owners.append(t.clients[id] ?? Client(loop))
+            }
+            t.owners[wd] = owners
+            return .success(wd)
+        }
+    }
+
+    /// `loop` no longer wants `wd`; the kernel's watch goes once nobody does.
+    func removeWatch(_ wd: Int32, for loop: Loop) {
+        let id = ObjectIdentifier(loop)
+        table.withLock { t in Self.drop(id, from: wd, in: &t, fd: fd) }
+    }
+
+    /// Every watch of the watcher with this identity goes, and the watcher with them (it stopped).
+    func release(_ id: ObjectIdentifier) {
+        table.withLock { t in
+            t.clients[id] = nil
+            for wd in Array(t.owners.keys) { Self.drop(id, from: wd, in: &t, fd: fd) }
+        }
+    }
+
+    private static func drop(_ id: ObjectIdentifier, from wd: Int32, in t: inout Table, fd: Int32) {
+        guard var owners = t.owners[wd] else { return }
+        owners.removeAll { $0.id == id || $0.loop == nil }
+        if owners.isEmpty {
+            t.owners[wd] = nil
+            inotify_rm_watch(fd, wd)
+        } else {
+            t.owners[wd] = owners
+        }
+    }
+
+    /// Reads every event queued and hands each to the watchers it belongs to. Returns how many
+    /// there were. Called by the hub's thread, and by a watcher that must see everything queued
+    /// before it answers (a drain, a stop).
+    @discardableResult
+    func pump() -> Int {
+        reading.withLock { _ in
+            var total = 0
+            while true {
+                let n = read(fd, buffer.baseAddress, buffer.count)
+                if n <= 0 { return total }  // EAGAIN: queue empty
+                var events: [InotifyEvent] = []
+                var offset = 0
+                while offset + 16 <= n {
+                    let wd = buffer.loadUnaligned(fromByteOffset: offset, as: Int32.self)
+                    let mask = buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
+                    let cookie = buffer.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self)
+                    let len = Int(buffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                    var name: FilePath.Component?
+                    if len > 0 {
+                        let start = buffer.baseAddress!.advanced(by: offset + 16).assumingMemoryBound(to: CChar.self)
+                        let bytes = UnsafeRawBufferPointer(start: start, count: strnlen(start, len))
+                        name = FilePath.Component(platformString: Array(bytes.bindMemory(to: CChar.self)) + [0])
+                    }
+                    events.append(InotifyEvent(wd: wd, mask: mask, cookie: cookie, name: name))
+                    offset += 16 + len
+                }
+                total += events.count
+                hand(events)
+            }
+        }
+    }
+
+    private func hand(_ events: [InotifyEvent]) {
+        var order: [ObjectIdentifier] = []
+        var byClient: [ObjectIdentifier: (Loop, [InotifyEvent])] = [:]
+        table.withLock { t in
+            for event in events {
+                let to: [Client] = event.mask & UInt32(IN_Q_OVERFLOW) != 0 ? Array(t.clients.values) : (t.owners[event.wd] ?? [])
+                for client in to {
+                    guard let loop = client.loop else { continue }
+                    if byClient[client.id] == nil {
+                        order.append(client.id)
+                        byClient[client.id] = (loop, [])
+                    }
+                    byClient[client.id]!.1.append(event)
+                }
+                if event.mask & UInt32(IN_IGNORED) != 0 { t.owners[event.wd] = nil }  // the kernel dropped it
+            }
+        }
+        for id in order {
+            let (loop, list) = byClient[id]!
+            loop.receive(list)
+        }
+    }
+
+    private func run() {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while true {
+            p.revents = 0
+            guard poll(&p, 1, -1) > 0 else { continue }
+            // A stream of events (an apply or a copy of thousands of files): read as they came, a
+            // few at a time, they woke the watchers again and again, and every write in the tree
+            // paid for the wake-up. A moment's pause lets them gather.
+            if pump() >= Self.streamOfEvents { usleep(Self.gatherMicroseconds) }
+        }
+    }
+}
