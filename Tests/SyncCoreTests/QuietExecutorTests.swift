@@ -61,3 +61,23 @@ import Testing
         #expect(local == [1, 2, 3, 4])
     }
 }
+
+/// Timers that can be taken back (`Timers`): a cancelled one never runs, the others run in
+/// deadline order and not before their time, whichever was cancelled.
+@Suite struct TimersTests {
+    @Test func aCancelledTimerNeverRunsAndTheOthersRunOnTime() async throws {
+        let seen = QuietExecutorTests.Seen()
+        let start = ContinuousClock.now
+        let soonest = Timers.after(.milliseconds(50)) { seen.add(0) }
+        Timers.after(.milliseconds(150)) { seen.add(2) }
+        let middle = Timers.after(.milliseconds(100)) { seen.add(9) }
+        Timers.after(.milliseconds(120)) { seen.add(1) }
+        soonest.cancel()
+        middle.cancel()
+        let deadline = ContinuousClock.now + .seconds(30)
+        while seen.all.count < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(ContinuousClock.now - start >= .milliseconds(150))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(seen.all == [1, 2])
+    }
+}

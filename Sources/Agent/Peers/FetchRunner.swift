@@ -21,8 +21,8 @@ enum FetchRunner {
         let cancelled = Atomic<Bool>(false)
         let finished = Atomic<Bool>(false)
         private let continuation = Mutex<CheckedContinuation<Void, any Error>?>(nil)
-        /// The timeout; cancelled when the fetch ends first (no sleeping task left per round).
-        let timer = Mutex<Task<Void, Never>?>(nil)
+        /// The timeout; taken back when the fetch ends first (`Timers`: nothing wakes for it later).
+        let timer = Mutex<Timers.Timer?>(nil)
 
         /// When data last arrived (or the attempt began), in uptime nanoseconds.
         private let lastProgress = Atomic<UInt64>(DispatchTime.now().uptimeNanoseconds)
@@ -105,20 +105,21 @@ enum FetchRunner {
                 attempt.timer.withLock { $0?.cancel(); $0 = nil }
                 attempt.resume(result)
             }
-            let timer = Task {
-                // A timeout of silence, not of the whole transfer: a big file may take minutes, and
-                // every chunk that arrives proves the peer is there.
-                while true {
-                    try? await Task.sleep(for: attempt.untilSilent(timeout))
-                    if Task.isCancelled || attempt.finished.load(ordering: .acquiring) { return }
-                    if attempt.silence() >= timeout { break }
+            // A timeout of silence, not of the whole transfer: a big file may take minutes, and
+            // every chunk that arrives proves the peer is there. Armed again for what is left of
+            // the timeout after each look that finds data came meanwhile.
+            @Sendable func arm() {
+                let timer = Timers.after(attempt.untilSilent(timeout)) {
+                    if attempt.finished.load(ordering: .acquiring) { return }
+                    guard attempt.silence() >= timeout else { return arm() }
+                    attempt.cancelled.store(true, ordering: .relaxed)
+                    attempt.resume(.failure(Abandoned(url: url, timeout: timeout)))
                 }
-                attempt.cancelled.store(true, ordering: .relaxed)
-                attempt.resume(.failure(Abandoned(url: url, timeout: timeout)))
+                attempt.timer.withLock { slot in
+                    if attempt.finished.load(ordering: .acquiring) { timer.cancel() } else { slot = timer }
+                }
             }
-            attempt.timer.withLock { slot in
-                if attempt.finished.load(ordering: .acquiring) { timer.cancel() } else { slot = timer }
-            }
+            arm()
         }
         guard let value = box.withLock({ $0 }) else { throw Abandoned(url: url, timeout: timeout) }
         return value
