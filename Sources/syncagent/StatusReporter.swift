@@ -45,6 +45,7 @@ enum StatusReporter {
             case false?: line += " — NOT reachable"
             case nil: break
             }
+            if peer.paused == true { line += " — PAUSED (`syncagent resume \(peer.name)` to sync with it again)" }
             lines.append(line)
             if let error = peer.lastError { lines.append("          last error: \(error)") }
             if let notify = peer.notify { lines.append("          notify:     \(notify)") }

@@ -31,6 +31,9 @@ public enum ControlRequest: Codable, Sendable {
     /// Answer: `CommitResult`. Commits these paths (relative to the data directory, as bytes) now,
     /// after what the watcher holds: an app's `set` returns when its value is committed.
     case commit(paths: [[UInt8]])
+    /// Answer: `PauseResult`. `syncagent pause [PEER]` (`paused` true) or `resume [PEER]`: nil is
+    /// every peer.
+    case pause(peer: String?, paused: Bool)
 
     /// The subcommand that makes this request (one word: the agent lock names its holder with it).
     public var commandName: String {
@@ -44,6 +47,7 @@ public enum ControlRequest: Codable, Sendable {
         case .restore, .restoreDeletes: "restore"
         case .events: "events"
         case .commit: "commit"
+        case .pause(_, let paused): paused ? "pause" : "resume"
         }
     }
 }

@@ -21,6 +21,13 @@ struct RequestPerformer: Sendable {
     /// The status report (`status`); nil where it is built elsewhere (under the lock, `syncagent
     /// status` reads the store itself).
     let status: (@Sendable () async -> StatusReport)?
+    /// The pauses (`pause`, `resume`; a paused peer is not synced).
+    let pauses: PauseBoard
+
+    /// What a sync with a paused peer answers.
+    static func pausedError(_ peer: String) -> SyncError {
+        SyncError(.paused, "peer \(peer) is paused: nothing is fetched, merged or pushed until `syncagent resume \(peer)`", subject: peer)
+    }
 
     /// The JSON answer `request` names. (`events` is a stream: its carrier serves it.)
     func perform(_ request: ControlRequest) async -> [UInt8] {
@@ -59,9 +66,34 @@ struct RequestPerformer: Sendable {
             }
             var results: [SyncResult] = []
             for name in peerNames where wanted == nil || wanted == name {
+                if pauses.isPaused(name) {
+                    results.append(SyncResult(peer: name, problem: Self.pausedError(name)))
+                    continue
+                }
                 results.append(SyncResult(peer: name, problem: await syncPeer(name)))
             }
             return encoded(results)
+        case .pause(let peer, let paused):
+            if let peer, !peerNames.contains(peer) {
+                let error = SyncError(.badConfig, "no peer named '\(peer)' in \(config.file)", subject: peer)
+                return encoded(PauseResult(paused: pauses.snapshot.paused(among: peerNames), message: "", error: error.description,
+                                           errorCode: error.code.rawValue))
+            }
+            do {
+                let now = try pauses.set(peer, paused: paused, names: peerNames)
+                let which = peer ?? "every peer"
+                let message = paused
+                    ? "paused \(which): no fetch, merge or push with \(peer == nil ? "any peer" : peer!) until `syncagent resume\(peer.map { " " + $0 } ?? "")`; local changes are still committed"
+                    : "resumed \(which)" + (now.isEmpty ? "" : "; still paused: \(now.joined(separator: ", "))")
+                logger.notice("\(message)")
+                engine.events.emit(AgentEvent(paused ? .paused(peer: peer) : .resumed(peer: peer)))
+                changed()  // a resumed peer syncs at once
+                return encoded(PauseResult(paused: now, message: message))
+            } catch {
+                let error = SyncError(.io, "cannot save the pause in \(PauseState.file(state: config.state).display): \(error). Nothing changed; check the state directory's permissions and free space", subject: peer)
+                return encoded(PauseResult(paused: pauses.snapshot.paused(among: peerNames), message: "", error: error.description,
+                                           errorCode: error.code.rawValue))
+            }
         case .commit(let paths):
             defer { changed() }
             return encoded(await engine.commitNow(paths: paths.map { FilePath(bytes: $0) }))

@@ -27,6 +27,7 @@ public enum StatusBuilder {
             }
         }
         var peers: [StatusReport.Peer] = []
+        let pauses = PauseState.load(state: config.state)
         for peer in config.peers {
             let known = ledger.peers[peer.name]
             let counts = (try? store?.aheadBehind(peer: peer.name)) ?? nil
@@ -36,6 +37,7 @@ public enum StatusBuilder {
             entry.lastChecked = known?.lastChecked
             entry.errorCode = known?.lastError == nil ? nil : known?.errorCode
             entry.notify = peer.notify == .poll ? nil : known?.notify
+            if pauses.isPaused(peer.name) { entry.paused = true }
             guard peer.hub else {
                 peers.append(entry)
                 continue

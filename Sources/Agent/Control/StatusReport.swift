@@ -23,6 +23,9 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var lastChecked: String?
         /// With `notify`: "listening", "connecting", or "down: <why>; polling every N s".
         public var notify: String?
+        /// `syncagent pause`: nothing is exchanged with this peer until `resume` (JSON: always
+        /// there, false when not paused).
+        public var paused: Bool?
         /// What kind of problem `lastError` is (`SyncError.Code`: auth, host-key, not-found,
         /// unreachable, timeout, refused, name-clash, disk-full, bad-history, held, other).
         public var errorCode: String?
@@ -187,5 +190,6 @@ extension StatusReport.Peer {
         }
         if via != nil { try c.encode(lastSeen, forKey: .lastSeen) }
         if notify != nil { try c.encode(notify, forKey: .notify) }
+        try c.encode(paused ?? false, forKey: .paused)
     }
 }

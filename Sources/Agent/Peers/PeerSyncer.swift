@@ -58,6 +58,8 @@ final class PeerSyncer: Sendable {
     /// The hub's refs moved (its ref watch or notify channel said so) since the current round
     /// began; this device's own commits and merges ring the doorbell too, but never set this.
     private let hubMoved = Flag()
+    /// `syncagent pause`: while this peer is paused, no round runs.
+    private let pauses: PauseBoard
 
     /// A flag shared with the threads that set it.
     final class Flag: Sendable {
@@ -80,8 +82,9 @@ final class PeerSyncer: Sendable {
     /// Why the peer's refs cannot be watched (logged once per distinct reason).
     private let refWatchProblem = Mutex<String?>(nil)
 
-    init(link: PeerLink, config: Config, engine: SyncEngine, logger: Logger, known: PeerLedger.Entry?) {
+    init(link: PeerLink, config: Config, engine: SyncEngine, logger: Logger, known: PeerLedger.Entry?, pauses: PauseBoard) {
         self.link = link
+        self.pauses = pauses
         self.config = config
         self.engine = engine
         self.logger = logger
@@ -120,7 +123,8 @@ final class PeerSyncer: Sendable {
         // 60.4 s instead of < 1 s, in one run of fifteen: something is missed. A round that finds
         // the peer's own refs moved with no ring is told (`refsMovedUnseen`), so the next run
         // that catches it says which refs.
-        let refsWatchable = link.hub && (link.localGitDir.map(LocalFileSystem.seesEveryChange(at:)) ?? false)
+        let refsWatchable = (link.hub || getenv("SYNCAGENT_WATCHED_PEER_POLL") != nil)
+            && (link.localGitDir.map(LocalFileSystem.seesEveryChange(at:)) ?? false)
         var seenRefs: RefSnapshot?
         var rung = true
         // Nobody pulls from a hub: what changes here must be pushed, so local commits, merges from
@@ -136,6 +140,13 @@ final class PeerSyncer: Sendable {
         defer { notifier?.cancel() }
         let clock = ContinuousClock()
         while !Task.isCancelled {
+            if pauses.isPaused(link.name) {
+                // Nothing exchanged until `resume`, which rings the doorbell; whoever waits for
+                // a round hears why there is none.
+                failWaiters(RequestPerformer.pausedError(link.name))
+                _ = await doorbell.wait(upTo: .seconds(86_400))
+                continue
+            }
             if refWatcher == nil { refWatcher = watchRefs() }
             if !rung, refWatcher != nil, let dir = link.localGitDir, let seen = seenRefs {
                 let now = Self.ownRefs(dir)
@@ -219,6 +230,7 @@ final class PeerSyncer: Sendable {
     /// Waits until a sync round that started after this call has finished; returns its error, if any.
     /// No polling: the round's end (`finish`) resumes the caller.
     func syncNow(timeout: Duration = .seconds(90)) async -> SyncError? {
+        if pauses.isPaused(link.name) { return RequestPerformer.pausedError(link.name) }
         let id = state.withLock { s -> Int in
             s.lastWaiter += 1
             return s.lastWaiter
@@ -243,6 +255,12 @@ final class PeerSyncer: Sendable {
             if late { c.resume(returning: SyncError(.timeout, "no sync round with \(name) finished within \(timeout)", subject: name)) }
             doorbell.ring()
         }
+    }
+
+    /// Answers every `syncNow` caller now with `error`.
+    private func failWaiters(_ error: SyncError) {
+        let waiting = state.withLock { s in defer { s.waiters = [] }; return s.waiters }
+        for w in waiting { w.continuation.resume(returning: error) }
     }
 
     private func resume(waiter id: Int, with result: SyncError?) {
@@ -270,7 +288,7 @@ final class PeerSyncer: Sendable {
     /// start-up scan instead of after it. Merging waits for the first round, as always. A peer
     /// whose credentials are wrong is left to that round to report.
     func fetchEarly() {
-        guard KnownHosts.credentialsProblem(link.config) == nil else { return }
+        guard !pauses.isPaused(link.name), KnownHosts.credentialsProblem(link.config) == nil else { return }
         let attempt = FetchRunner.Attempt()
         let task = Task { [self] in try await fetch(attempt: attempt) }
         early.withLock { $0 = EarlyFetch(attempt: attempt, task: task) }

@@ -21,6 +21,7 @@ public final class AgentService: Service, Sendable {
     private let control: ControlServer?
     private let problems: ProblemList
     private let peers: [PeerSyncer]
+    private let pauses: PauseBoard
     private let hooks: [HookRunner]
     private var bus: EventBus { session.events }
 
@@ -34,9 +35,11 @@ public final class AgentService: Service, Sendable {
         self.problems = problems
         hooks = config.hooks.map { HookRunner(hook: $0, bus: session.events, logger: logger) }
         let ledger = PeerLedger.load(state: config.state)
+        let pauses = PauseBoard(state: config.state)
+        self.pauses = pauses
         peers = config.peers.map { peer in
             PeerSyncer(link: PeerLink(peer, configFile: config.file, state: config.state), config: config, engine: session.engine,
-                       logger: logger, known: ledger.peers[peer.name])
+                       logger: logger, known: ledger.peers[peer.name], pauses: pauses)
         }
     }
 
@@ -167,7 +170,7 @@ public final class AgentService: Service, Sendable {
             engine: engine, config: config, logger: logger, peerNames: peers.map(\.link.name),
             syncPeer: { name in await peers.first { $0.link.name == name }?.syncNow() },
             changed: { for peer in peers { peer.doorbell.ring() } },
-            status: { [self] in await status() })
+            status: { [self] in await status() }, pauses: pauses)
     }
 
     /// systemd's side: STATUS= whenever the one-line summary changes, and WATCHDOG=1 each half

@@ -47,16 +47,18 @@ public enum OneShot {
         if commitFirst { await session.engine.commitStartupChanges(stopping: { false }) }
         let engine = session.engine
         let ledger = PeerLedger.load(state: config.state)
+        let pauses = PauseBoard(state: config.state)
         // The same request path as the agent's (`RequestPerformer`); a sync is one round per peer.
         let performer = RequestPerformer(
             engine: engine, config: config, logger: quietLogger, peerNames: config.peers.map(\.name),
             syncPeer: { name in
                 guard let peerConfig = config.peers.first(where: { $0.name == name }) else { return nil }
                 let link = PeerLink(peerConfig, configFile: config.file, state: config.state)
-                let syncer = PeerSyncer(link: link, config: config, engine: engine, logger: quietLogger, known: ledger.peers[link.name])
+                let syncer = PeerSyncer(link: link, config: config, engine: engine, logger: quietLogger, known: ledger.peers[link.name],
+                                        pauses: pauses)
                 return await syncer.round()
             },
-            changed: {}, status: nil)
+            changed: {}, status: nil, pauses: pauses)
         return try JSONDecoder().decode(T.self, from: Data(await performer.perform(request)))
     }
 
@@ -74,6 +76,12 @@ public enum OneShot {
     /// `syncagent send PATH... | --all`.
     public static func send(config: Config, paths: [[UInt8]], all: Bool) async throws -> MessageResult {
         try await viaAgentOrLock(config, .send(paths: paths, all: all), as: MessageResult.self)
+    }
+
+    /// `syncagent pause [PEER]` (`paused` true) or `resume [PEER]`: through the running agent, or
+    /// under the lock (nothing is committed first).
+    public static func pause(config: Config, peer: String?, paused: Bool) async throws -> PauseResult {
+        try await viaAgentOrLock(config, .pause(peer: peer, paused: paused), as: PauseResult.self, commitFirst: false)
     }
 
     /// `syncagent revert [PATH...]`.

@@ -27,6 +27,8 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case badHistory = "bad-history"
         /// Merges wait (deletions held, the data directory gone).
         case held
+        /// The peer is paused (`syncagent pause`): nothing is exchanged with it until `resume`.
+        case paused
         /// The config file is wrong (a key, a value, a missing directory).
         case badConfig = "bad-config"
         /// Another agent (or a one-shot command) holds the state directory's lock.

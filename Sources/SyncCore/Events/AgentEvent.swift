@@ -17,6 +17,9 @@ public struct AgentEvent: Codable, Sendable, Equatable {
         case problem(message: String)
         case started(message: String?)
         case stopped
+        /// A peer (nil: every peer) paused or resumed by `syncagent pause` / `resume`.
+        case paused(peer: String?)
+        case resumed(peer: String?)
         /// `events --since` asked for lines the log no longer keeps.
         case gap(since: Int, oldest: Int, message: String)
     }
@@ -52,6 +55,8 @@ public struct AgentEvent: Codable, Sendable, Equatable {
         case .problem: .problem
         case .started: .started
         case .stopped: .stopped
+        case .paused: .paused
+        case .resumed: .resumed
         case .gap: .gap
         }
     }
@@ -140,6 +145,7 @@ public struct AgentEvent: Codable, Sendable, Equatable {
         case .problem(let message): l.message = message
         case .started(let message): l.message = message
         case .stopped: break
+        case .paused(let peer), .resumed(let peer): l.peer = peer
         case .gap(let since, let oldest, let message): (l.since, l.oldest, l.message) = (since, oldest, message)
         }
         return l
@@ -169,6 +175,8 @@ public struct AgentEvent: Codable, Sendable, Equatable {
         case .problem?: kind = .problem(message: try need(l.message, "message"))
         case .started?: kind = .started(message: l.message)
         case .stopped?: kind = .stopped
+        case .paused?: kind = .paused(peer: l.peer)
+        case .resumed?: kind = .resumed(peer: l.peer)
         case .gap?: kind = .gap(since: try need(l.since, "since"), oldest: try need(l.oldest, "oldest"), message: l.message ?? "")
         case nil:
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "an event of unknown type \(l.type)"))

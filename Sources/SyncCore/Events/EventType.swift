@@ -10,6 +10,9 @@ public enum EventType: String, CaseIterable, Sendable {
     case problem
     case started
     case stopped
+    /// `syncagent pause` / `resume`: a peer (or every peer) paused or resumed.
+    case paused
+    case resumed
     /// `events --since` asked for lines the log no longer keeps: never a hook's.
     case gap
 
