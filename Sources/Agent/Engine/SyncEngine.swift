@@ -93,7 +93,10 @@ actor SyncEngine {
             return
         }
         do {
-            if batch.rescan {
+            // `.syncignore` changed: the rules are read again before this batch is committed, and
+            // every path is looked at again (a pattern taken out lets files it kept back go).
+            let rulesChanged = paths.contains(IgnoreFile.path) && reloadRules()
+            if batch.rescan || rulesChanged {
                 defer { progress.finish(Store.scanTask) }
                 paths.formUnion(try store.changedSinceLastCommit())
             }
@@ -272,7 +275,7 @@ actor SyncEngine {
         }
         let wanted = Set(paths)
         let held = store.loadHeld().keys.filter { wanted.contains($0) }.map(\.display).sorted()
-        let local = paths.filter { config.policy.rule(for: $0)?.sync == .never }.map(\.display).sorted()
+        let local = paths.filter { store.policy.rule(for: $0)?.sync == .never }.map(\.display).sorted()
         return CommitResult(commit: ((try? store.headID()) ?? nil)?.hex, held: held, local: local, error: nil)
     }
 
@@ -405,6 +408,16 @@ actor SyncEngine {
         } catch {
             logger.error("cannot check the files changed before the machine stopped for damage: \(error); they are committed as they are")
         }
+    }
+
+    /// Reads the rules again (`.syncignore` changed); true when they differ from the store's.
+    private func reloadRules() -> Bool {
+        let policy = config.policy
+        guard policy != store.policy else { return false }
+        store.policy = policy
+        let patterns = max(0, IgnoreFile.rules(in: config.data).count - 1)
+        logger.notice("\(config.data.pushing(IgnoreFile.path).display) changed: \(patterns) pattern(s) of paths this device keeps to itself; every path is looked at again")
+        return true
     }
 
     /// The problem `status` shows while new files a power cut left empty are kept back.

@@ -30,8 +30,9 @@ public struct Config: Sendable, Equatable {
     /// shown at every start, never silent.
     public var warnings: [ConfigError] = []
 
-    /// The rules as the store applies them.
-    public var policy: PathPolicy { PathPolicy(device: device, rules: rules, mode: mode) }
+    /// The rules as the store applies them: the data directory's `.syncignore` (`IgnoreFile`, read
+    /// now; its lines are `never` rules, before the config's), then the `[[rule]]` tables.
+    public var policy: PathPolicy { PathPolicy(device: device, rules: IgnoreFile.rules(in: data) + rules, mode: mode) }
 
     public init(
         file: FilePath, device: String, data: FilePath, state: FilePath,
