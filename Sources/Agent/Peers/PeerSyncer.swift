@@ -123,8 +123,7 @@ final class PeerSyncer: Sendable {
         // 60.4 s instead of < 1 s, in one run of fifteen: something is missed. A round that finds
         // the peer's own refs moved with no ring is told (`refsMovedUnseen`), so the next run
         // that catches it says which refs.
-        let refsWatchable = (link.hub || getenv("SYNCAGENT_WATCHED_PEER_POLL") != nil)
-            && (link.localGitDir.map(LocalFileSystem.seesEveryChange(at:)) ?? false)
+        let refsWatchable = link.hub && (link.localGitDir.map(LocalFileSystem.seesEveryChange(at:)) ?? false)
         var seenRefs: RefSnapshot?
         var rung = true
         // Nobody pulls from a hub: what changes here must be pushed, so local commits, merges from
@@ -147,7 +146,17 @@ final class PeerSyncer: Sendable {
                 _ = await doorbell.wait(upTo: .seconds(86_400))
                 continue
             }
-            if refWatcher == nil { refWatcher = watchRefs() }
+            if refWatcher == nil {
+                refWatcher = watchRefs()
+                // The early fetch began before the peer's refs were watched (it runs during the
+                // start-up commit): a move in between was seen by neither, and a mesh heal waited
+                // for the safety poll (seed 39: 60.9 s). Fetched again when they moved.
+                if refWatcher != nil, let dir = link.localGitDir {
+                    early.withLock { e in
+                        if let before = e?.refsAtStart, before != Self.ownRefs(dir) { e?.stale = true }
+                    }
+                }
+            }
             if !rung, refWatcher != nil, let dir = link.localGitDir, let seen = seenRefs {
                 let now = Self.ownRefs(dir)
                 if now != seen { logger.notice("\(Self.refsMovedUnseen(link.name, seen: seen, now: now))") }
@@ -278,8 +287,11 @@ final class PeerSyncer: Sendable {
     private struct EarlyFetch: Sendable {
         let attempt: FetchRunner.Attempt
         let task: Task<[String], any Error>
-        /// A `sync` was asked for after it began.
+        /// A `sync` was asked for after it began, or the peer's refs moved before they were watched.
         var stale = false
+        /// A peer on this machine: its own refs as the early fetch began, to compare once they
+        /// are watched.
+        var refsAtStart: RefSnapshot?
     }
     private let early = Mutex<EarlyFetch?>(nil)
 
@@ -290,8 +302,9 @@ final class PeerSyncer: Sendable {
     func fetchEarly() {
         guard !pauses.isPaused(link.name), KnownHosts.credentialsProblem(link.config) == nil else { return }
         let attempt = FetchRunner.Attempt()
+        let refs = link.localGitDir.map(Self.ownRefs)  // before the fetch reads them
         let task = Task { [self] in try await fetch(attempt: attempt) }
-        early.withLock { $0 = EarlyFetch(attempt: attempt, task: task) }
+        early.withLock { $0 = EarlyFetch(attempt: attempt, task: task, refsAtStart: refs) }
     }
 
     /// Stops an early fetch that no round will take (the agent stops during its start-up, or
