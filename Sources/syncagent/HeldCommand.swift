@@ -24,6 +24,7 @@ struct HeldCommand: AsyncParsableCommand {
 
     func run() async throws {
         let config = try options.load()
+        defer { OpenConflicts.remind(config) }
         let list = try OneShot.held(config: config)
         if json {
             let encoder = JSONEncoder()

@@ -95,6 +95,7 @@ struct RestoreCommand: AsyncParsableCommand {
 
     func run() async throws {
         let config = try options.load()
+        defer { OpenConflicts.remind(config) }
         guard let path else {
             let result = try await OneShot.restoreDeletes(config: config)
             if let error = result.error { throw UserFacingError(error) }

@@ -7,6 +7,7 @@ import SyncCore
 enum PauseCommands {
     static func run(options: ConfigOption, peer: String?, paused: Bool, json: Bool) async throws {
         let config = try options.load()
+        defer { OpenConflicts.remind(config) }
         let result = try await OneShot.pause(config: config, peer: peer, paused: paused)
         if json {
             let encoder = JSONEncoder()

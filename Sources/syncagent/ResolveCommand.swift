@@ -53,6 +53,7 @@ struct ResolveCommand: AsyncParsableCommand {
 
     func run() async throws {
         let config = try options.load()
+        defer { OpenConflicts.remind(config) }
         let results = try await OneShot.resolve(
             config: config, targets: targets.map { RecordTarget(text: $0, pathBytes: rawArgument($0)) }, all: all,
             choice: try choice())

@@ -24,6 +24,7 @@ struct RevertCommand: AsyncParsableCommand {
 
     func run() async throws {
         let config = try options.load()
+        defer { OpenConflicts.remind(config) }
         let result = try await OneShot.revert(config: config, paths: paths.map { DataPath.bytes($0, data: config.data) })
         if let error = result.error { throw UserFacingError(error) }
         print(result.message)

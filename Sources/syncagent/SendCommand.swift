@@ -33,6 +33,7 @@ struct SendCommand: AsyncParsableCommand {
 
     func run() async throws {
         let config = try options.load()
+        defer { OpenConflicts.remind(config) }
         let result: MessageResult
         if deletes {
             result = try await OneShot.sendDeletes(config: config)

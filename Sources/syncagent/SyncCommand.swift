@@ -24,6 +24,7 @@ struct SyncCommand: AsyncParsableCommand {
 
     func run() async throws {
         let config = try options.load()
+        defer { OpenConflicts.remind(config) }
         let results = try await OneShot.sync(config: config, peer: peer)
         var failed: [String] = []
         for result in results {

@@ -93,6 +93,8 @@ public final class AgentService: Service, Sendable {
             "device": "\(config.device)", "store": "\(config.storePath)", "pid": "\(getpid())",
         ])
         for hook in hooks { hook.start() }
+        let desktop = ConflictNotifier.start(config: config, bus: bus, logger: logger)
+        defer { desktop?.cancel() }
         bus.emit(AgentEvent(.started(message: "device \(config.device), pid \(getpid())")))
         control?.start(handler: { [self] request in await self.answer(request) }, logger: logger)
         // The watches are in place (`prepare`): from here on no change is missed, so systemd may

@@ -26,6 +26,9 @@ public struct Config: Sendable, Equatable {
     public var hooks: [HookConfig] = []
     /// `mode`: send-receive (default) or receive-only.
     public var mode: DeviceMode = .sendReceive
+    /// `notify_conflicts`: a desktop notification (`notify-send`) for each conflict opened here,
+    /// when the agent runs in a desktop session (default true).
+    public var notifyConflicts = true
     /// What is legal but most likely a mistake (a glob that can never match, an unknown device):
     /// shown at every start, never silent.
     public var warnings: [ConfigError] = []
@@ -150,7 +153,7 @@ extension Config {
     /// Every key the config file may hold, by table ("" for the top level): what the parser accepts
     /// (anything else is refused with a suggestion) and what `init`'s file documents.
     public static let keys: [String: [String]] = [
-        "": ["device", "data", "state", "mode", "watch", "peer", "resolver", "rule", "hook", "safety", "store"],
+        "": ["device", "data", "state", "mode", "notify_conflicts", "watch", "peer", "resolver", "rule", "hook", "safety", "store"],
         "watch": ["debounce_ms", "max_delay_ms"],
         "safety": ["max_delete_percent", "min_delete_files"],
         "store": ["cache_mb", "pack_window_mb"],

@@ -85,6 +85,10 @@ struct ConfigParser {
         config.safety = try safetySettings(in: top)
         config.memory = try storeSettings(in: top)
         config.mode = try string("mode", in: top, rule: Rule.mode) { DeviceMode(rawValue: $0) } ?? .sendReceive
+        if let value = top.table["notify_conflicts"] {
+            guard let flag = value.bool else { throw invalid("notify_conflicts", in: top, "true or false, e.g. notify_conflicts = false", value) }
+            config.notifyConflicts = flag
+        }
         var warnings: [ConfigError] = []
         config.rules = try syncRules(in: top, device: device, peers: peers, warnings: &warnings)
         config.hooks = try hooks(in: top)

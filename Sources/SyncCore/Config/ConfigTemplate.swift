@@ -27,6 +27,11 @@ public enum ConfigTemplate {
             # edits (`syncagent revert` puts the store's version back).
             # mode = "send-receive"
 
+            # A desktop notification (notify-send) for each conflict opened on this device, when the
+            # agent runs in a desktop session (DBUS_SESSION_BUS_ADDRESS or DISPLAY set). Commands
+            # print a line on stderr while any conflict is open, whatever this says.
+            # notify_conflicts = true
+
             [watch]
             # Quiet period before a commit, in milliseconds (0 to 600000). A save after a quiet
             # spell, its files closed and nothing removed, goes 5 ms after its last file closes.
