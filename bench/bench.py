@@ -1115,7 +1115,7 @@ def bench_idle(syncagent, tmp, rows, notes, agents):
         s1, c1 = last[a.name]
         who = a.name.split('/')[-1]
         a.sample_usage()
-        rows.append((f"idle {who} (path peer, poll 30 s): wake-ups/min", wakes[a.name] / minutes, float("nan"),
+        rows.append((f"idle {who} (path peer, watched): wake-ups/min", wakes[a.name] / minutes, float("nan"),
                      rss_text(a), ("per-min", 1)))
         rows.append((f"idle {who}: context switches/min", (s1 - s0) / minutes, float("nan"), rss_text(a), None))
         rows.append((f"idle {who}: CPU ms/min", (c1 - c0) * 1e3 / minutes, float("nan"), rss_text(a), ("cpu-ms", 1)))

@@ -118,12 +118,12 @@ final class PeerSyncer: Sendable {
     func syncLoop() async {
         var backoff: Duration = .seconds(1)
         var refWatcher: Watcher?
-        // Only a hub's: direct path peers in a mesh were seen to need their poll. With the hub's
-        // 60 s for them too, the convergence suite's seed 35 (5 devices, mesh) settled once in
-        // 60.4 s instead of < 1 s, in one run of fifteen: something is missed. A round that finds
-        // the peer's own refs moved with no ring is told (`refsMovedUnseen`), so the next run
-        // that catches it says which refs.
-        let refsWatchable = link.hub && (link.localGitDir.map(LocalFileSystem.seesEveryChange(at:)) ?? false)
+        // A store on this machine's own disks (a hub or a direct peer) is trusted to inotify: its
+        // safety poll is every two minutes (`watchedSafetyPoll`). (Direct peers kept `poll_seconds` while a mesh heal now
+        // and then waited 60 s for it: a restarted agent's early fetch began before the peer's
+        // refs were watched, so a move in between was missed; it is fetched again now. A round
+        // that still finds the peer's refs moved with no ring says so: `refsMovedUnseen`.)
+        let refsWatchable = link.localGitDir.map(LocalFileSystem.seesEveryChange(at:)) ?? false
         var seenRefs: RefSnapshot?
         var rung = true
         // Nobody pulls from a hub: what changes here must be pushed, so local commits, merges from
@@ -180,7 +180,7 @@ final class PeerSyncer: Sendable {
             // many devices, their polls were most of the work); a slow safety poll stays, for a
             // watch that lost its directory.
             let poll: Duration = channel?.isListening == true ? .seconds(86_400)
-                : refWatcher != nil && refsWatchable ? .seconds(max(link.pollSeconds, 60)) : .seconds(link.pollSeconds)
+                : refWatcher != nil && refsWatchable ? Self.watchedSafetyPoll(link.pollSeconds) : .seconds(link.pollSeconds)
             // A failed round is retried on the backoff, never later than `poll_seconds` (the
             // once-a-minute safety poll of a watched store is for idle waits only).
             let retry: Duration = channel?.isListening == true ? .seconds(86_400) : .seconds(link.pollSeconds)
@@ -542,6 +542,11 @@ final class PeerSyncer: Sendable {
 
     /// For a peer on this machine: an inotify watch on its refs, so its commits are seen at once.
     /// The refs of the peer's store that its ref watch covers (not `refs/remotes`, `refs/tags`).
+    /// How often a store whose refs are watched is fetched all the same: a safety net for a
+    /// watch that lost its directory. Two minutes: an idle round spans one or two of the idle
+    /// bench's 50 ms windows, and an idle agent wakes at most once a minute (issue 45).
+    static func watchedSafetyPoll(_ pollSeconds: Int) -> Duration { .seconds(max(pollSeconds, 120)) }
+
     static func ownRefs(_ gitDir: FilePath) -> RefSnapshot {
         RefSnapshot.read(gitDir: gitDir).filtered { name in
             !name.starts(with: Array("refs/remotes/".utf8)) && !name.starts(with: Array("refs/tags/".utf8))
