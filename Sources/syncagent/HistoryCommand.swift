@@ -82,6 +82,7 @@ struct RestoreCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Bring back every file of the deletion spell held or under way.") var deletes = false
     @Option(name: .long, help: ArgumentHelp("A commit (from `syncagent history`) or an ISO 8601 time.", valueName: "commit|time")) var at: String?
     @Option(name: .long, help: ArgumentHelp("Write the version to this new path instead.", valueName: "file")) var to: String?
+    @Flag(name: .long, help: "Print the result as JSON (see README, CLI reference).") var json = false
 
     func validate() throws {
         if deletes {
@@ -98,6 +99,7 @@ struct RestoreCommand: AsyncParsableCommand {
         defer { OpenConflicts.remind(config) }
         guard let path else {
             let result = try await OneShot.restoreDeletes(config: config)
+            if json { return try JSONOutput.print(result, failed: result.error != nil) }
             if let error = result.error { throw UserFacingError(error) }
             print(result.message)
             return
@@ -105,6 +107,7 @@ struct RestoreCommand: AsyncParsableCommand {
         let target = DataPath.bytes(path, data: config.data)
         guard let to else {
             let result = try await OneShot.restore(config: config, path: target, at: at)
+            if json { return try JSONOutput.print(result, failed: result.error != nil) }
             if let error = result.error { throw UserFacingError(error) }
             print(result.message)
             return
@@ -118,6 +121,7 @@ struct RestoreCommand: AsyncParsableCommand {
         }
         let dest = FilePath(bytes: rawArgument(to))
         let written = try store.export(entries, root: targetPath, to: dest)
+        if json { return try JSONOutput.print(ExportResult(path: targetPath.display, at: point.why, to: dest.display, files: written)) }
         print("wrote \(targetPath.display) as of \(point.why) to \(dest.display) (\(written) file\(written == 1 ? "" : "s")); the data directory is unchanged")
     }
 }

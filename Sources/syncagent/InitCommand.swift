@@ -44,6 +44,7 @@ struct InitCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("Where to write the config file.", valueName: "file"))
     var config: String?
+    @Flag(name: .long, help: "Print the result as JSON (see README, CLI reference).") var json = false
 
     func validate() throws {
         for p in peer where !p.contains("=") {
@@ -86,6 +87,11 @@ struct InitCommand: AsyncParsableCommand {
         _ = try Store.openOrCreate(device: parsed.device, data: parsed.data, gitDir: parsed.storePath)
         try FileManager.default.createDirectory(atPath: file.removingLastComponent().string, withIntermediateDirectories: true)
         try text.write(toFile: file.string, atomically: true, encoding: .utf8)
+        if json {
+            return try JSONOutput.print(InitResult(config: file.string, device: parsed.device, data: parsed.data.string,
+                                                   state: parsed.state.string, store: parsed.storePath.string,
+                                                   peers: parsed.peers.map(\.name)))
+        }
         print("""
             wrote \(file)
             store \(parsed.storePath)

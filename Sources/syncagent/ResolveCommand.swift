@@ -45,6 +45,8 @@ struct ResolveCommand: AsyncParsableCommand {
         return choice
     }
 
+    @Flag(name: .long, help: "Print the result as JSON (see README, CLI reference).") var json = false
+
     func validate() throws {
         let choices = [keep != nil, withFile != nil, delete].filter { $0 }.count
         guard choices == 1 else { throw ValidationError("give exactly one of --keep, --with or --delete") }
@@ -57,6 +59,7 @@ struct ResolveCommand: AsyncParsableCommand {
         let results = try await OneShot.resolve(
             config: config, targets: targets.map { RecordTarget(text: $0, pathBytes: rawArgument($0)) }, all: all,
             choice: try choice())
+        if json { return try JSONOutput.print(results, failed: results.contains { $0.error != nil }) }
         var failed = 0
         for r in results {
             if let error = r.error {

@@ -21,11 +21,13 @@ struct RevertCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigOption
     @Argument(help: "Paths to revert, relative to the data directory (default: all).") var paths: [String] = []
+    @Flag(name: .long, help: "Print the result as JSON (see README, CLI reference).") var json = false
 
     func run() async throws {
         let config = try options.load()
         defer { OpenConflicts.remind(config) }
         let result = try await OneShot.revert(config: config, paths: paths.map { DataPath.bytes($0, data: config.data) })
+        if json { return try JSONOutput.print(result, failed: result.error != nil) }
         if let error = result.error { throw UserFacingError(error) }
         print(result.message)
     }

@@ -25,6 +25,7 @@ struct SendCommand: AsyncParsableCommand {
     @Argument(help: "Held paths to send, relative to the data directory.") var paths: [String] = []
     @Flag(name: .long, help: "Send every change held by a rule.") var all = false
     @Flag(name: .long, help: "Commit and share the held deletions.") var deletes = false
+    @Flag(name: .long, help: "Print the result as JSON (see README, CLI reference).") var json = false
 
     func validate() throws {
         let ways = [!paths.isEmpty, all, deletes].filter { $0 }.count
@@ -40,6 +41,7 @@ struct SendCommand: AsyncParsableCommand {
         } else {
             result = try await OneShot.send(config: config, paths: paths.map { DataPath.bytes($0, data: config.data) }, all: all)
         }
+        if json { return try JSONOutput.print(result, failed: result.error != nil) }
         if let error = result.error { throw UserFacingError(error) }
         print(result.message)
     }

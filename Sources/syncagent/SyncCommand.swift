@@ -21,11 +21,13 @@ struct SyncCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "Only this peer.")
     var peer: String?
+    @Flag(name: .long, help: "Print the result as JSON (see README, CLI reference).") var json = false
 
     func run() async throws {
         let config = try options.load()
         defer { OpenConflicts.remind(config) }
         let results = try await OneShot.sync(config: config, peer: peer)
+        if json { return try JSONOutput.print(results, failed: results.contains { $0.error != nil }) }
         var failed: [String] = []
         for result in results {
             if let error = result.error {
