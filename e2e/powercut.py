@@ -1542,10 +1542,12 @@ class Harness:
                     continue
             elif w is None:
                 # A deletion or a move away after it: planned later (a higher id), or done after the
-                # cut of the acknowledgement (ids are given as each device's batch is planned, so a
-                # watch's move planned before the phone's write can run after it: seed 9500, cut 95).
+                # version was written (ids are given as each device's batch is planned, so one
+                # device's move or deletion planned before the other's write can run after it:
+                # seeds 9500 cut 95, 9502 cut 4).
+                written = self.ops.get(vid, {}).get("t")
                 if not (self.touched_since(path, None, after_id=vid, deletes_only=True)
-                        or self.touched_since(path, n, deletes_only=True)):
+                        or (written is not None and self.touched_since(path, None, after_t=written, deletes_only=True))):
                     problem(("ack", path, vid), "%s: version %d of %s is lost (nothing at that path on the watch, no later deletion)"
                             % (what, vid, path))
                     continue
@@ -1584,7 +1586,7 @@ class Harness:
             elif self.touched_since(k, f["cut"]) or (e is not None and ws.get(k) == e):
                 del self.forbidden[k]
 
-    def touched_since(self, path, cut, after_id=None, deletes_only=False):
+    def touched_since(self, path, cut, after_id=None, deletes_only=False, after_t=None):
         """Whether a harness operation on `path` (done after cut `cut`, or with an id above
         `after_id`) explains a change there. An operation that started and never finished (its
         writer was killed by the cut) counts as done after it."""
@@ -1597,6 +1599,8 @@ class Harness:
             if t_cut is not None and op.get("t") is None and op["cut"] < cut:
                 continue
             if after_id is not None and i <= after_id:
+                continue
+            if after_t is not None and (op.get("t") is None or op["t"] <= after_t):
                 continue
             if op["path"] != path and op.get("to") != path:
                 continue
