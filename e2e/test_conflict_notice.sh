@@ -30,6 +30,9 @@ PATH="$T/bin:$PATH" DISPLAY=:99 start_device phone
 PATH="$T/bin:$PATH" DISPLAY=:99 start_device watch
 switch_to phone
 wait_until test -s "$NOTIFIED"
+# The watch has the record too (it merged, or was told) before its silence counts.
+wait_until eval '[ "$(on watch status_field conflicts open)" = 1 ]'
+sleep 1
 notes=$(cat "$NOTIFIED")
 assert_contains "$notes" "conflict on plan.txt" "the notification names the path"
 assert_contains "$notes" "syncagent conflicts" "the notification says what to do"

@@ -43,7 +43,7 @@ rc=0; out=$("$SYNCAGENT" revert --json --config "$CONFIG") || rc=$?
 keys "$out" message
 printf 'two\n' >"$(data_of phone)/a.txt"
 wait_until head_file_matches a.txt
-first=$(g rev-list --reverse main | head -1)
+first=$(g rev-list --reverse main | sed -n 1p)  # sed reads it all: no SIGPIPE under pipefail
 out=$("$SYNCAGENT" restore a.txt --at "$first" --json --config "$CONFIG") || fail "restore --json failed: $out"
 keys "$out" message
 out=$("$SYNCAGENT" restore a.txt --at "$first" --to "$T/a-old.txt" --json --config "$CONFIG") || fail "restore --to --json failed: $out"

@@ -39,7 +39,9 @@ assert_contains "$sync_out" "paused" "sync with a paused peer says why"
 stop_device phone
 start_device phone
 assert_eq true "$(status_field peers 0 paused)" "paused after a restart"
-sleep 2
+rc=0; sync_out=$("$SYNCAGENT" sync --peer watch --config "$CONFIG" 2>&1) || rc=$?
+[ "$rc" != 0 ] || fail "the restarted agent synced with the paused peer: $sync_out"
+assert_contains "$sync_out" "paused" "the restarted agent's sync with the paused peer"
 [ ! -e "$(data_of phone)/from-watch.txt" ] || fail "the restarted phone took the paused watch's file"
 
 out=$("$SYNCAGENT" resume watch --config "$CONFIG") || fail "resume failed: $out"

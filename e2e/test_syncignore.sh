@@ -31,10 +31,20 @@ head_lacks .syncignore || fail ".syncignore is in the phone's main"
 head_lacks cache/b.bin || fail "an ignored file is in the phone's main"
 assert_contains "$(cat "$LOG")" ".syncignore changed" "the log says the rules were read again"
 
-# The pattern taken out: what it kept back goes.
+# A file the watch adds under the ignored directory: in the phone's store, not on its disk.
+printf 'from the watch\n' >"$W/cache/from-watch.bin"
+on watch wait_until head_has cache/from-watch.bin
+wait_until head_has cache/from-watch.bin
+[ ! -e "$P/cache/from-watch.bin" ] || fail "a peer's file under an ignored directory was written on the phone"
+
+# The pattern taken out: what it kept back goes, and the watch's file comes to the phone (not
+# committed as a deletion because the phone's disk lacked it).
 printf '*.log\n' >"$P/.syncignore"
 wait_until test -f "$W/cache/b.bin"
 wait_until grep -qx v2 "$W/cache/a.bin"
+wait_until test -f "$P/cache/from-watch.bin"
+head_has cache/from-watch.bin || fail "the phone committed the deletion of the watch's file under the pattern taken out"
+on watch head_has cache/from-watch.bin || fail "the watch's file under the pattern taken out was deleted on the watch"
 [ ! -e "$W/run.log" ] || fail "run.log went though *.log is still ignored"
 stop_device phone
 stop_device watch

@@ -92,7 +92,10 @@ final class InotifyHub: @unchecked Sendable {
             let wd = path.withPlatformString { inotify_add_watch(fd, $0, mask) }
             guard wd >= 0 else { return .failure(Errno(rawValue: errno)) }
             let id = ObjectIdentifier(loop)
-            var owners = (t.owners[wd] ?? []).filter { $0.loop != nil }
+            // (No look at whether other owners still live: a weak load here could be the last
+            // strong reference, and the `deinit` it ran would take this lock again. A watcher
+            // that goes is taken out by `release`.)
+            var owners = t.owners[wd] ?? []
             if !owners.contains(where: { $0.id == id }) {
                 owners.append(t.clients[id] ?? Client(loop))
             }
@@ -117,7 +120,7 @@ final class InotifyHub: @unchecked Sendable {
 
     private static func drop(_ id: ObjectIdentifier, from wd: Int32, in t: inout Table, fd: Int32) {
         guard var owners = t.owners[wd] else { return }
-        owners.removeAll { $0.id == id || $0.loop == nil }
+        owners.removeAll { $0.id == id }
         if owners.isEmpty {
             t.owners[wd] = nil
             inotify_rm_watch(fd, wd)

@@ -25,6 +25,8 @@ final class Loop: @unchecked Sendable {
     private let hub: InotifyHub
     /// Events the hub handed on and this thread has not handled yet.
     private let inbox = Mutex<[InotifyEvent]>([])
+    /// The most events kept waiting: the kernel's default queue (`max_queued_events`).
+    static let inboxLimit = 16_384
     /// A self-pipe: other threads write a byte to wake `poll`.
     private let wakeFd: Int32
     private let wakeWriteFd: Int32
@@ -84,9 +86,8 @@ final class Loop: @unchecked Sendable {
         case .failure(let err) where err == .noSpace:
             enterFallbackMode(FilePath(""))
         case .failure(let err):
-            self.hub.release(ObjectIdentifier(self))
-            close(wakeFd)
-            close(wakeWriteFd)
+            // (`deinit` runs for an initializer that throws once every property is set: it lets
+            // go of the hub's table and closes the pipe.)
             throw WatcherError(path: root, errno: err, call: "inotify_add_watch")
         }
         watchSubtree(of: FilePath(""), report: false)
@@ -100,7 +101,15 @@ final class Loop: @unchecked Sendable {
 
     /// Events of this watcher's descriptors, from the hub: kept in order, and this thread woken.
     func receive(_ events: [InotifyEvent]) {
-        inbox.withLock { $0.append(contentsOf: events) }
+        inbox.withLock { list in
+            // Not started yet and a bulk copy under way: past the kernel's own queue size, what
+            // waits is replaced by an overflow (a rescan), as the kernel's queue would have done.
+            if list.count + events.count > Self.inboxLimit {
+                list = [InotifyEvent(wd: -1, mask: UInt32(IN_Q_OVERFLOW), cookie: 0, name: nil)]
+            } else {
+                list.append(contentsOf: events)
+            }
+        }
         var one: UInt8 = 1
         _ = write(wakeWriteFd, &one, 1)
     }

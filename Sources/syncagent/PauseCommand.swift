@@ -9,13 +9,7 @@ enum PauseCommands {
         let config = try options.load()
         defer { OpenConflicts.remind(config) }
         let result = try await OneShot.pause(config: config, peer: peer, paused: paused)
-        if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            print(String(decoding: try encoder.encode(result), as: UTF8.self))
-            if result.error != nil { throw ExitCode(1) }
-            return
-        }
+        if json { return try JSONOutput.print(result, failed: result.error != nil) }
         if let error = result.error { throw UserFacingError(error) }
         print(result.message)
     }

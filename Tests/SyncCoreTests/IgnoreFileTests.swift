@@ -24,15 +24,26 @@ import TestSupport
         ("trailing.txt   ", "trailing.txt", true),
         ("", ".syncignore", true), ("*.md", ".syncignore", true), ("!.syncignore", ".syncignore", true),  // never synced itself
         ("secret/", "notes.txt", false),
+        ("build", "build/out.o", true), ("build", "src/build/out.o", true), ("/build", "src/build/out.o", false),
+        ("docs/build", "docs/build/index.html", true), ("*.log", "x.log/inner", true),
     ])
     func aLineKeepsWhatGitWouldIgnore(file: String, path: String, kept: Bool) {
         #expect(!policy(file).materializes(FilePath(path)) == kept, "\(file) / \(path)")
+    }
+
+    /// A `!` line takes a path back from the file only: the config's rules still decide it.
+    @Test func aTakenBackPathIsLeftToTheConfigsRules() {
+        let file = IgnoreFile.rules(Array("*.psd\n!keep.psd\n".utf8))
+        let policy = PathPolicy(device: "phone", rules: file + [SyncRule(path: "*.psd", sync: .manual)])
+        #expect(policy.rule(for: "keep.psd")?.sync == .manual)
+        #expect(policy.rule(for: "other.psd")?.sync == .never)
+        #expect(policy.rule(for: "notes.txt") == nil)
     }
 
     @Test func noFileMeansNoRules() throws {
         let dir = try TempDirectory("ignorefile")
         #expect(IgnoreFile.rules(in: dir.root).isEmpty)
         try dir.write(".syncignore", "*.tmp2\n")
-        #expect(IgnoreFile.rules(in: dir.root).count == 2)
+        #expect(IgnoreFile.rules(in: dir.root).count == 3)
     }
 }

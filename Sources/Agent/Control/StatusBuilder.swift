@@ -91,7 +91,8 @@ public enum StatusBuilder {
             let same = (try? s.holdingIndexVersion(putBack)) ?? []
             // What start-up will commit: changed paths the rules neither keep local nor hold back.
             let held = s.loadHeld()
-            let candidates = try s.changedSinceLastCommit().filter { config.policy.materializes($0) && held[$0] == nil && !same.contains($0) }
+            let policy = config.policy
+            let candidates = try s.changedSinceLastCommit().filter { policy.materializes($0) && held[$0] == nil && !same.contains($0) }
             // (A file committed in the tick it changed has no stat data to compare: read it.)
             let changed = candidates.subtracting((try? s.unchangedWithoutStatData(among: candidates)) ?? [])
             pending = changed.count

@@ -95,7 +95,8 @@ actor SyncEngine {
         do {
             // `.syncignore` changed: the rules are read again before this batch is committed, and
             // every path is looked at again (a pattern taken out lets files it kept back go).
-            let rulesChanged = paths.contains(IgnoreFile.path) && reloadRules()
+            // (A rescan reads them again too: after a queue overflow the change may be in no batch.)
+            let rulesChanged = (paths.contains(IgnoreFile.path) || batch.rescan) && reloadRules()
             if batch.rescan || rulesChanged {
                 defer { progress.finish(Store.scanTask) }
                 paths.formUnion(try store.changedSinceLastCommit())
@@ -415,6 +416,9 @@ actor SyncEngine {
         let policy = config.policy
         guard policy != store.policy else { return false }
         store.policy = policy
+        // What a pattern taken out leaves to this device again is written first (a peer's file
+        // under it is in the index but not on disk: the scan below would take it for a deletion).
+        followRules()
         let patterns = max(0, IgnoreFile.rules(in: config.data).count - 1)
         logger.notice("\(config.data.pushing(IgnoreFile.path).display) changed: \(patterns) pattern(s) of paths this device keeps to itself; every path is looked at again")
         return true

@@ -143,7 +143,9 @@ final class PeerSyncer: Sendable {
                 // Nothing exchanged until `resume`, which rings the doorbell; whoever waits for
                 // a round hears why there is none.
                 failWaiters(RequestPerformer.pausedError(link.name))
+                await cancelEarlyFetch()  // fetched before the pause: not what is there on resume
                 _ = await doorbell.wait(upTo: .seconds(86_400))
+                rung = true  // the first round after a resume is asked for, not a safety poll
                 continue
             }
             if refWatcher == nil {

@@ -13,8 +13,10 @@ import SystemPackage
 ///   `node_modules/`; with a `/` in front or in the middle it is anchored at the top: `/todo.txt`,
 ///   `logs/*.log`. `**`, `*`, `?` and `[...]` as in `[[rule]]` globs (`Glob`).
 /// - A trailing `/` means the directory and everything under it.
-/// - `!pattern` takes a path back (synced again): the last line that matches a path decides, as
-///   in git (unlike git, a path under an ignored directory can be taken back).
+/// - A pattern that names a directory also keeps everything under it (`build`, `docs/build`).
+/// - `!pattern` takes a path back: the last line that matches a path decides, as in git (unlike
+///   git, a path under an ignored directory can be taken back), and a path taken back is left to
+///   the config's `[[rule]]`s.
 public enum IgnoreFile {
     /// The file's name, at the top of the data directory.
     public static let name = ".syncignore"
@@ -28,9 +30,17 @@ public enum IgnoreFile {
             var line = String(decoding: raw, as: UTF8.self)
             if line.hasSuffix("\r") { line.removeLast() }
             guard let (pattern, negated) = parse(line) else { continue }
-            out.append(SyncRule(path: pattern, sync: negated ? .auto : .never))
+            // A name is also a directory's: `build` keeps what is under a directory `build` too.
+            let contents = pattern.contains("/") ? pattern + "/" : "**/" + pattern + "/"
+            for p in pattern.hasSuffix("/") ? [pattern] : [pattern, contents] {
+                var rule = SyncRule(path: p, sync: negated ? .auto : .never)
+                rule.fromIgnoreFile = true
+                out.append(rule)
+            }
         }
-        return [SyncRule(path: "./" + name, sync: .never)] + out.reversed()
+        var own = SyncRule(path: "./" + name, sync: .never)
+        own.fromIgnoreFile = false  // never taken back by a `!` line
+        return [own] + out.reversed()
     }
 
     /// The rules of the file in `data`, or none when there is no such file.
@@ -60,6 +70,7 @@ public enum IgnoreFile {
         let anchored = body.hasPrefix("/") || body.contains("/")
         while body.hasPrefix("/") { body = body.dropFirst() }
         guard !body.isEmpty else { return nil }
+        // Unanchored with a `/` at its end: a directory of that name at any depth.
         var pattern = anchored ? "./" + body : (directory ? "**/" + body : String(body))
         if directory { pattern += "/" }
         return (pattern, negated)

@@ -29,12 +29,18 @@ public struct SyncRule: Sendable, Equatable, Codable {
     /// Only these devices write matching paths into their data directory; nil: every device.
     public var devices: [String]?
 
+    /// A line of `.syncignore` (`IgnoreFile`): `never`, or (`auto`) a `!` line that takes paths
+    /// back from the file's earlier lines and leaves them to the config's rules. Not in the JSON.
+    public var fromIgnoreFile = false
+
     public init(path: String, sync: SyncMode = .auto, maxBytes: Int64? = nil, devices: [String]? = nil) {
         self.path = path
         self.sync = sync
         self.maxBytes = maxBytes
         self.devices = devices
     }
+
+    private enum CodingKeys: String, CodingKey { case path, sync, maxBytes, devices }
 }
 
 /// Why a local change is kept back (`syncagent held`).
@@ -61,7 +67,18 @@ public struct PathPolicy: Sendable, Equatable {
     public func rule(for path: FilePath) -> SyncRule? {
         guard !rules.isEmpty else { return nil }
         let bytes = path.bytes
-        return rules.first { Glob.matches($0.path, pathBytes: bytes) }
+        var pastIgnoreFile = false
+        for rule in rules {
+            if pastIgnoreFile && rule.fromIgnoreFile { continue }
+            guard Glob.matches(rule.path, pathBytes: bytes) else { continue }
+            // A `!` line of `.syncignore`: not ignored, and the config's rules decide.
+            if rule.fromIgnoreFile && rule.sync != .never {
+                pastIgnoreFile = true
+                continue
+            }
+            return rule
+        }
+        return nil
     }
 
     /// Whether this device keeps the path in its data directory: false for `never` (the disk's

@@ -56,7 +56,9 @@ public struct PauseState: Sendable, Equatable {
     public func save(state: FilePath) throws {
         let target = Self.file(state: state)
         guard all || !peers.isEmpty else {
-            try? Files.remove(target)
+            guard ((try? FileStat.of(target)) ?? nil) != nil else { return }
+            try Files.remove(target)  // a resume that cannot be kept says so
+            _ = Durability.flushFiles([], andDirectories: [state])
             return
         }
         let text = all ? "*\n" : peers.sorted().map { "\($0)\n" }.joined()
