@@ -86,6 +86,17 @@ extension Repository {
         try copier.copy(tips: tips)
         return copier.report
     }
+
+    /// Copies these objects, those of them this repository lacks and `source` has, by id (no walk):
+    /// what a power cut took from under a commit that refs still name, which no walk from a tip
+    /// would copy again (it stops at what it has). Ids are checked as in `copyMissingObjects`.
+    @discardableResult
+    public func copyObjects(_ ids: [Oid], from source: Repository) throws(GitError) -> ObjectCopyReport {
+        var copier = try ObjectCopier(from: source, to: self, limits: ObjectCopyLimits(), progress: { _ in true })
+        defer { copier.close() }
+        try copier.copyByID(ids)
+        return copier.report
+    }
 }
 
 private struct ObjectCopier: ~Copyable {
@@ -288,6 +299,18 @@ private struct ObjectCopier: ~Copyable {
         // before a ref may name them, a pack costs two.
         if missing.count > limits.looseLimit { loose = limits.looseLimit }
         for (id, type) in missing where !has(id) {
+            if type == GIT_OBJECT_BLOB { try copyBlob(id) } else { try copyWhole(id, expecting: type) }
+        }
+        try flush()
+    }
+
+    /// The objects among `ids` this store lacks and the source has, each as its type says.
+    mutating func copyByID(_ ids: [Oid]) throws(GitError) {
+        for id in ids where !has(id) {
+            var raw = id.raw
+            var size = 0
+            var type = GIT_OBJECT_INVALID
+            guard git_odb_read_header(&size, &type, sourceOdb, &raw) == 0 else { continue }  // the source lacks it too
             if type == GIT_OBJECT_BLOB { try copyBlob(id) } else { try copyWhole(id, expecting: type) }
         }
         try flush()

@@ -60,6 +60,27 @@ import TestSupport
         #expect(again.objects == 0)
     }
 
+    /// Seed 9503, cut 65: the cut took a blob from under a commit a ref still names; a copy from the
+    /// tips stops at that commit (it is whole by its ref), so the blob comes back only by its id.
+    @Test func aBlobLostUnderARefIsCopiedByItsID() throws {
+        let phone = try TempDevice(), watch = try TempDevice()
+        let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+        let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+        let a = try commit(phone, source, ["d3/w-592.txt": Array("592\n".utf8)], parent: nil)
+        let reader = try Repository.openForReading(gitDir: phone.gitDir)
+        try target.copyMissingObjects(from: reader, tips: [a])
+        try target.setReference("refs/remotes/phone/main", to: a, message: "fetched")
+        let blob = try #require(try source.treeFiles(try source.commit(a).tree).first?.oid)
+        try FileManager.default.removeItem(atPath: looseObjectPath(watch.gitDir, blob))
+        let reopened = try Repository.open(gitDir: watch.gitDir, workdir: watch.data)
+        #expect(try reopened.copyMissingObjects(from: reader, tips: [a]).objects == 0)  // the walk stops at the ref
+        #expect(!reopened.hasObject(blob))
+        let unknown = try #require(Oid(hex: String(repeating: "ab", count: 20)))
+        let report = try reopened.copyObjects([blob, unknown], from: reader)
+        #expect(report.objects == 1)
+        #expect(try reopened.blobData(blob) == Array("592\n".utf8))
+    }
+
     /// Seed 8000, cut 12: both devices wrote the same conflict record (one blob id). The copy of the
     /// peer's record commit skipped that blob (found here) and flushed only what it wrote; the
     /// phone's own write of it was not on disk yet, and the cut lost it under a ref. A young loose

@@ -411,6 +411,22 @@ actor SyncEngine {
         }
     }
 
+    /// Objects the data directory still needs that the store lacks (a power cut took them while
+    /// a ref named their commit: no fetch brings them again, and every write failed) are copied
+    /// from stores on this machine that have them (peers and hubs reached by path).
+    private func healMissingObjects() {
+        guard let missing = try? store.missingUnappliedObjects(), !missing.isEmpty else { return }
+        let dirs = config.peers.compactMap { $0.localPath(configFile: config.file) }
+        let copied = store.copyObjects(missing, fromLocal: dirs)
+        let text = "\(missing.count) object(s) the data directory still needs were missing from \(config.storePath.display) (a power cut took them while a ref named them): \(copied) copied again from peers on this machine"
+            + (copied < missing.count ? "; the others are looked for at every retry (a peer over the network cannot send them: `git --git-dir=\(config.storePath.display) fsck`)" : "")
+        if text != lastMissingReport { logger.warning("\(text)") }
+        lastMissingReport = text
+    }
+
+    /// The last report of `healMissingObjects` (told once while it stays the same).
+    private var lastMissingReport: String?
+
     /// Reads the rules again (`.syncignore` changed); true when they differ from the store's.
     private func reloadRules() -> Bool {
         let policy = config.policy
@@ -433,6 +449,7 @@ actor SyncEngine {
     /// Writes the paths an earlier merge could not write, where that is possible now.
     private func retryUnapplied() {
         guard store.hasUnappliedPaths else { return }
+        healMissingObjects()
         do {
             let report = try store.retryUnapplied()
             record(report, peer: nil)

@@ -64,6 +64,39 @@ extension Store {
         return report.objects
     }
 
+    /// Of the versions the data directory is still to get (`unapplied`), the ids this store lacks:
+    /// a power cut took their objects while a ref kept naming them (seed 9503, cut 65). No fetch
+    /// brings them again (the refs say the store has everything), so every retry failed.
+    public func missingUnappliedObjects() throws -> [ObjectID] {
+        let unapplied = loadUnapplied()
+        guard !unapplied.isEmpty, let head = try head() else { return [] }
+        let tree = try repo.commit(head).tree
+        var out: [ObjectID] = []
+        for path in unapplied.keys {
+            guard let entry = try repo.entry(at: path, inTree: tree), entry.mode != EntryMode.tree,
+                  !repo.hasObject(entry.oid) else { continue }
+            out.append(ObjectID(entry.oid))
+        }
+        return out
+    }
+
+    /// Copies these objects from stores on this machine (the peers' and hubs' `gitDirs`) that have
+    /// them, made durable; returns how many came.
+    public func copyObjects(_ ids: [ObjectID], fromLocal gitDirs: [FilePath]) -> Int {
+        var wanted = ids.map(\.oid)
+        var copied = 0
+        for dir in gitDirs where !wanted.isEmpty {
+            guard let source = try? Repository.openForReading(gitDir: dir) else { continue }
+            let before = Self.packFiles(in: gitDir)
+            guard let report = try? repo.copyObjects(wanted, from: source), report.objects > 0 else { continue }
+            Self.flushNew(in: gitDir, packsSince: before, loose: report.looseIds.map(repo.looseObjectPath),
+                          packsWritten: report.packs > 0)
+            copied += report.objects
+            wanted.removeAll { repo.hasObject($0) }
+        }
+        return copied
+    }
+
     /// The packs and indexes in `objects/pack` changed in the last `ObjectCopyReport.recentSeconds`.
     static func recentPacks(in gitDir: FilePath) -> [FilePath] {
         let packs = gitDir.appending("objects").appending("pack")
