@@ -10,6 +10,7 @@ struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
         abstract: "Share changes this device holds back.",
+        usage: "syncagent send [--config <file>] (<path>... | --all | --deletes) [--json]",
         discussion: """
             PATH... (relative to the data directory; a directory sends everything held under it) or \
             --all commits the changes held by a [[rule]] (sync = "manual", or a file over max_bytes) \
