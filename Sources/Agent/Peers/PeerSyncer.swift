@@ -520,6 +520,11 @@ final class PeerSyncer: Sendable {
             if unreachable { s.reachable = false }
             s.announced = s.reachable
             s.rounds += 1
+            // Counted and no longer in progress at once: a `sync` asked for while this round
+            // still tells the engine (below, an await that a busy engine makes long) waits for
+            // the next round, not for the one after it (seed 41 of test_convergence: with the
+            // round still "in progress", it waited for the safety poll, past its 90 s).
+            s.inProgress = false
             let rounds = s.rounds
             let done = s.waiters.filter { $0.round <= rounds }
             s.waiters.removeAll { $0.round <= rounds }
