@@ -341,6 +341,9 @@ struct DataDirectory: Sendable {
             }
             return .stamped(stat)
         }
+        // A version whose object the store lacks (a power cut took it while a ref named it) is
+        // told as such, not as the EIO a failed read would become.
+        guard repo.hasObject(side.oid) else { throw .noData }
         if side.mode == EntryMode.link {
             let bytes: [UInt8]
             do { bytes = try repo.blobData(side.oid) } catch { throw .ioError }

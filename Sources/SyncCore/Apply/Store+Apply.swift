@@ -64,6 +64,7 @@ public struct ApplyFailure: Error, Sendable, CustomStringConvertible {
         case .fileExists, .notDirectory: what = "a file is where a directory must be; move it away"
         case .directoryNotEmpty, .isDirectory: what = "a directory with files is where a file must be; move it away"
         case .resourceTemporarilyUnavailable: what = "it could not be written at the last try"
+        case .noData: what = "the store lacks this version's object (a power cut took it while a ref named it); it is copied again from a peer or hub on this machine that has it, (`git fsck` on the store says what else is missing)"
         default: what = "\(errno)"
         }
         return "cannot write \(path.display) into the data directory: \(what). The rest is synced; it is retried."
