@@ -342,17 +342,20 @@ struct DataDirectory: Sendable {
             return .stamped(stat)
         }
         // A version whose object the store lacks (a power cut took it while a ref named it) is
-        // told as such, not as the EIO a failed read would become.
-        guard repo.hasObject(side.oid) else { throw .noData }
-        if side.mode == EntryMode.link {
-            let bytes: [UInt8]
-            do { bytes = try repo.blobData(side.oid) } catch { throw .ioError }
-            try Files.createLink(temp, target: bytes)
-        } else {
-            // Streamed: a big file costs a fixed buffer, not its size.
-            try Files.create(temp, executable: side.mode == EntryMode.executable, mtime: stamp, writeback: writebackAtOnce) { sink in
-                try repo.streamBlob(side.oid) { chunk in try sink.write(chunk) }
+        // told as such, not as the EIO a failed read becomes; looked at only when a write failed.
+        do throws(Errno) {
+            if side.mode == EntryMode.link {
+                let bytes: [UInt8]
+                do { bytes = try repo.blobData(side.oid) } catch { throw .ioError }
+                try Files.createLink(temp, target: bytes)
+            } else {
+                // Streamed: a big file costs a fixed buffer, not its size.
+                try Files.create(temp, executable: side.mode == EntryMode.executable, mtime: stamp, writeback: writebackAtOnce) { sink in
+                    try repo.streamBlob(side.oid) { chunk in try sink.write(chunk) }
+                }
             }
+        } catch .ioError where !repo.hasObject(side.oid) {
+            throw .noData
         }
         do {
             var old = seen
