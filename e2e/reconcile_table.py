@@ -357,8 +357,14 @@ class Job:
     def sync(self, d):
         r = self.agent("sync", "--config", self.config(d))
         if r.returncode != 0:
-            self.fail("sync-exit", "%s: `syncagent sync` exited %d: %s" % (d, r.returncode,
-                      (r.stdout + r.stderr).decode(errors="replace").strip()[-300:]))
+            out = (r.stdout + r.stderr).decode(errors="replace").strip()
+            if r.returncode < 0 or "Fatal error" in out or "Crash" in out:
+                # a crash: its reason and the crashed thread's first frames are at the top of the
+                # backtrace, not at its end (CI keeps only this message, not the row's dir)
+                out = out[:3000]
+            else:
+                out = out[-300:]
+            self.fail("sync-exit", "%s: `syncagent sync` exited %d: %s" % (d, r.returncode, out))
         return r
 
     def main_of(self, d):

@@ -15,6 +15,9 @@ case "$SYNCAGENT" in /*) ;; *) SYNCAGENT="$PWD/$SYNCAGENT" ;; esac
 export SYNCAGENT
 # Every commit checks the tree it builds along the changed paths against the whole index (Store+Index).
 export SYNCAGENT_VERIFY_TREES="${SYNCAGENT_VERIFY_TREES:-1}"
+# A crash's backtrace short enough to survive in a test's message: the crashed thread's frames,
+# without the list of loaded images and registers that otherwise fill its end.
+export SWIFT_BACKTRACE="${SWIFT_BACKTRACE:-enable=yes,color=no,interactive=no,threads=crashed,registers=none,images=none}"
 if [ ! -x "$SYNCAGENT" ]; then
     echo "SYNCAGENT=$SYNCAGENT is not an executable file" >&2
     exit 2

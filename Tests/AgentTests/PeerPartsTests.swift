@@ -54,6 +54,20 @@ import Testing
         #expect(value == 150)
     }
 
+    /// The watchdog reads the silence while the fetch's thread notes progress: a progress noted
+    /// between its clock read and its load once wrapped the difference and trapped (SIGILL in a
+    /// one-shot `sync`, CI of 0d5e1b0). Both sides race here a few hundred thousand times.
+    @Test func silenceReadWhileProgressIsNotedNeverTraps() async {
+        let attempt = FetchRunner.Attempt()
+        let stop = Atomic<Bool>(false)
+        let writer = Thread { while !stop.load(ordering: .relaxed) { attempt.madeProgress() } }
+        writer.start()
+        var longest: Duration = .zero
+        for _ in 0..<300_000 { longest = max(longest, attempt.silence()) }
+        stop.store(true, ordering: .relaxed)
+        #expect(longest < .seconds(5))
+    }
+
     @Test(arguments: [
         ("ssh://git@example.org/srv/hub.git", "example.org", 22),
         ("ssh://example.org:2222/hub.git", "example.org", 2222),

@@ -29,8 +29,13 @@ enum FetchRunner {
 
         func madeProgress() { lastProgress.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed) }
 
+        /// How long since data last arrived. The fetch's thread may note progress between the
+        /// clock read and the load: that later time counts as no silence (a wrapped difference
+        /// made `Int64(_:)` trap: a one-shot `sync` died of SIGILL in CI).
         func silence() -> Duration {
-            .nanoseconds(Int64(DispatchTime.now().uptimeNanoseconds &- lastProgress.load(ordering: .relaxed)))
+            let now = DispatchTime.now().uptimeNanoseconds
+            let last = lastProgress.load(ordering: .relaxed)
+            return now > last ? .nanoseconds(Int64(clamping: now - last)) : .zero
         }
 
         func untilSilent(_ timeout: Duration) -> Duration { max(.milliseconds(10), timeout - silence()) }
