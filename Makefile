@@ -9,7 +9,7 @@ all: build
 
 # A fresh machine may lack libgit2's headers, pkg-config, git itself, or the servers the hub tests
 # start (sshd from openssh-server, lighttpd for smart HTTP, gitolite3): install them (as root).
-DEB_PACKAGES := libgit2-dev libdeflate-dev libssl-dev pkg-config git openssh-server openssh-client lighttpd gitolite3 fuse3 python3-pyfuse3 strace
+DEB_PACKAGES := libgit2-dev libdeflate-dev libssl-dev pkg-config git openssh-server openssh-client lighttpd gitolite3 fuse3 python3-pyfuse3 strace tmux
 deps:
 	@missing=""; \
 	for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \

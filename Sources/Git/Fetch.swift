@@ -32,8 +32,10 @@ extension Repository {
     /// Fetches `refspecs` (e.g. "+refs/heads/main:refs/remotes/watch/main") from `url`, which must be
     /// a URL libgit2 understands (`file://`, `ssh://`, `git://`, `http(s)://`). `shouldCancel` is
     /// asked whenever data arrives; returning true abandons the fetch (it throws).
+    /// `transfer` is told (objects received, objects in all, bytes received) as data arrives.
     public func fetch(url: String, refspecs: [String], auth: RemoteAuth? = nil,
-                      shouldCancel: @escaping () -> Bool = { false }) throws(GitError) {
+                      shouldCancel: @escaping () -> Bool = { false },
+                      transfer: ((Int, Int?, Int) -> Void)? = nil) throws(GitError) {
         let remote = try anonymousRemote(url)
         defer { git_remote_free(remote) }
         var opts = git_fetch_options()
@@ -42,11 +44,17 @@ extension Repository {
         opts.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE
         opts.update_fetchhead = 0
         let session = AuthSession(auth, cancel: shouldCancel)
+        session.transfer = transfer
         let payload = Unmanaged.passRetained(session)
         defer { payload.release() }
         AuthSession.install(&opts.callbacks, payload.toOpaque())
-        opts.callbacks.transfer_progress = { _, payload in
-            Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
+        opts.callbacks.transfer_progress = { stats, payload in
+            let session = Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue()
+            if let stats, let transfer = session.transfer {
+                let s = stats.pointee
+                transfer(Int(s.received_objects), s.total_objects > 0 ? Int(s.total_objects) : nil, Int(s.received_bytes))
+            }
+            return session.cancel() ? -1 : 0
         }
         let rc = withStrarray(refspecs) { git_remote_fetch(remote, &$0, &opts, "syncagent fetch") }
         do { try check(rc, "git_remote_fetch(\(url))") } catch { throw session.explain(error) }

@@ -21,13 +21,15 @@ extension Repository {
     /// forced) to `url`. Returns the references the server refused with its reason (e.g. not a
     /// fast-forward); throws when the push itself failed.
     public func push(url: String, refspecs: [String], auth: RemoteAuth? = nil,
-                     shouldCancel: @escaping () -> Bool = { false }) throws(GitError) -> [PushRefusal] {
+                     shouldCancel: @escaping () -> Bool = { false },
+                     transfer: ((Int, Int?, Int) -> Void)? = nil) throws(GitError) -> [PushRefusal] {
         let remote = try anonymousRemote(url)
         defer { git_remote_free(remote) }
         var opts = git_push_options()
         try check(git_push_options_init(&opts, UInt32(GIT_PUSH_OPTIONS_VERSION)), "git_push_options_init")
         opts.pb_parallelism = 1
         let session = AuthSession(auth, cancel: shouldCancel)
+        session.transfer = transfer
         let payload = Unmanaged.passRetained(session)
         defer { payload.release() }
         AuthSession.install(&opts.callbacks, payload.toOpaque())
@@ -36,8 +38,10 @@ extension Repository {
             if let status, let ref { session.refused.append(PushRefusal(ref: String(cString: ref), reason: String(cString: status))) }
             return 0
         }
-        opts.callbacks.push_transfer_progress = { _, _, _, payload in
-            Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
+        opts.callbacks.push_transfer_progress = { current, total, bytes, payload in
+            let session = Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue()
+            session.transfer?(Int(current), total > 0 ? Int(total) : nil, Int(bytes))
+            return session.cancel() ? -1 : 0
         }
         let rc = withStrarray(refspecs) { git_remote_push(remote, &$0, &opts) }
         do { try check(rc, "git_remote_push(\(url))") } catch { throw session.explain(error) }

@@ -28,6 +28,8 @@ public struct RemoteAuth: Sendable {
 final class AuthSession {
     let auth: RemoteAuth?
     let cancel: () -> Bool
+    /// Told as objects move: (objects so far, objects in all when known, bytes so far).
+    var transfer: ((Int, Int?, Int) -> Void)?
     var sshAttempt = 0
     var triedUserPassword = false
     var tried: [String] = []

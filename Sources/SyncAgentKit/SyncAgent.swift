@@ -9,6 +9,8 @@ import SystemPackage
 /// What went wrong, with a code a program can act on and a message that names the key, peer or
 /// file and says what to do (`SyncError` of the agent).
 public typealias SyncAgentError = SyncError
+/// One piece of long work (`SyncAgent.progress()`), as `status --json` shows it in `tasks`.
+public typealias SyncProgress = ProgressReport
 
 /// The agent an app talks to: typed values at keys (`value(_:as:)`), live updates, conflicts
 /// decided by the app (`onConflict`), per-key policies and status, and "sync now".
@@ -96,6 +98,21 @@ public final class SyncAgent: Service, Sendable {
     public func updates<T: Codable & Sendable>(under prefix: String, as type: T.Type = T.self,
                                                coder: ValueCoder<T> = .json) -> AsyncStream<KeyUpdate<T>> {
         PrefixObservation(prefix: prefix, agent: self, coder: coder).stream()
+    }
+
+    /// Long work as it moves, for a progress bar: a transfer with a peer (`task` `receive` or
+    /// `send`, objects and bytes), a merge or a commit of 100 paths or more, a first scan; each
+    /// task at most once a second once it has a second or 100 units behind it, and its end (`done`
+    /// equal to `total`). Nothing is asked of the agent while nobody iterates.
+    public func progress() -> AsyncStream<ProgressReport> {
+        let events = connection.events()
+        return AsyncStream { continuation in
+            let task = Task {
+                for await event in events { if case .progress(let report) = event.kind { continuation.yield(report) } }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
     }
 
     /// Asks every peer for a sync round now and waits for its end, at most `timeout`: each peer's

@@ -30,13 +30,19 @@ enum StatusReporter {
             "device:   \(r.device)",
             "agent:    " + (r.running ? "running (pid \(r.pid.map(String.init) ?? "?"))" : "stopped"),
             "data:     \(r.data)",
-            "store:    \(r.store)",
+            "store:    \(r.store)" + (r.storeBytes.map { " (\(ProgressReport.size(Int($0))) on disk)" } ?? ""),
             "head:     \(r.head ?? "(no commit yet)")",
             "pending:  " + (r.pending.map { "\($0) change\($0 == 1 ? "" : "s")" + (r.running ? "" : " (committed when the agent starts)") } ?? "unknown"),
         ]
+        for task in r.tasks.isEmpty ? (r.progress.map { [$0] } ?? []) : r.tasks {
+            lines.append("working:  " + ProgressLine.bar(task, width: 20) + " " + task.line)
+        }
         if !r.running, !r.peers.isEmpty {
-            let when = peersSavedAt.map { ISOTime.string(Int64($0.timeIntervalSince1970)) } ?? "never (the agent has not run)"
-            lines.append("peers as of \(when), when the agent last ran:")
+            if let saved = peersSavedAt {
+                lines.append("peers as of \(ISOTime.string(Int64(saved.timeIntervalSince1970))), when the agent last ran:")
+            } else {
+                lines.append("peers (the agent has never run here, so nothing is known of them yet):")
+            }
         }
         for peer in r.peers {
             var line = "peer:     \(peer.name) " + (peer.via.map { "(through hub \($0))" } ?? peer.url)
@@ -47,7 +53,13 @@ enum StatusReporter {
             }
             if peer.paused == true { line += " — PAUSED (`syncagent resume \(peer.name)` to sync with it again)" }
             lines.append(line)
-            if let error = peer.lastError { lines.append("          last error: \(error)") }
+            if let error = peer.lastError { lines.append("          last error: \(error)\(peer.errorCode.map { " [\($0)]" } ?? "")") }
+            var seen: [String] = []
+            if let t = peer.lastChecked { seen.append("checked \(t)") }
+            if let t = peer.lastFetch { seen.append("fetched \(t)") }
+            if let t = peer.lastPush { seen.append("pushed \(t)") }
+            if let t = peer.lastSeen { seen.append("seen \(t)") }
+            if !seen.isEmpty { lines.append("          last:       " + seen.joined(separator: ", ")) }
             if let notify = peer.notify { lines.append("          notify:     \(notify)") }
         }
         lines.append("conflicts: \(r.conflicts.open) open")

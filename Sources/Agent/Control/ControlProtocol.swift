@@ -34,11 +34,14 @@ public enum ControlRequest: Codable, Sendable {
     /// Answer: `PauseResult`. `syncagent pause [PEER]` (`paused` true) or `resume [PEER]`: nil is
     /// every peer.
     case pause(peer: String?, paused: Bool)
+    /// Answer: `[ProgressReport]`: the long work in hand (`status.tasks`), answered at once
+    /// however busy the engine is (a progress bar asks a few times a second).
+    case progress
 
     /// The subcommand that makes this request (one word: the agent lock names its holder with it).
     public var commandName: String {
         switch self {
-        case .status: "status"
+        case .status, .progress: "status"
         case .sync: "sync"
         case .resolve: "resolve"
         case .sendDeletes, .send: "send"

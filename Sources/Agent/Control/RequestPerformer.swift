@@ -38,6 +38,8 @@ struct RequestPerformer: Sendable {
             return []
         case .held:
             return encoded(await engine.heldList())
+        case .progress:
+            return encoded(engine.progress.all)
         case .status:
             guard let status else { return encoded(MessageResult(message: "", error: "no status here: ask `syncagent status`")) }
             return encoded(await status())

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import SyncCore
 import Glibc
 
 /// `syncagent status --json`: the shape SPEC.md fixes.
@@ -65,6 +66,9 @@ public struct StatusReport: Codable, Sendable, Equatable {
     public var storeBytes: Int64?
     /// Long work in hand (first scan, start-up commit, a large merge); nil when there is none.
     public var progress: ProgressReport?
+    /// Every piece of long work in hand, the engine's and each peer's transfers (`progress` is the
+    /// engine's, or the first of these).
+    public var tasks: [ProgressReport] = []
     public var peers: [Peer]
     public var conflicts: Conflicts
     /// Problems the agent wants the user to see (watch limit reached, unreadable directories, ...),
@@ -101,6 +105,7 @@ public struct StatusReport: Codable, Sendable, Equatable {
         try c.encode(held, forKey: .held)
         try c.encode(storeBytes, forKey: .storeBytes)
         try c.encode(progress, forKey: .progress)
+        try c.encode(tasks, forKey: .tasks)
         try c.encode(peers, forKey: .peers)
         try c.encode(conflicts, forKey: .conflicts)
         try c.encode(problems.map(\.message), forKey: .problems)
@@ -108,7 +113,7 @@ public struct StatusReport: Codable, Sendable, Equatable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case device, running, pid, data, store, head, pending, mode, localChanges, held, storeBytes, progress, peers,
+        case device, running, pid, data, store, head, pending, mode, localChanges, held, storeBytes, progress, tasks, peers,
              conflicts, problems, problemDetails
     }
 
@@ -126,6 +131,7 @@ public struct StatusReport: Codable, Sendable, Equatable {
         held = try c.decodeIfPresent(Int.self, forKey: .held) ?? 0
         storeBytes = try c.decodeIfPresent(Int64.self, forKey: .storeBytes)
         progress = try c.decodeIfPresent(ProgressReport.self, forKey: .progress)
+        tasks = try c.decodeIfPresent([ProgressReport].self, forKey: .tasks) ?? []
         peers = try c.decode([Peer].self, forKey: .peers)
         conflicts = try c.decode(Conflicts.self, forKey: .conflicts)
         // An agent of an older version sends the messages only.

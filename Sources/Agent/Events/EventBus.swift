@@ -45,6 +45,15 @@ public final class EventBus: Sendable {
         }
     }
 
+    /// Hands the event to live listeners only: not logged, not numbered (a `progress` event).
+    func emitLive(_ event: AgentEvent) {
+        state.withLock { s in
+            guard !s.finished, !(s.streams.isEmpty && s.queues.isEmpty) else { return }
+            for c in s.streams.values { c.yield(event) }
+            for q in s.queues.values { q.push(event) }
+        }
+    }
+
     /// Every event from now on, until the agent stops (embedding programs: `AgentService.events`).
     func stream() -> AsyncStream<AgentEvent> {
         let (stream, continuation) = AsyncStream<AgentEvent>.makeStream(bufferingPolicy: .bufferingNewest(10_000))

@@ -22,7 +22,8 @@ enum EventStreaming {
         guard let queue else { return }
         UnixSocket.setTimeout(fd, seconds: 5)
         while let (events, _) = queue.next(timeout: 1) {
-            for event in events where (event.seq ?? 0) > last {
+            // Live-only events (`progress`) have no number: always new.
+            for event in events where event.seq.map({ $0 > last }) ?? true {
                 guard UnixSocket.writeAll(fd, event.jsonLine + [UInt8(ascii: "\n")]) else { return }
                 last = event.seq ?? last
             }

@@ -80,10 +80,10 @@ enum FetchRunner {
     /// Fetches; throws libgit2's error (see `SyncError.fetching`), or `Abandoned`. `attempt` lets the caller see whether a
     /// previous fetch's thread is still stuck.
     static func fetch(gitDir: FilePath, data: FilePath, peer: String, url: String, localGitDir: FilePath?,
-                      auth: PeerAuth?, timeout: Duration, attempt: Attempt) async throws {
+                      auth: PeerAuth?, timeout: Duration, attempt: Attempt, transfer: Transfer? = nil) async throws {
         try await perform(label: "fetch-\(peer)", url: url, timeout: timeout, attempt: attempt) { shouldCancel in
             let copied = try Store.fetch(gitDir: gitDir, data: data, peer: peer, url: url, localGitDir: localGitDir,
-                                         auth: auth, shouldCancel: shouldCancel)
+                                         auth: auth, shouldCancel: shouldCancel, transfer: transfer)
             // A big copy's lists are freed on this thread, into an arena of their own: given back
             // before the merge fills the other (a 100k-file first sync: 14 MB held through it).
             if copied >= trimAfterObjects { FreeMemory.returnToSystem() }

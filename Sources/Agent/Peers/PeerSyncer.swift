@@ -323,17 +323,20 @@ final class PeerSyncer: Sendable {
     /// work (none for a direct peer).
     private func fetch(attempt: FetchRunner.Attempt) async throws -> [String] {
         if link.localGitDir == nil { try await FetchRunner.probe(url: link.configuredURL, timeout: .seconds(5)) }
+        let (board, name) = (engine.progress, link.name)
+        let transfer: Transfer = { objects, total, bytes in board.update("receive", peer: name, done: objects, total: total, bytes: bytes) }
+        defer { board.finish("receive", peer: name) }
         if link.hub {
             let (gitDir, data, hub, url, device, auth) = (config.storePath, config.data, link.name, link.fetchURL, config.device, link.auth)
             let local = link.localGitDir
             return try await FetchRunner.perform(label: "fetch-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
                 try Store.hubFetch(gitDir: gitDir, data: data, hub: hub, url: url, device: device, localGitDir: local,
-                                   auth: auth, shouldCancel: cancel)
+                                   auth: auth, shouldCancel: cancel, transfer: transfer)
             }
         }
         try await FetchRunner.fetch(gitDir: config.storePath, data: config.data, peer: link.name,
                                     url: link.fetchURL, localGitDir: link.localGitDir, auth: link.auth,
-                                    timeout: fetchTimeout, attempt: attempt)
+                                    timeout: fetchTimeout, attempt: attempt, transfer: transfer)
         return []
     }
 
@@ -473,8 +476,12 @@ final class PeerSyncer: Sendable {
         let attempt = FetchRunner.Attempt()
         let hubDir = link.localGitDir
         do {
+            let board = engine.progress
+            let transfer: Transfer = { objects, total, bytes in board.update("send", peer: hub, done: objects, total: total, bytes: bytes) }
+            defer { board.finish("send", peer: hub) }
             let result = try await FetchRunner.perform(label: "push-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
-                try Store.hubPush(gitDir: gitDir, data: data, hub: hub, url: url, device: device, auth: auth, shouldCancel: cancel)
+                try Store.hubPush(gitDir: gitDir, data: data, hub: hub, url: url, device: device, auth: auth, shouldCancel: cancel,
+                                  transfer: transfer)
             }
             if case .pushed(let id) = result {
                 logger.info("pushed \(id.hex.prefix(12)) to \(hub) as devices/\(device)")

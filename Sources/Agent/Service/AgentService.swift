@@ -228,6 +228,7 @@ public final class AgentService: Service, Sendable {
             report.progress = session.progress.current
         }
         for problem in problems.all where !report.problems.contains(problem) { report.problems.append(problem) }
+        report.tasks = session.progress.all
         return (report, fromEngine != nil)
     }
 }

@@ -10,11 +10,14 @@ import FileSystem
 public enum OneShot {
     /// Asks the running agent, or does the work here under the lock when none runs. Every fetch has
     /// the agent's timeout, so a black-holed peer fails the command instead of hanging it.
-    public static func sync(config: Config, peer: String?) async throws -> [SyncResult] {
+    /// `progress` (when given) gets the long work in hand a few times a second meanwhile, and
+    /// once more at the end (`ProgressPoller`).
+    public static func sync(config: Config, peer: String?,
+                            progress: (@Sendable ([ProgressReport]) -> Void)? = nil) async throws -> [SyncResult] {
         if let peer, !config.peers.contains(where: { $0.name == peer }) {
             return [SyncResult(peer: peer, problem: SyncError(.badConfig, "no peer named '\(peer)' in \(config.file)", subject: peer))]
         }
-        return try await viaAgentOrLock(config, .sync(peer: peer), as: [SyncResult].self)
+        return try await viaAgentOrLock(config, .sync(peer: peer), as: [SyncResult].self, progress: progress)
     }
 
     /// `syncagent send --deletes`: through the running agent, or under the lock.
@@ -27,8 +30,11 @@ public enum OneShot {
     /// disk, unless `commitFirst` is false). An agent that takes the lock between the two looks is
     /// asked after all.
     static func viaAgentOrLock<T: Decodable>(_ config: Config, _ request: ControlRequest, as: T.Type,
-                                             commitFirst: Bool = true) async throws -> T {
+                                             commitFirst: Bool = true,
+                                             progress: (@Sendable ([ProgressReport]) -> Void)? = nil) async throws -> T {
         func ask() throws -> T {
+            let poller = progress.map { ProgressPoller(source: ProgressPoller.fromAgent(socket: config.socketPath), sink: $0) }
+            defer { poller?.stop() }
             let line = try ControlClient.send(request, to: config.socketPath, timeoutSeconds: 120)
             return try JSONDecoder().decode(T.self, from: Data(line))
         }
@@ -44,6 +50,9 @@ public enum OneShot {
             session.engine.finishThread()  // an app's `set`s would otherwise leave a thread each
             AgentSession.end(state: config.state)
         }
+        let board = session.progress
+        let poller = progress.map { ProgressPoller(source: { board.all }, sink: $0) }
+        defer { poller?.stop() }
         if commitFirst { await session.engine.commitStartupChanges(stopping: { false }) }
         let engine = session.engine
         let ledger = PeerLedger.load(state: config.state)

@@ -74,6 +74,7 @@ enum Startup {
         let events = EventBus(state: config.state)
         let progress = ProgressBoard(logger: logger)
         store.onProgress = { task, done, total in progress.update(task, done: done, total: total) }
+        progress.onReport { [events] report in events.emitLive(AgentEvent(.progress(report))) }
         return Session(lock: lock, engine: SyncEngine(config: config, store: store, logger: logger, events: events, progress: progress,
                                                       afterPowerLoss: powerLoss),
                        events: events, progress: progress, control: control)

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import Platform
+import SyncCore
 
 /// systemd's notify protocol (sd_notify(3)): datagrams such as "READY=1" or "STATUS=..." sent to
 /// the socket named by `$NOTIFY_SOCKET` (a path, or "@name" for the abstract namespace). Does
@@ -47,8 +48,8 @@ final class SystemdNotifier: Sendable {
 
     /// A status line for `STATUS=`: one line, no newlines.
     static func statusLine(_ report: StatusReport) -> String {
-        if let progress = report.progress {
-            return "\(progress.task): \(progress.done)\(progress.total.map { " of \($0)" } ?? " so far")"
+        if let progress = report.progress ?? report.tasks.first(where: { !$0.complete }) {
+            return progress.line.replacingScalar("\n", with: " ")
         }
         let direct = report.peers.filter { $0.via == nil }
         let reachable = direct.filter { $0.reachable == true }.count

@@ -290,8 +290,10 @@ extension Store {
             let additions = order.additions
             // Written in slices, each on every core; what each path came to is recorded in order.
             let before = done
-            for start in stride(from: 0, to: additions.count, by: Self.applySlice) {
-                let slice = additions[start..<min(start + Self.applySlice, additions.count)].map { changes[$0] }
+            // Slices of a twentieth of a big merge at least: progress moves in steps a person sees.
+            let sliceSize = max(64, min(Self.applySlice, total / 20))
+            for start in stride(from: 0, to: additions.count, by: sliceSize) {
+                let slice = additions[start..<min(start + sliceSize, additions.count)].map { changes[$0] }
                 let items = slice.map { change in
                     DataDirectory.PlaceItem(change: change, entry: index.entry(change.path), replacing: replace.contains(change.path),
                               unappliedOld: unapplied[change.path].map { $0 == Self.absent ? nil : $0 })
@@ -309,7 +311,7 @@ extension Store {
                     try carryOut(ApplyPlan.afterPlacing(outcome, old: item.change.old), item.change, keeping: keptDirectories)
                 }
                 done += slice.count
-                if total >= 1000 { onProgress?(Self.mergeTask, done, total) }
+                if total >= Self.progressFrom { onProgress?(Self.mergeTask, done, total) }
             }
             done = before + chunk.count
         }

@@ -115,6 +115,8 @@ extension Store {
         repo.recordWrites()
         defer { _ = repo.takeWrites() }
         var packs: [String]? = []
+        var looked = 0
+        defer { if ordered.count >= Self.progressFrom { onProgress?(Self.commitTask, ordered.count, ordered.count) } }
         for start in stride(from: 0, to: ordered.count, by: step) {
             let prehashed = job?.result() ?? [:]
             if let job { packs = job.packs().flatMap { mine in packs.map { $0 + mine } } }
@@ -122,6 +124,8 @@ extension Store {
             job = hashAhead(from: start + step)
             if !prehashed.isEmpty { repo.refreshObjects() }  // the workers' packs
             for path in ordered[start..<min(start + step, ordered.count)] {
+                looked += 1
+                if ordered.count >= Self.progressFrom, looked % 16 == 0 { onProgress?(Self.commitTask, looked, ordered.count) }
                 // Look, ask `CommitDecision`, do it.
                 if CommitDecision.passesOver(ignored: path.isEmpty || PathRules.isIgnored(path: path),
                                              materializes: policy.materializes(path), ownWrite: ownWrites.contains(path)) { continue }

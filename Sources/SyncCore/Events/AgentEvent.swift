@@ -22,6 +22,8 @@ public struct AgentEvent: Codable, Sendable, Equatable {
         case resumed(peer: String?)
         /// `events --since` asked for lines the log no longer keeps.
         case gap(since: Int, oldest: Int, message: String)
+        /// Long work moving: live listeners only (never logged nor numbered).
+        case progress(ProgressReport)
     }
 
     /// Set when the event is logged; a `gap` has none.
@@ -58,6 +60,7 @@ public struct AgentEvent: Codable, Sendable, Equatable {
         case .paused: .paused
         case .resumed: .resumed
         case .gap: .gap
+        case .progress: .progress
         }
     }
 
@@ -130,6 +133,13 @@ public struct AgentEvent: Codable, Sendable, Equatable {
         var message: String?
         var since: Int?
         var oldest: Int?
+        var task: String?
+        var done: Int?
+        var total: Int?
+        var bytes: Int?
+        var rate: Double?
+        var secondsLeft: Int?
+        var started: String?
     }
 
     private var line: Line {
@@ -147,6 +157,9 @@ public struct AgentEvent: Codable, Sendable, Equatable {
         case .stopped: break
         case .paused(let peer), .resumed(let peer): l.peer = peer
         case .gap(let since, let oldest, let message): (l.since, l.oldest, l.message) = (since, oldest, message)
+        case .progress(let p):
+            (l.task, l.peer, l.done, l.total, l.bytes) = (p.task, p.peer, p.done, p.total, p.bytes)
+            (l.rate, l.secondsLeft, l.started) = (p.rate.map { ($0 * 10).rounded() / 10 }, p.secondsLeft, p.since)
         }
         return l
     }
@@ -178,6 +191,9 @@ public struct AgentEvent: Codable, Sendable, Equatable {
         case .paused?: kind = .paused(peer: l.peer)
         case .resumed?: kind = .resumed(peer: l.peer)
         case .gap?: kind = .gap(since: try need(l.since, "since"), oldest: try need(l.oldest, "oldest"), message: l.message ?? "")
+        case .progress?:
+            kind = .progress(ProgressReport(task: try need(l.task, "task"), peer: l.peer, done: try need(l.done, "done"), total: l.total,
+                                            bytes: l.bytes, rate: l.rate, secondsLeft: l.secondsLeft, since: l.started ?? l.time))
         case nil:
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "an event of unknown type \(l.type)"))
         }
@@ -219,6 +235,13 @@ public struct AgentEvent: Codable, Sendable, Equatable {
         add("message", l.message)
         add("since", l.since)
         add("oldest", l.oldest)
+        add("task", l.task)
+        add("done", l.done)
+        add("total", l.total)
+        add("bytes", l.bytes)
+        add("rate", l.rate)
+        add("secondsLeft", l.secondsLeft)
+        add("started", l.started)
         return Array(("{" + parts.joined(separator: ",") + "}").utf8)
     }
 }

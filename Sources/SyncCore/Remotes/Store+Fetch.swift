@@ -5,6 +5,9 @@ internal import Git
 internal import ObjectStorage
 import SystemPackage
 
+/// Told as objects move between stores: (objects so far, objects in all when known, bytes so far).
+public typealias Transfer = @Sendable (_ objects: Int, _ total: Int?, _ bytes: Int) -> Void
+
 extension Store {
     public static func trackingRef(_ peer: String) -> String { "refs/remotes/\(peer)/main" }
 
@@ -18,13 +21,15 @@ extension Store {
     /// transport, which libgit2 does not count here).
     @discardableResult
     public static func fetch(gitDir: FilePath, data: FilePath, peer: String, url: String, localGitDir: FilePath? = nil,
-                             auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws -> Int {
+                             auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false },
+                             transfer: Transfer? = nil) throws -> Int {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         if let localGitDir {
             let source = try Repository.openForReading(gitDir: localGitDir)
             let main = try source.resolveReference(Store.mainRef)
             let book = try source.resolveReference(ConflictBook.ref)
-            let copied = try copyDurably(into: repo, gitDir: gitDir, from: source, tips: [main, book].compactMap { $0 }, shouldCancel: shouldCancel)
+            let copied = try copyDurably(into: repo, gitDir: gitDir, from: source, tips: [main, book].compactMap { $0 }, shouldCancel: shouldCancel,
+                                     transfer: transfer)
             if let main { try repo.setReference(trackingRef(peer), to: main, message: "syncagent: copy from \(peer)") }
             if let book { try repo.setReference(ConflictBook.peerRef(peer), to: book, message: "syncagent: copy from \(peer)") }
             return copied
@@ -32,7 +37,7 @@ extension Store {
         try durably(gitDir: gitDir) { () throws(GitError) in
             try repo.fetch(url: url, refspecs: ["+refs/heads/main:\(trackingRef(peer))",
                                                 "+\(ConflictBook.ref):\(ConflictBook.peerRef(peer))"],
-                           auth: auth?.remote, shouldCancel: shouldCancel)
+                           auth: auth?.remote, shouldCancel: shouldCancel, transfer: transfer)
         }
         return 0
     }
@@ -46,11 +51,14 @@ extension Store {
     /// stay, and a later copy, finding their objects here, would not write (nor flush) them again.
     @discardableResult
     static func copyDurably(into repo: Repository, gitDir: FilePath, from source: Repository, tips: [Oid],
-                            shouldCancel: @escaping () -> Bool) throws(GitError) -> Int {
+                            shouldCancel: @escaping () -> Bool, transfer: Transfer? = nil) throws(GitError) -> Int {
         let before = packFiles(in: gitDir)
         let report: ObjectCopyReport
         do {
-            report = try repo.copyMissingObjects(from: source, tips: tips, progress: { _ in !shouldCancel() })
+            report = try repo.copyMissingObjects(from: source, tips: tips, progress: { made in
+                transfer?(made.objects, nil, made.bytes)
+                return !shouldCancel()
+            })
         } catch {
             Durability.flushFileSystem(containing: gitDir)
             throw error

@@ -71,16 +71,17 @@ extension Store {
     /// tracking refs at them. Returns the other devices seen, the one whose `main` covers the most
     /// first (`mergeOrder`). An empty hub is no error.
     public static func hubFetch(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String, localGitDir: FilePath? = nil,
-                                auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws -> [String] {
+                                auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false },
+                                transfer: Transfer? = nil) throws -> [String] {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         if let localGitDir {
-            try copyFromLocalHub(repo, gitDir: gitDir, hub: hub, source: localGitDir, shouldCancel: shouldCancel)
+            try copyFromLocalHub(repo, gitDir: gitDir, hub: hub, source: localGitDir, shouldCancel: shouldCancel, transfer: transfer)
             return try mergeOrder(repo, hub: hub, devices: try hubDevices(repo, hub: hub, device: device, updateTracking: true))
         }
         try durably(gitDir: gitDir) { () throws(GitError) in
             try repo.fetch(url: url, refspecs: ["+refs/heads/devices/*:refs/hubs/\(hub)/heads/*",
                                                 "+refs/syncagent/devices/*:refs/hubs/\(hub)/records/*"],
-                           auth: auth?.remote, shouldCancel: shouldCancel)
+                           auth: auth?.remote, shouldCancel: shouldCancel, transfer: transfer)
         }
         return try mergeOrder(repo, hub: hub, devices: try hubDevices(repo, hub: hub, device: device, updateTracking: true))
     }
@@ -90,7 +91,7 @@ extension Store {
     /// indexed per fetch: with many devices, every push meant one such fetch on every device),
     /// the refs moved once the copies are durable.
     private static func copyFromLocalHub(_ repo: Repository, gitDir: FilePath, hub: String, source path: FilePath,
-                                         shouldCancel: @escaping () -> Bool) throws(GitError) {
+                                         shouldCancel: @escaping () -> Bool, transfer: Transfer?) throws(GitError) {
         let source = try Repository.openForReading(gitDir: path)
         var wanted: [(ref: String, tip: Oid)] = []
         for (name, tip) in try source.references(matching: "refs/heads/devices/*") {
@@ -102,7 +103,7 @@ extension Store {
         var moved: [(ref: String, tip: Oid)] = []
         for item in wanted where try repo.resolveReference(item.ref) != item.tip { moved.append(item) }
         guard !moved.isEmpty else { return }
-        try copyDurably(into: repo, gitDir: gitDir, from: source, tips: moved.map(\.tip), shouldCancel: shouldCancel)
+        try copyDurably(into: repo, gitDir: gitDir, from: source, tips: moved.map(\.tip), shouldCancel: shouldCancel, transfer: transfer)
         for item in moved { try repo.setReference(item.ref, to: item.tip, message: "syncagent: copy from \(hub)") }
     }
 
@@ -160,7 +161,8 @@ extension Store {
     /// fast-forward; the others merge the wrapped `main`. A branch on the hub that this device did
     /// not push belongs to another device with the same name: `HubRefusal`, and nothing is pushed.
     public static func hubPush(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String,
-                               auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false }) throws -> HubPush {
+                               auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false },
+                               transfer: Transfer? = nil) throws -> HubPush {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         guard let main = try repo.resolveReference(Store.mainRef) else { return .upToDate }
         let book = try repo.resolveReference(ConflictBook.ref)
@@ -228,7 +230,7 @@ extension Store {
         }
         guard !refspecs.isEmpty else { return .upToDate }
         Durability.flushFileSystem(containing: gitDir)
-        let refused = try repo.push(url: url, refspecs: refspecs, auth: auth?.remote, shouldCancel: shouldCancel)
+        let refused = try repo.push(url: url, refspecs: refspecs, auth: auth?.remote, shouldCancel: shouldCancel, transfer: transfer)
         if let first = refused.first {
             let said = first.serverSaid.suffix(3).joined(separator: "; ")
             // What the server refused for is only in its words; they are shown, never read. A

@@ -43,6 +43,9 @@ public final class Store {
     var powerCutLeftCache: [FilePath: PowerCutStamp]?
     public static let scanTask = "scan"
     public static let mergeTask = "merge"
+    public static let commitTask = "commit"
+    /// Commits and merges of at least this many paths tell their progress (`onProgress`).
+    static let progressFrom = 100
 
     private init(device: String, data: FilePath, gitDir: FilePath, repo: Repository) {
         self.device = device
