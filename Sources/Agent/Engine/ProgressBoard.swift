@@ -122,7 +122,9 @@ final class ProgressBoard: Sendable {
             t.finishedAt = now
             s.tasks[i] = t
             let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
-            let line = t.logged || took >= logEvery
+            // The engine's long tasks always say how long they took; a commit or a transfer only
+            // when it was long enough to be reported on meanwhile.
+            let line = t.logged || took >= logEvery || (peer == nil && task != Store.commitTask)
                 ? "\(t.report.title) finished (\(t.report.done) \(t.report.unit)\(t.report.bytes.map { ", \(ProgressReport.size($0))" } ?? "")) in \(oneDecimal(seconds)) s"
                 : nil
             return (line, t.lastEvent != nil ? Self.measured(t) : nil)

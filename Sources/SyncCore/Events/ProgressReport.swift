@@ -32,7 +32,7 @@ public struct ProgressReport: Codable, Sendable, Equatable {
     public var complete: Bool { total.map { done >= $0 } ?? false }
 
     /// What `done` counts, for a line a person reads.
-    public var unit: String { task == "receive" || task == "send" ? "objects" : task == "merge" ? "paths" : "files" }
+    public var unit: String { task == "receive" || task == "send" ? "objects" : "paths" }
 
     /// One plain line: "receive from watch: 120 of 300 objects (40%), 240.0 MB, 85/s, 2 s left".
     public var line: String {
