@@ -91,3 +91,11 @@ assert_contains "$problems" "send --deletes" "the stopped phone's problems (dele
 mv "$(data_of phone)" "$T/phone-data.away"
 assert_contains "$(on phone status_field problems)" "is gone" "the stopped phone's problems (no data directory)"
 mv "$T/phone-data.away" "$(data_of phone)"
+# a device whose data directory was never made (nothing ever committed): told to make it, not to
+# confirm deletions that never were (issue 46)
+init_device fresh default
+rmdir "$(data_of fresh)"
+fresh=$(on fresh status_field problems)
+assert_contains "$fresh" "does not exist, and nothing was ever committed from it" "a never-made data directory"
+assert_contains "$fresh" "mkdir -p $(data_of fresh)" "the advice for a never-made data directory"
+assert_not_contains "$fresh" "send --deletes" "a never-made data directory's advice"

@@ -223,6 +223,15 @@ private func write(_ text: String, to path: FilePath) throws {
         #expect(url?.message.hasPrefix("missing required key 'url' in [[peer]]") == true)
     }
 
+    /// Issue 46: `device =` written after a `[[peer]]` header gave only "missing required key".
+    @Test func aTopLevelKeyBelowATableHeaderIsSaidToBelongToThatTable() {
+        let swallowed = parseError("data = \"/d\"\n[[peer]]\nname = \"w\"\nurl = \"/w\"\ndevice = \"phone\"\n")
+        #expect(swallowed?.message.contains("this `device =` line sits below the [[peer]] header") == true)
+        #expect(swallowed?.message.contains("Move it above the first [table]") == true)
+        let inWatch = parseError("device = \"p\"\n[watch]\ndebounce_ms = 100\ndata = \"/d\"\n")
+        #expect(inWatch?.message.contains("sits below the [watch] header") == true)
+    }
+
     @Test func unknownKeysSuggestTheNearestValidKey() {
         let watch = parseError("device = \"p\"\ndata = \"/d\"\n[watch]\nmax_delay_ms = 3000\ndebounce = 10")
         #expect(

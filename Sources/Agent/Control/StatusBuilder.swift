@@ -77,7 +77,12 @@ public enum StatusBuilder {
         guard (try? FileStat.of(config.data))??.kind == .directory else {
             // The store cannot be opened onto a data directory that is not there: say that, not
             // that the store is damaged.
-            problems.append(StatusProblem(.hold, DeletionHold.rootMissing(config.data).message, subject: config.data.display))
+            // Nothing ever committed: there is nothing to delete, only a directory to make.
+            let committed = RefSnapshot.read(gitDir: config.storePath).refs[Array(Store.mainRef.utf8)] != nil
+            let message = committed ? DeletionHold.rootMissing(config.data).message
+                : "the data directory \(config.data.display) does not exist, and nothing was ever committed from it; "
+                    + "create it (`mkdir -p \(config.data.display)`) or fix `data` in \(config.file), then start the agent"
+            problems.append(StatusProblem(committed ? .hold : .other, message, subject: config.data.display))
             return report(config: config, store: nil, running: false, pid: nil, pending: nil,
                           ledger: PeerLedger.load(state: config.state), problems: problems, heldDeletes: 0)
         }

@@ -326,6 +326,16 @@ struct ConfigParser {
         return section
     }
 
+    /// The header (`[watch]`, `[[peer]]`) of a table that holds `key`, if any.
+    private func tableHolding(_ key: String) -> (header: String, path: [String])? {
+        for name in root.keys.sorted() {
+            guard let value = root[name] else { continue }
+            if let table = value.table, table[key] != nil { return ("[\(name)]", [name]) }
+            if let i = value.array?.firstIndex(where: { $0.table?[key] != nil }) { return ("[[\(name)]]", [name, "#\(i)"]) }
+        }
+        return nil
+    }
+
     /// The `[[key]]` tables, in file order.
     private func tables(_ key: String, in top: Section, keys: [String]) throws -> [Section] {
         guard let value = top.table[key] else { return [] }
@@ -352,6 +362,11 @@ struct ConfigParser {
         _ key: String, in section: Section, rule: String, _ convert: (String) -> T?
     ) throws -> T {
         guard let value = try string(key, in: section, rule: rule, convert) else {
+            // A top-level key written below a table header belongs to that table (TOML): say so.
+            if section.path.isEmpty, let (header, path) = tableHolding(key) {
+                throw fail(path, key: key, "missing required key '\(key)' (\(rule)): this `\(key) =` line sits below "
+                           + "the \(header) header, so TOML reads it as part of that table. Move it above the first [table] or [[table]] line")
+            }
             throw fail(section.path, key: nil, "missing required key '\(key)'\(section.whereabouts) (\(rule))")
         }
         return value
