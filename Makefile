@@ -9,7 +9,7 @@ all: build
 
 # A fresh machine may lack libgit2's headers, pkg-config, git itself, or the servers the hub tests
 # start (sshd from openssh-server, lighttpd for smart HTTP, gitolite3): install them (as root).
-DEB_PACKAGES := libgit2-dev libdeflate-dev libssl-dev pkg-config git openssh-server openssh-client lighttpd gitolite3 fuse3 python3-pyfuse3 strace tmux
+DEB_PACKAGES := libgit2-dev libdeflate-dev libssl-dev pkg-config git openssh-server openssh-client lighttpd gitolite3 fuse3 python3-pyfuse3 strace tmux chromium chromium-driver python3-selenium
 deps:
 	@missing=""; \
 	for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
@@ -117,6 +117,7 @@ man: build
 install: man
 	install -d "$(BINDIR)" "$(MANDIR)" "$(MAN5DIR)" "$(BASHDIR)" "$(ZSHDIR)" "$(FISHDIR)" "$(UNITDIR)"
 	install -m 0755 $(BIN) "$(BINDIR)/syncagent"
+	install -m 0755 $(CURDIR)/.build/release/syncagent-web "$(BINDIR)/syncagent-web"
 	install -m 0644 $(CURDIR)/.build/man/syncagent*.1 "$(MANDIR)/"
 	install -m 0644 man/syncagent.toml.5 "$(MAN5DIR)/"
 	$(BIN) --generate-completion-script bash > "$(BASHDIR)/syncagent"
@@ -126,7 +127,7 @@ install: man
 	@echo "installed syncagent in $(BINDIR); man syncagent; systemd unit: $(UNITDIR)/syncagent.service"
 
 uninstall:
-	rm -f "$(BINDIR)/syncagent" "$(MANDIR)/syncagent.1" "$(MANDIR)"/syncagent.*.1 "$(MAN5DIR)/syncagent.toml.5" "$(BASHDIR)/syncagent" \
+	rm -f "$(BINDIR)/syncagent" "$(BINDIR)/syncagent-web" "$(MANDIR)/syncagent.1" "$(MANDIR)"/syncagent.*.1 "$(MAN5DIR)/syncagent.toml.5" "$(BASHDIR)/syncagent" \
 		"$(ZSHDIR)/_syncagent" "$(FISHDIR)/syncagent.fish" "$(UNITDIR)/syncagent.service"
 
 clean:

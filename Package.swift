@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "SyncAgentKit", targets: ["SyncAgentKit"]),
         .executable(name: "phone-app", targets: ["phone-app"]),
         .executable(name: "watch-app", targets: ["watch-app"]),
+        .executable(name: "syncagent-web", targets: ["syncagent-web"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -19,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
+        .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
     ],
     targets: [
         // C library: the modulemap and shim only.
@@ -108,6 +110,25 @@ let package = Package(
             ],
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
         ),
+        // `syncagent web`: the page and its JSON API on 127.0.0.1, a client of the agents like the
+        // CLI (socket, store, OneShot). A program of its own: FlyingFox (a small HTTP server on
+        // Swift concurrency, with WebSockets) and Foundation stay out of the agent.
+        .target(
+            name: "WebUI",
+            dependencies: [
+                "Agent", "SyncCore", "FileSystem",
+                .product(name: "FlyingFox", package: "FlyingFox"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+        .executableTarget(
+            name: "syncagent-web",
+            dependencies: [
+                "WebUI", "Agent", "SyncCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
         // What an app links: typed values at keys, live updates, typed conflict callbacks, per-key
         // policy and status; embedded (the agent in the app's process) or a client of `syncagent run`.
         .target(
@@ -159,6 +180,7 @@ let package = Package(
                                                              .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "AgentTests", dependencies: ["Agent", "SyncCore", "TestSupport", .product(name: "Logging", package: "swift-log"),
                                                       .product(name: "SystemPackage", package: "swift-system")]),
+        .testTarget(name: "WebUITests", dependencies: ["WebUI"]),
         .testTarget(name: "WatcherTests", dependencies: ["Watcher", "FileSystem", "TestSupport", .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "Git", "ObjectStorage", "FileSystem", "Platform", "TestSupport", .product(name: "SystemPackage", package: "swift-system"),
                                                          .product(name: "PropertyBased", package: "swift-property-based")]),

@@ -45,9 +45,15 @@ import Testing
         let told = Mutex<[ProgressReport]>([])
         board.onReport { r in told.withLock { $0.append(r) } }
         for done in stride(from: 0, through: 5000, by: 50) { board.update("merge", done: done, total: 5000) }
+        board.update("receive", peer: "w", done: 0, total: nil)
+        board.update("receive", peer: "w", done: 150, total: nil)
+        board.update("receive", peer: "w", done: 200, total: nil)
+        board.finish("receive", peer: "w")
         let reports = told.withLock { $0 }
-        // one when it reached 100 units (within the first second), one at its end
-        #expect(reports.map(\.done) == [100, 5000])
+        // a big merge: its first step (its total says it is big), then its end; a transfer of
+        // unknown size once it reached 100 units, then its end
+        #expect(reports.map(\.done) == [0, 5000, 150, 200])
+        #expect(reports.last?.total == 200)
     }
 
     @Test func theRateGivesATimeLeftOnceASecondHasPassed() async throws {

@@ -91,7 +91,9 @@ final class ProgressBoard: Sendable {
                 line = Self.measured(s.tasks[i]).line
             }
             var event: ProgressReport?
-            if now - s.tasks[i].started >= .seconds(1) || done >= Self.worthShowing,
+            // Worth an event: a second of work, or work of `worthShowing` units (done, or known
+            // from its total at once: a page draws a big merge's bar from its first step).
+            if now - s.tasks[i].started >= .seconds(1) || done >= Self.worthShowing || (total ?? 0) >= Self.worthShowing,
                s.tasks[i].lastEvent.map({ now - $0 >= .seconds(1) }) ?? true {
                 s.tasks[i].lastEvent = now
                 event = Self.measured(s.tasks[i])
