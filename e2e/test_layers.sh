@@ -21,8 +21,11 @@ bad=$(grep -rlE '^(@_exported |public |internal |@preconcurrency )?import (Git|O
 bad=$(grep -rlE '^(@_exported |public |@preconcurrency )?import Git$' Sources/SyncCore || true)
 [ -z "$bad" ] || fail "SyncCore imports Git internally only (internal import Git), so no Git type leaks into its API: $bad"
 # Foundation stays out of the agent (it costs ~8 MB resident); FoundationEssentials is fine.
-bad=$(grep -rlE '^(public |internal |@preconcurrency )?import Foundation$' Sources | grep -vE '^Sources/SyncCore/Config/' || true)
-[ -z "$bad" ] || fail "Foundation is imported only by the config parser (TOMLKit needs it): $bad"
+# The web page's program (WebUI, syncagent-web) is a process of its own and may use Foundation.
+bad=$(grep -rlE '^(public |internal |@preconcurrency )?import Foundation$' Sources | grep -vE '^Sources/(SyncCore/Config|WebUI|syncagent-web)/' || true)
+[ -z "$bad" ] || fail "Foundation is imported only by the config parser (TOMLKit needs it) and the web page's program: $bad"
+bad=$(grep -rlE '^(public |internal |@preconcurrency )?import (FlyingFox|FlyingSocks|WebUI)$' Sources | grep -vE '^Sources/(WebUI|syncagent-web)/' || true)
+[ -z "$bad" ] || fail "only the web page's program serves HTTP (the agent serves none): $bad"
 
 # The package graph: which targets name Git as a dependency.
 python3 - Package.swift <<'PY' || fail "Package.swift's graph breaks the layers (see above)"
@@ -39,6 +42,9 @@ if "ObjectStorage" in deps and ({"Git", "CLibgit2", "SyncCore"} & deps["ObjectSt
     print("ObjectStorage depends on %s" % deps["ObjectStorage"]); sys.exit(1)
 if bad:
     print("targets that must not depend on Git do: %s" % ", ".join(bad)); sys.exit(1)
+web = [n for n in ("Agent", "syncagent", "SyncAgentKit", "SyncCore") if n in deps and {"WebUI", "FlyingFox"} & deps[n]]
+if web:
+    print("the agent's targets must not link the web page's HTTP server: %s" % ", ".join(web)); sys.exit(1)
 if "FileSystem" in deps and ({"Git", "SyncCore"} & deps["FileSystem"]):
     print("FileSystem depends on %s" % deps["FileSystem"]); sys.exit(1)
 missing = [n for n in ("Agent", "syncagent", "SyncAgentKit", "Git", "ObjectStorage", "SyncCore", "FileSystem") if n not in deps]
