@@ -21,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
         .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.0"),
     ],
     targets: [
         // C library: the modulemap and shim only.
@@ -76,11 +77,22 @@ let package = Package(
             ],
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
         ),
+        // An encrypted hub's cryptography (swift-crypto): the key, its text form and passphrase
+        // (scrypt), sealing and opening objects and manifests (AES-256-GCM), opaque names (HMAC).
+        // Knows nothing of git beyond the bytes of an object.
+        .target(
+            name: "HubSeal",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
+        ),
         // Config, store (commit path, scans), path rules, locks.
         .target(
             name: "SyncCore",
             dependencies: [
-                "Git", "ObjectStorage", "FileSystem", "Platform",
+                "Git", "ObjectStorage", "FileSystem", "Platform", "HubSeal",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],
@@ -103,7 +115,7 @@ let package = Package(
         .executableTarget(
             name: "syncagent",
             dependencies: [
-                "Agent", "SyncCore", "FileSystem", "Platform",
+                "Agent", "SyncCore", "FileSystem", "Platform", "HubSeal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -181,6 +193,7 @@ let package = Package(
         .testTarget(name: "AgentTests", dependencies: ["Agent", "SyncCore", "TestSupport", .product(name: "Logging", package: "swift-log"),
                                                       .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "WebUITests", dependencies: ["WebUI"]),
+        .testTarget(name: "HubSealTests", dependencies: ["HubSeal"]),
         .testTarget(name: "WatcherTests", dependencies: ["Watcher", "FileSystem", "TestSupport", .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "Git", "ObjectStorage", "FileSystem", "Platform", "TestSupport", .product(name: "SystemPackage", package: "swift-system"),
                                                          .product(name: "PropertyBased", package: "swift-property-based")]),

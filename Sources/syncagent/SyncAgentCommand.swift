@@ -42,7 +42,7 @@ struct SyncAgentCommand: AsyncParsableCommand {
 
             Example: syncagent init --device phone --data ~/Notes && syncagent run
             """,
-        subcommands: [RunCommand.self, InitCommand.self, StatusCommand.self, SyncCommand.self, SendCommand.self, HeldCommand.self, RevertCommand.self, EventsCommand.self, ConflictsCommand.self, ShowCommand.self, ResolveCommand.self, HistoryCommand.self, RestoreCommand.self, PauseCommand.self, ResumeCommand.self, WebCommand.self, NotifyChangesCommand.self]
+        subcommands: [RunCommand.self, InitCommand.self, StatusCommand.self, SyncCommand.self, SendCommand.self, HeldCommand.self, RevertCommand.self, EventsCommand.self, ConflictsCommand.self, ShowCommand.self, ResolveCommand.self, HistoryCommand.self, RestoreCommand.self, PauseCommand.self, ResumeCommand.self, WebCommand.self, KeyCommand.self, NotifyChangesCommand.self]
     )
 
 }

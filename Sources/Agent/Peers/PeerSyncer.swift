@@ -329,9 +329,10 @@ final class PeerSyncer: Sendable {
         if link.hub {
             let (gitDir, data, hub, url, device, auth) = (config.storePath, config.data, link.name, link.fetchURL, config.device, link.auth)
             let local = link.localGitDir
+            let key = try link.hubKey?.get()
             return try await FetchRunner.perform(label: "fetch-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
                 try Store.hubFetch(gitDir: gitDir, data: data, hub: hub, url: url, device: device, localGitDir: local,
-                                   auth: auth, shouldCancel: cancel, transfer: transfer)
+                                   auth: auth, shouldCancel: cancel, transfer: transfer, key: key)
             }
         }
         try await FetchRunner.fetch(gitDir: config.storePath, data: config.data, peer: link.name,
@@ -355,6 +356,7 @@ final class PeerSyncer: Sendable {
         if let problem = KnownHosts.credentialsProblem(link.config) {
             return await finish(SyncError(.auth, problem), unreachable: false)
         }
+        if case .failure(let problem) = link.hubKey { return await finish(problem, unreachable: false) }
         var attempt = FetchRunner.Attempt()
         var merges = [link.name]
         var hubDevices: [String] = []
@@ -477,11 +479,12 @@ final class PeerSyncer: Sendable {
         let hubDir = link.localGitDir
         do {
             let board = engine.progress
+            let key = try link.hubKey?.get()
             let transfer: Transfer = { objects, total, bytes in board.update("send", peer: hub, done: objects, total: total, bytes: bytes) }
             defer { board.finish("send", peer: hub) }
             let result = try await FetchRunner.perform(label: "push-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
                 try Store.hubPush(gitDir: gitDir, data: data, hub: hub, url: url, device: device, auth: auth, shouldCancel: cancel,
-                                  transfer: transfer)
+                                  transfer: transfer, key: key)
             }
             if case .pushed(let id) = result {
                 logger.info("pushed \(id.hex.prefix(12)) to \(hub) as devices/\(device)")
@@ -549,6 +552,10 @@ final class PeerSyncer: Sendable {
     }
 
     private func describe(fetchError error: any Error) -> SyncError {
+        if let error = error as? SyncError { return error }
+        if let sealed = error as? SealedHubError {
+            return SyncError(sealed.kind == .wrongKey ? .auth : .badHistory, sealed.description, subject: link.name)
+        }
         if error is FetchRunner.Abandoned { return SyncError(.timeout, "\(error)") }
         if error is FetchRunner.ProbeError { return SyncError(.unreachable, "\(error)") }
         return SyncError.fetching(error, link: link, configFile: config.file) ?? SyncError(.other, "\(error)")

@@ -157,7 +157,8 @@ extension Config {
         "watch": ["debounce_ms", "max_delay_ms"],
         "safety": ["max_delete_percent", "min_delete_files"],
         "store": ["cache_mb", "pack_window_mb"],
-        "peer": ["name", "url", "poll_seconds", "timeout_seconds", "hub", "identity", "known_hosts", "credentials", "notify", "notify_command"],
+        "peer": ["name", "url", "poll_seconds", "timeout_seconds", "hub", "identity", "known_hosts", "credentials", "notify", "notify_command",
+                 "key_file"],
         "resolver": ["path", "strategy", "command"],
         "rule": ["path", "sync", "max_bytes", "devices"],
         "hook": ["events", "command", "timeout_seconds"],
@@ -204,6 +205,8 @@ public struct PeerConfig: Sendable, Equatable {
     public var knownHosts: FilePath?
     /// http(s) only: a file holding "user:password".
     public var credentials: FilePath?
+    /// An encrypted hub's key (`syncagent key new`), or a file holding `passphrase: WORDS`.
+    public var keyFile: FilePath?
     /// How the agent learns that the peer's refs moved, besides `poll_seconds` (`notify`).
     public var notify: PeerNotify = .poll
     /// The program (and arguments) that prints the peer's ref moves (`notify_command`), as

@@ -163,13 +163,17 @@ struct ConfigParser {
                 config.hub = flag
             }
             for (key, keyPath) in [("identity", \PeerConfig.identity), ("known_hosts", \PeerConfig.knownHosts),
-                                   ("credentials", \PeerConfig.credentials)] {
+                                   ("credentials", \PeerConfig.credentials), ("key_file", \PeerConfig.keyFile)] {
                 if let text = try string(key, in: peer, rule: "a file path (absolute, starting with ~/, or relative to this file)",
                                          { $0.isEmpty ? nil : $0 }) {
                     config[keyPath: keyPath] = try directory(text, key: "peer.\(key)")
                 }
             }
             try notifySettings(in: peer, into: &config)
+            if config.keyFile != nil, !config.hub {
+                throw fail(peer.path + ["key_file"], key: "peer.key_file",
+                           "encrypts a hub's data: it needs hub = true in this [[peer]] (a direct peer is another device of yours and sees plain data)")
+            }
             if config.hub, peers.contains(where: \.hub) {
                 throw fail(peer.path + ["hub"], key: "peer.hub", "only one [[peer]] may be a hub; keep one and remove hub = true from the others")
             }

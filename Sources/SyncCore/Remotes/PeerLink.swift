@@ -2,6 +2,9 @@ import FoundationEssentials
 import Glibc
 internal import Git
 internal import ObjectStorage
+import HubSeal
+import Platform
+import FileSystem
 import SystemPackage
 
 /// The keys, passwords and host key check a peer's fetches and pushes use (ssh and http(s)).
@@ -28,6 +31,9 @@ public struct PeerLink: Sendable {
     public let notifyCommand: [String]?
     /// Ends the shared ssh connection when the agent stops (`notify = "ssh"`).
     public var closeCommand: [String]?
+    /// An encrypted hub's key, read from `key_file` (nil: a plain hub, or a direct peer); the
+    /// error names the file and what to do when it cannot be read.
+    public var hubKey: Result<HubKey, SyncError>?
 
     /// - Parameter state: the agent's state directory, where the shared ssh connection's socket
     ///   lives (`notify = "ssh"`); nil: no shared connection.
@@ -46,6 +52,7 @@ public struct PeerLink: Sendable {
             fetchURL = peer.url
         }
         auth = PeerAuth(remote: KnownHosts.auth(for: peer, url: fetchURL, home: home))
+        hubKey = peer.keyFile.map { Self.loadKey($0, peer: peer.name) }
         switch peer.notify {
         case .poll: notifyCommand = nil
         case .command: notifyCommand = peer.notifyCommand
@@ -107,5 +114,25 @@ public struct PeerLink: Sendable {
         var hash: UInt32 = 2166136261
         for byte in text.utf8 { hash = (hash ^ UInt32(byte)) &* 16777619 }
         return String(hash, radix: 16)
+    }
+}
+
+extension PeerLink {
+    /// The key in `file`: the text `syncagent key new` wrote, or `passphrase: WORDS` (scrypt).
+    static func loadKey(_ file: FilePath, peer: String) -> Result<HubKey, SyncError> {
+        Result {
+            guard let bytes = try? Files.read(file) else {
+                throw SyncError(.auth, "cannot read the hub key file \(file.display) of peer \(peer); copy it from a device that syncs with the hub (`syncagent key new FILE` makes the first one)", subject: peer)
+            }
+            let text = String(decoding: bytes, as: UTF8.self).trimmed(newlines: true)
+            do {
+                if text.hasPrefix("passphrase:") {
+                    return try HubKey(secret: try HubKey.fromPassphrase(String(text.dropFirst("passphrase:".count)).trimmed()))
+                }
+                return try HubKey(secret: try HubKey.parse(text))
+            } catch {
+                throw SyncError(.auth, "the hub key file \(file.display) of peer \(peer): \(error)", subject: peer)
+            }
+        }.mapError { $0 as? SyncError ?? SyncError(.auth, "\($0)", subject: peer) }
     }
 }

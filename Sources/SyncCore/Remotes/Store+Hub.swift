@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 internal import Git
 internal import ObjectStorage
+import HubSeal
 import SystemPackage
 
 /// A hub refused to take this device's branch: another device pushes under the same name.
@@ -72,7 +73,11 @@ extension Store {
     /// first (`mergeOrder`). An empty hub is no error.
     public static func hubFetch(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String, localGitDir: FilePath? = nil,
                                 auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false },
-                                transfer: Transfer? = nil) throws -> [String] {
+                                transfer: Transfer? = nil, key: HubKey? = nil) throws -> [String] {
+        if let key {
+            return try sealedHubFetch(gitDir: gitDir, data: data, hub: hub, url: url, device: device, key: key, auth: auth,
+                                      shouldCancel: shouldCancel, transfer: transfer)
+        }
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         if let localGitDir {
             try copyFromLocalHub(repo, gitDir: gitDir, hub: hub, source: localGitDir, shouldCancel: shouldCancel, transfer: transfer)
@@ -137,7 +142,7 @@ extension Store {
         try Self.hubDevices(repo, hub: hub, device: device, updateTracking: false)
     }
 
-    private static func hubDevices(_ repo: Repository, hub: String, device: String, updateTracking: Bool) throws(GitError) -> [String] {
+    static func hubDevices(_ repo: Repository, hub: String, device: String, updateTracking: Bool) throws(GitError) -> [String] {
         let prefix = "refs/hubs/\(hub)/heads/"
         var devices: [String] = []
         for (name, target) in try repo.references(matching: prefix + "*") {
@@ -162,7 +167,11 @@ extension Store {
     /// not push belongs to another device with the same name: `HubRefusal`, and nothing is pushed.
     public static func hubPush(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String,
                                auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false },
-                               transfer: Transfer? = nil) throws -> HubPush {
+                               transfer: Transfer? = nil, key: HubKey? = nil) throws -> HubPush {
+        if let key {
+            return try sealedHubPush(gitDir: gitDir, data: data, hub: hub, url: url, device: device, key: key, auth: auth,
+                                     shouldCancel: shouldCancel, transfer: transfer)
+        }
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         guard let main = try repo.resolveReference(Store.mainRef) else { return .upToDate }
         let book = try repo.resolveReference(ConflictBook.ref)

@@ -1,0 +1,229 @@
+import FileSystem
+import FoundationEssentials
+import Glibc
+import HubSeal
+internal import Git
+internal import ObjectStorage
+import SystemPackage
+
+/// What an encrypted hub refused to be believed about, or could not be read with this key: said
+/// with the hub, the device branch, and what to do. Nothing of that fetch is applied.
+public struct SealedHubError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable { case wrongKey, tampered, replayed, plain }
+    public let kind: Kind
+    public let hub: String
+    public let detail: String
+    public var description: String {
+        switch kind {
+        case .wrongKey:
+            "the encrypted hub \(hub) holds data this device's key cannot open (\(detail)): the key differs from the one the "
+                + "other devices use. Copy the hub's key file from a device that syncs (`key_file` in its config); nothing was applied."
+        case .tampered:
+            "the encrypted hub \(hub) gave data that fails its check (\(detail)): it was changed on the hub or on the way. "
+                + "Nothing of it was applied; check the hub's disk and who can write to it."
+        case .replayed:
+            "the encrypted hub \(hub) shows an older or rewritten history (\(detail)): a hub must never go back. "
+                + "Nothing of it was applied; restore the hub from a backup that is not older, or push again from the devices."
+        case .plain:
+            "the hub \(hub) holds unencrypted branches (\(detail)), written by a device without the hub's key or by an older "
+                + "version. Give every device the key (`key_file`) and use a new, empty repository for the encrypted hub."
+        }
+    }
+}
+
+/// An encrypted hub (issue 48): each device pushes its history as sealed objects with a sealed
+/// manifest per push to `refs/heads/devices/<HMAC of its name>`, through a bare repository of its
+/// own beside the store (`<state>/hubs/<hub>.sealed.git`) that holds the sealed history; what it
+/// opens from the others goes into the store as plain objects, and their `main`s and records into
+/// the same tracking refs a plain hub fills, so merging is as with any hub.
+extension Store {
+    static func sealedDir(gitDir: FilePath, hub: String) -> FilePath {
+        gitDir.removingLastComponent().appending("hubs").appending("\(hub).sealed.git")
+    }
+
+    static let sealedOut = "refs/heads/out"
+    static let sealedPending = "refs/heads/pending"
+    static func sealedFetched(_ branch: String) -> String { "refs/sealed/\(branch)" }
+    static func sealedOpened(_ branch: String) -> String { "refs/opened/\(branch)" }
+    static let sealSignature = Signature(name: "syncagent", email: "sealed@syncagent", time: 0)
+
+    /// The plain ids the hub holds sealed (what this device pushed or opened): never sealed again.
+    struct KnownOnHub {
+        let file: FilePath
+        var ids: Set<Oid>
+
+        static func load(_ sealed: FilePath) -> KnownOnHub {
+            let file = sealed.appending("syncagent-known")
+            var ids = Set<Oid>()
+            if let bytes = try? Files.read(file) {
+                var i = 0
+                while i + 20 <= bytes.count { ids.insert(Oid(bytes: bytes[i..<(i + 20)])); i += 20 }
+            }
+            return KnownOnHub(file: file, ids: ids)
+        }
+
+        mutating func add(_ more: [Oid]) throws {
+            guard !more.isEmpty else { return }
+            ids.formUnion(more)
+            let fd = try FileDescriptor.open(file, .writeOnly, options: [.create, .append], permissions: [.ownerReadWrite])
+            try fd.closeAfter { _ = try fd.writeAll(more.flatMap(\.bytes)) }
+        }
+    }
+
+    private static func manifest(of envelope: Oid, in sealed: Repository, key: HubKey, branch: String, hub: String) throws -> HubManifest {
+        let root = try sealed.commit(envelope).tree
+        guard let m = try sealed.treeEntries(root).first(where: { $0.name == "m" && !$0.isTree }) else {
+            throw SealedHubError(kind: .tampered, hub: hub, detail: "a push on branch \(branch.prefix(8)) has no manifest")
+        }
+        let bytes = try sealed.blobData(m.id)
+        do throws(HubSealError) {
+            return try key.openManifest(bytes, branch: branch)
+        } catch .unreadable {
+            throw SealedHubError(kind: .wrongKey, hub: hub, detail: "the manifest of a push on branch \(branch.prefix(8))")
+        } catch {
+            throw SealedHubError(kind: .tampered, hub: hub, detail: "\(error)")
+        }
+    }
+
+    /// Seals what `main` and the records hold that the hub lacks, as one more push on this device's
+    /// sealed branch, and pushes it (never forced).
+    public static func sealedHubPush(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String, key: HubKey,
+                                     auth: PeerAuth?, shouldCancel: @escaping () -> Bool, transfer: Transfer?) throws -> HubPush {
+        let repo = try Repository.open(gitDir: gitDir, workdir: data)
+        guard let main = try repo.resolveReference(Store.mainRef) else { return .upToDate }
+        let book = try repo.resolveReference(ConflictBook.ref)
+        if try repo.resolveReference(hubPushed(hub)) == main, try repo.resolveReference(hubRecords(hub, device)) == book {
+            return .upToDate
+        }
+        let sealedPath = Self.sealedDir(gitDir: gitDir, hub: hub)
+        let sealed = try Repository.openOrCreateBare(gitDir: sealedPath)
+        var known = KnownOnHub.load(sealedPath)
+        let branch = key.deviceBranch(device)
+        let previous = try sealed.resolveReference(sealedOut)
+        let counter = try previous.map { try manifest(of: $0, in: sealed, key: key, branch: branch, hub: hub).counter } ?? 0
+        let objects = try repo.objectsBehind([main, book].compactMap { $0 }, known: { known.ids.contains($0) })
+        var entries: [(name: String, id: Oid, isTree: Bool)] = []
+        for id in objects {
+            let name = key.objectName(id.hex)
+            entries.append((name, try sealed.createBlob(try key.sealObject(try repo.readRaw(id), name: name)), false))
+            if shouldCancel() { throw GitError(code: -1, errorClass: 0, message: "the push was cancelled", call: "seal") }
+        }
+        let pushed = HubManifest(device: device, counter: counter + 1, main: main.hex, records: book?.hex, objects: objects.map(\.hex))
+        let root = try sealed.writeTree([("m", try sealed.createBlob(try key.sealManifest(pushed, branch: branch)), false),
+                                         ("o", try sealed.writeTree(entries), true)])
+        let envelope = try sealed.createCommit(tree: root, parents: previous.map { [$0] } ?? [], author: sealSignature,
+                                               committer: sealSignature, message: "sealed\n", updateRef: nil)
+        try sealed.setReference(sealedPending, to: envelope, message: "syncagent: to push to \(hub)")
+        Durability.flushFileSystem(containing: sealedPath)
+        let refused = try sealed.push(url: url, refspecs: ["\(sealedPending):refs/heads/devices/\(branch)"], auth: auth?.remote,
+                                      shouldCancel: shouldCancel, transfer: transfer)
+        if let first = refused.first {
+            throw HubRefusal(hub: hub, url: url, device: device, detail: "its sealed branch \(branch.prefix(8)) refused the push: \(first.reason)")
+        }
+        try sealed.setReference(sealedOut, to: envelope, message: "syncagent: pushed to \(hub)")
+        try known.add(objects)
+        try repo.setReference(hubPushed(hub), to: main, message: "syncagent: pushed to \(hub)")
+        try repo.setReference(hubBranch(hub, device), to: main, message: "syncagent: pushed to \(hub)")
+        if let book { try repo.setReference(hubRecords(hub, device), to: book, message: "syncagent: pushed to \(hub)") }
+        Durability.flushFileSystem(containing: gitDir)
+        return .pushed(ObjectID(main))
+    }
+
+    /// Fetches every device's sealed branch, checks and opens what is new (each push's manifest:
+    /// whose it is, its number; each object: its name, its bytes, its id), writes the objects into
+    /// the store and sets the devices' tracking refs; returns the other devices with work, in merge
+    /// order. A hub that changed, dropped, reordered or took back anything is refused, and nothing
+    /// of that device's new pushes is applied.
+    public static func sealedHubFetch(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String, key: HubKey,
+                                      auth: PeerAuth?, shouldCancel: @escaping () -> Bool, transfer: Transfer?) throws -> [String] {
+        let repo = try Repository.open(gitDir: gitDir, workdir: data)
+        let sealedPath = Self.sealedDir(gitDir: gitDir, hub: hub)
+        let sealed = try Repository.openOrCreateBare(gitDir: sealedPath)
+        try sealed.fetch(url: url, refspecs: ["+refs/heads/devices/*:refs/sealed/*", "+refs/syncagent/devices/*:refs/plain-records/*"],
+                         auth: auth?.remote, shouldCancel: shouldCancel, transfer: transfer)
+        var known = KnownOnHub.load(sealedPath)
+        let own = key.deviceBranch(device)
+        var opened: [Oid] = []
+        var moves: [(ref: String, to: Oid)] = []
+        var sealedMoves: [(ref: String, to: Oid)] = []
+        let plainRecords = try sealed.references(matching: "refs/plain-records/*")
+        if let first = plainRecords.first {
+            throw SealedHubError(kind: .plain, hub: hub, detail: String(first.name.dropFirst("refs/plain-records/".count)))
+        }
+        for (ref, tip) in try sealed.references(matching: "refs/sealed/*") {
+            let branch = String(ref.dropFirst("refs/sealed/".count))
+            guard branch.count == 32, branch.allSatisfy(\.isHexDigit) else {
+                throw SealedHubError(kind: .plain, hub: hub, detail: "devices/\(branch)")
+            }
+            let done = try sealed.resolveReference(sealedOpened(branch)) ?? (branch == own ? try sealed.resolveReference(sealedOut) : nil)
+            if done == tip { continue }
+            var lastCounter = 0
+            if let done {
+                guard try sealed.isDescendant(tip, of: done) else {
+                    let older = try sealed.isDescendant(done, of: tip)
+                    throw SealedHubError(kind: .replayed, hub: hub, detail: older
+                        ? "branch \(branch.prefix(8)) is back at an earlier push than this device has seen"
+                        : "branch \(branch.prefix(8)) no longer holds the pushes this device has seen")
+                }
+                lastCounter = try manifest(of: done, in: sealed, key: key, branch: branch, hub: hub).counter
+            }
+            var envelopes: [Oid] = []
+            try sealed.walk(from: tip, firstParentOnly: true) { id in
+                if id == done { return false }
+                envelopes.append(id)
+                return true
+            }
+            var last: HubManifest?
+            for envelope in envelopes.reversed() {
+                let m = try manifest(of: envelope, in: sealed, key: key, branch: branch, hub: hub)
+                guard key.deviceBranch(m.device) == branch else {
+                    throw SealedHubError(kind: .tampered, hub: hub, detail: "a push of \(m.device) on another device's branch")
+                }
+                guard m.counter == lastCounter + 1 else {
+                    throw SealedHubError(kind: m.counter <= lastCounter ? .replayed : .tampered, hub: hub,
+                                         detail: "\(m.device)'s push number \(m.counter) follows number \(lastCounter)")
+                }
+                lastCounter = m.counter
+                if branch != own {
+                    let files = try sealed.treeEntries(try sealed.commit(envelope).tree)
+                    guard let o = files.first(where: { $0.name == "o" && $0.isTree }) else {
+                        throw SealedHubError(kind: .tampered, hub: hub, detail: "\(m.device)'s push \(m.counter) has no objects")
+                    }
+                    let byName = Dictionary(try sealed.treeEntries(o.id).map { ($0.name, $0.id) }, uniquingKeysWith: { a, _ in a })
+                    for hex in m.objects {
+                        guard let want = Oid(hex: hex) else { throw SealedHubError(kind: .tampered, hub: hub, detail: "an object id '\(hex)'") }
+                        if known.ids.contains(want) || repo.hasObject(want) { opened.append(want); continue }
+                        let name = key.objectName(hex)
+                        guard let blob = byName[name] else {
+                            throw SealedHubError(kind: .tampered, hub: hub, detail: "object \(hex.prefix(12)) of \(m.device)'s push \(m.counter) is missing")
+                        }
+                        let raw: [UInt8]
+                        do { raw = try key.openObject(try sealed.blobData(blob), name: name) } catch {
+                            throw SealedHubError(kind: .tampered, hub: hub, detail: "object \(hex.prefix(12)) of \(m.device)'s push \(m.counter) does not open")
+                        }
+                        guard try repo.writeRaw(raw) == want else {
+                            throw SealedHubError(kind: .tampered, hub: hub, detail: "object \(hex.prefix(12)) of \(m.device)'s push \(m.counter) is not what its id says")
+                        }
+                        opened.append(want)
+                        if shouldCancel() { throw GitError(code: -1, errorClass: 0, message: "the fetch was cancelled", call: "open") }
+                    }
+                }
+                last = m
+            }
+            guard let m = last else { continue }
+            if branch == own {
+                // This device's own pushes (a state that lost them): continue from them.
+                sealedMoves.append((sealedOut, tip))
+            } else {
+                if let main = m.main.flatMap(Oid.init(hex:)) { moves.append((hubBranch(hub, m.device), main)) }
+                if let records = m.records.flatMap(Oid.init(hex:)) { moves.append((hubRecords(hub, m.device), records)) }
+            }
+            sealedMoves.append((sealedOpened(branch), tip))
+        }
+        if !opened.isEmpty { Durability.flushFileSystem(containing: gitDir) }
+        for move in moves { try repo.setReference(move.ref, to: move.to, message: "syncagent: opened from \(hub)") }
+        for move in sealedMoves { try sealed.setReference(move.ref, to: move.to, message: "syncagent: opened from \(hub)") }
+        try known.add(opened.filter { !known.ids.contains($0) })
+        return try mergeOrder(repo, hub: hub, devices: try hubDevices(repo, hub: hub, device: device, updateTracking: true))
+    }
+}
