@@ -118,7 +118,13 @@ extension Store {
         let refused = try sealed.push(url: url, refspecs: ["\(sealedPending):refs/heads/devices/\(branch)"], auth: auth?.remote,
                                       shouldCancel: shouldCancel, transfer: transfer)
         if let first = refused.first {
-            throw HubRefusal(hub: hub, url: url, device: device, detail: "its sealed branch \(branch.prefix(8)) refused the push: \(first.reason)")
+            // As with a plain hub: the server's words are shown, never read; a branch another
+            // device moved under this name is told by the next fetch.
+            let said = first.serverSaid.suffix(3).joined(separator: "; ")
+            var refusal = HubRefusal(hub: hub, url: url, device: device, detail: "it refused this device's sealed branch "
+                                     + "\(branch.prefix(8)): \(first.reason)" + (said.isEmpty ? "" : "; the server said: \(said)"))
+            refusal.clash = false
+            throw refusal
         }
         try sealed.setReference(sealedOut, to: envelope, message: "syncagent: pushed to \(hub)")
         try known.add(objects)
