@@ -44,7 +44,7 @@ Environment: SYNCAGENT (the binary; required), BENCH_KEEP=1 keeps the temp dir (
 PEERS=1 adds the table of bench/peers.py (the same workloads through Unison, installed from Debian's
 packages when missing); PEERS=only runs only that table.
 BENCH_SCALE (default 1.0) scales the file counts down for a quick smoke run, BENCH_ONLY=bulk,sync runs
-only the named rows (latency, bulk, propagation, sync, syncdocs, big, huge, hub, hubssh, store, many, idle, peers).
+only the named rows (latency, bulk, propagation, sync, syncdocs, big, huge, hub, hubssh, hubsealed, store, many, idle, peers).
 BENCH_IDLE_S (default 600 x BENCH_SCALE) is how long the idle row watches two agents with nothing to do.
 Standard library only.
 """
@@ -868,6 +868,93 @@ def bench_hub(syncagent, tmp, rows, notes, agents):
                  f"second, so about 0.5 s of its time is waiting; agent min/max {min(a_lat)*1e3:.0f}/{max(a_lat)*1e3:.0f} ms")
 
 
+def hub_bulk(syncagent, base, label, url, hub_lines, env, agents, files, photos):
+    """A phone and a watch through the hub at `url`: `files` new small files, then `photos` new
+    photos of 2 MB, each timed from the phone's first write to the watch holding the last one and
+    both settled. Returns (files seconds, photos seconds)."""
+    pair = []
+    for name in ("phone", "watch"):
+        d = os.path.join(base, name)
+        os.makedirs(d)
+        a = Agent(syncagent, d, f"{label}/{name}", device=name, peers=[("hub", url)])
+        with open(a.config) as f:
+            text = f.read().replace('name = "hub"\n', 'name = "hub"\n' + hub_lines, 1).replace("# poll_seconds = 30\n", "poll_seconds = 1\n", 1)
+        with open(a.config, "w") as f:
+            f.write(text)
+        agents.append(a)
+        pair.append(a)
+    phone, watch = pair
+    phone.start()
+    watch.start()
+    via_hub = "refs/remotes/hub/watch/main"
+    t0 = time.perf_counter()
+    make_tree(phone.data, files)
+    wait_bytes(os.path.join(watch.data, rel_path(files - 1)), file_content(files - 1), agents=(phone, watch))
+    wait_converged(phone, watch, timeout=COMMIT_TIMEOUT_S, tracking=via_hub)
+    t_files = time.perf_counter() - t0
+    import random
+    rng = random.Random(48)
+    os.makedirs(os.path.join(phone.data, "photos"))
+    t0 = time.perf_counter()
+    last = None
+    for i in range(photos):
+        last = rng.randbytes(2_000_000)
+        with open(os.path.join(phone.data, "photos", f"IMG_{i:04d}.jpg"), "wb") as f:
+            f.write(last)
+    wait_bytes(os.path.join(watch.data, "photos", f"IMG_{photos - 1:04d}.jpg"), last, agents=(phone, watch))
+    wait_converged(phone, watch, timeout=COMMIT_TIMEOUT_S, tracking=via_hub)
+    t_photos = time.perf_counter() - t0
+    phone.stop()
+    watch.stop()
+    for a in (phone, watch):
+        verify_store(a.store, a.data, a.name)
+    return t_files, t_photos
+
+
+def bench_hub_sealed(syncagent, tmp, rows, notes, agents):
+    """The same git daemon hub plain and encrypted (issue 48), side by side: one change's latency
+    and two bulk transfers. Targets: bulk within 1.5x of plain, one change p50 within 20 ms."""
+    import socket
+    files, photos = max(100, int(10_000 * SCALE)), max(10, int(300 * SCALE))
+    got = {}
+    for mode in ("plain", "encrypted"):
+        log(f"7c phone -> watch through a {mode} hub (git daemon): {HUB_CHANGES} changes, {files} files, {photos} photos of 2 MB")
+        base = os.path.join(tmp, f"hub-{mode}")
+        os.makedirs(os.path.join(base, "srv"))
+        git(["init", "-q", "--bare", os.path.join(base, "srv", "family.git")])
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        daemon = subprocess.Popen(["git", "daemon", "--reuseaddr", f"--base-path={os.path.join(base, 'srv')}", "--export-all",
+                                   "--enable=receive-pack", f"--port={port}", "--listen=127.0.0.1"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=GIT_ENV)
+        url = f"git://127.0.0.1:{port}/family.git"
+        lines = "hub = true\n"
+        if mode == "encrypted":
+            key = os.path.join(base, "hub.key")
+            subprocess.run([syncagent, "key", "new", key], check=True, stdout=subprocess.DEVNULL)
+            lines += f'key_file = "{key}"\n'
+        try:
+            wait_serving(url, GIT_ENV, f"{mode} hub: git daemon did not come up")
+            a_lat, g_lat, phone, watch = hub_latencies(syncagent, os.path.join(base, "lat"), f"hub-{mode}", url, lines, 1, GIT_ENV, agents)
+            git(["init", "-q", "--bare", os.path.join(base, "srv", "bulk.git")])
+            t_files, t_photos = hub_bulk(syncagent, os.path.join(base, "bulk"), f"hub-{mode}-bulk", url.replace("family.git", "bulk.git"),
+                                         lines, GIT_ENV, agents, files, photos)
+        finally:
+            daemon.terminate()
+            daemon.wait()
+        got[mode] = (a_lat, g_lat, t_files, t_photos, rss_text(phone, watch))
+        cleanup(base)
+    for mode in ("plain", "encrypted"):
+        a_lat, g_lat, t_files, t_photos, rss = got[mode]
+        rows.append((f"phone->watch via {mode} git:// hub p50 (poll 1 s)", pct(a_lat, 50), pct(g_lat, 50), rss, None))
+    p, e = got["plain"], got["encrypted"]
+    notes.append(f"encrypted hub (issue 48) vs the same hub plain, in one run: one change p50 {pct(e[0], 50)*1e3:.0f} ms vs "
+                 f"{pct(p[0], 50)*1e3:.0f} ms (+{(pct(e[0], 50) - pct(p[0], 50))*1e3:.0f} ms, target within 20 ms); {files} new files "
+                 f"{e[2]:.2f} s vs {p[2]:.2f} s ({e[2] / p[2]:.2f}x, target 1.5x); {photos} photos of 2 MB {e[3]:.2f} s vs "
+                 f"{p[3]:.2f} s ({e[3] / p[3]:.2f}x, target 1.5x)")
+
+
 def bench_many(syncagent, tmp, rows, notes, agents):
     """Many devices through one hub on a path (bench/many.py): the burst's settle time, CPU and
     commits for 6, 12, 24 and 50 devices, and how each grows with N."""
@@ -1324,7 +1411,7 @@ def main():
         only = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))
         for name, row in [("latency", bench_latency), ("bulk", bench_bulk), ("propagation", bench_propagation),
                           ("sync", bench_sync), ("syncdocs", bench_sync_docs), ("big", bench_big_tree), ("huge", bench_huge), ("hub", bench_hub),
-                          ("hubssh", bench_hub_ssh), ("store", bench_store), ("many", bench_many), ("idle", bench_idle)]:
+                          ("hubssh", bench_hub_ssh), ("hubsealed", bench_hub_sealed), ("store", bench_store), ("many", bench_many), ("idle", bench_idle)]:
             if (not only and os.environ.get("PEERS") != "only") or name in only:
                 row(syncagent, tmp, rows, notes, agents)
         if os.environ.get("PEERS") in ("1", "only") or "peers" in only:

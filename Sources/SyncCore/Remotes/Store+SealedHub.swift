@@ -41,6 +41,24 @@ extension Store {
         gitDir.removingLastComponent().appending("hubs").appending("\(hub).sealed.git")
     }
 
+    /// The sealed side for this hub and key: made anew when the url or the key changed (a new
+    /// hub, or a key rotated), so nothing sealed under the old key is believed to be there.
+    static func openSealed(gitDir: FilePath, hub: String, url: String, key: HubKey) throws -> (Repository, FilePath) {
+        let path = sealedDir(gitDir: gitDir, hub: hub)
+        let stamp = Array("\(url)\n\(key.deviceBranch("(fingerprint)"))\n".utf8)
+        let stampFile = path.appending("syncagent-hub")
+        if let old = try? Files.read(stampFile), old != stamp {
+            let aside = path.removingLastComponent().appending("\(hub).sealed.old-\(getpid())")
+            if (try? Files.rename(path, to: aside)) != nil { try? Files.removeTree(aside) }
+        }
+        let repo = try Repository.openOrCreateBare(gitDir: path)
+        if (try? Files.read(stampFile)) != stamp {
+            let fd = try FileDescriptor.open(stampFile, .writeOnly, options: [.create, .truncate], permissions: [.ownerReadWrite])
+            try fd.closeAfter { _ = try fd.writeAll(stamp) }
+        }
+        return (repo, path)
+    }
+
     static let sealedOut = "refs/heads/out"
     static let sealedPending = "refs/heads/pending"
     static func sealedFetched(_ branch: String) -> String { "refs/sealed/\(branch)" }
@@ -95,8 +113,7 @@ extension Store {
         if try repo.resolveReference(hubPushed(hub)) == main, try repo.resolveReference(hubRecords(hub, device)) == book {
             return .upToDate
         }
-        let sealedPath = Self.sealedDir(gitDir: gitDir, hub: hub)
-        let sealed = try Repository.openOrCreateBare(gitDir: sealedPath)
+        let (sealed, sealedPath) = try openSealed(gitDir: gitDir, hub: hub, url: url, key: key)
         var known = KnownOnHub.load(sealedPath)
         let branch = key.deviceBranch(device)
         let previous = try sealed.resolveReference(sealedOut)
@@ -143,8 +160,7 @@ extension Store {
     public static func sealedHubFetch(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String, key: HubKey,
                                       auth: PeerAuth?, shouldCancel: @escaping () -> Bool, transfer: Transfer?) throws -> [String] {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
-        let sealedPath = Self.sealedDir(gitDir: gitDir, hub: hub)
-        let sealed = try Repository.openOrCreateBare(gitDir: sealedPath)
+        let (sealed, sealedPath) = try openSealed(gitDir: gitDir, hub: hub, url: url, key: key)
         try sealed.fetch(url: url, refspecs: ["+refs/heads/devices/*:refs/sealed/*", "+refs/syncagent/devices/*:refs/plain-records/*"],
                          auth: auth?.remote, shouldCancel: shouldCancel, transfer: transfer)
         var known = KnownOnHub.load(sealedPath)
