@@ -57,6 +57,8 @@ public enum ConfigTemplate {
             #   identity: ssh private key for ssh:// URLs (default: ssh-agent, then ~/.ssh/id_ed25519, ~/.ssh/id_rsa)
             #   known_hosts: the file that must list an ssh server's host key (default ~/.ssh/known_hosts)
             #   credentials: for http(s):// URLs, a file (mode 0600) holding one line user:password
+            #   key_file: a hub only: encrypt everything on the hub with the key in this file
+            #             (`syncagent key new FILE`, copied to every device of the hub)
             #   notify: "ssh" keeps `ssh ... syncagent notify-changes PATH` open and fetches whenever the
             #           peer's refs move (syncagent must be on the server's PATH); default "poll"
             #   notify_command: any program that prints a line whenever the peer's refs move, instead
@@ -116,6 +118,7 @@ public enum ConfigTemplate {
             # identity = "~/.ssh/id_ed25519"
             # known_hosts = "~/.ssh/known_hosts"
             # credentials = "~/.config/syncagent/\(name).credentials"
+            # key_file = "~/.config/syncagent/\(name).key"
             # notify = "poll"
             # notify_command = ["ssh", "git@hub.example", "syncagent", "notify-changes", "family.git"]
 
