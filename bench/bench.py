@@ -889,7 +889,7 @@ def hub_bulk(syncagent, base, label, url, hub_lines, env, agents, files, photos)
     via_hub = "refs/remotes/hub/watch/main"
     t0 = time.perf_counter()
     make_tree(phone.data, files)
-    wait_bytes(os.path.join(watch.data, rel_path(files - 1)), file_content(files - 1), agents=(phone, watch))
+    wait_bytes(os.path.join(watch.data, rel_path(files - 1)), file_content(files - 1), agents=(phone, watch), timeout=600)
     wait_converged(phone, watch, timeout=COMMIT_TIMEOUT_S, tracking=via_hub)
     t_files = time.perf_counter() - t0
     import random
@@ -901,7 +901,7 @@ def hub_bulk(syncagent, base, label, url, hub_lines, env, agents, files, photos)
         last = rng.randbytes(2_000_000)
         with open(os.path.join(phone.data, "photos", f"IMG_{i:04d}.jpg"), "wb") as f:
             f.write(last)
-    wait_bytes(os.path.join(watch.data, "photos", f"IMG_{photos - 1:04d}.jpg"), last, agents=(phone, watch))
+    wait_bytes(os.path.join(watch.data, "photos", f"IMG_{photos - 1:04d}.jpg"), last, agents=(phone, watch), timeout=600)
     wait_converged(phone, watch, timeout=COMMIT_TIMEOUT_S, tracking=via_hub)
     t_photos = time.perf_counter() - t0
     phone.stop()

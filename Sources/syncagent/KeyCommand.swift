@@ -16,6 +16,8 @@ struct KeyCommand: ParsableCommand {
             `syncagent key new FILE`, copy FILE to every device of the hub (it is printable: type \
             it in if need be), and set key_file in each one's [[peer]] hub table. A file holding \
             `passphrase: WORDS` instead derives the key from the words (scrypt).
+
+            Example: syncagent key new ~/.config/syncagent/family.key
             """,
         subcommands: [KeyNew.self, KeyRef.self]
     )
