@@ -132,6 +132,20 @@ log "another key: $(printf '%s\n' "$out" | grep -m1 FAILED)"
 [ -z "$(ls -A "$(data_of stranger)")" ] || fail "the device with another key wrote files: $(ls "$(data_of stranger)")"
 log "another key: refused, nothing written"
 
+# ---- a device without the key (or an older version) writes plain branches ------------------------------
+init_device oldie 50
+join_hub oldie "$HUB"
+printf 'plain\n' >"$(data_of oldie)/plain.txt"
+sync_of oldie >"$T/oldie.sync" || fail "the device without a key could not push: $(cat "$T/oldie.sync")"
+hubgit rev-parse -q --verify refs/heads/devices/oldie >/dev/null || fail "the device without a key pushed no plain branch"
+before=$(main_of watch)
+out=$(sync_of watch) && fail "a hub with a plain branch: the watch's sync succeeded: $out"
+assert_contains "$out" "holds unencrypted branches" "a hub with a plain branch"
+assert_eq "$before" "$(main_of watch)" "a hub with a plain branch: the watch's main"
+[ ! -e "$(data_of watch)/plain.txt" ] || fail "the watch took the plain device's file"
+log "a plain branch: $(printf '%s\n' "$out" | grep -m1 FAILED)"
+for r in $(hubgit for-each-ref --format='%(refname)' | grep -E 'oldie'); do hubgit update-ref -d "$r"; done
+
 # ---- back to work --------------------------------------------------------------------------------------
 for d in "${DEVICES[@]}"; do start_device "$d"; done
 wait_same phone watch tablet
