@@ -56,7 +56,10 @@ code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 assert_eq 401 "$(code "http://127.0.0.1:$PORT/")" "the page without the token"
 assert_eq 401 "$(code "http://127.0.0.1:$PORT/?token=0000")" "the page with a wrong token"
 assert_eq 303 "$(code "http://127.0.0.1:$PORT/?token=$TOKEN")" "the page with the token (a redirect setting the cookie)"
-C="Cookie: syncagent_web=$TOKEN"
+SESSION=$(curl -s -D - -o /dev/null "http://127.0.0.1:$PORT/?token=$TOKEN" | tr -d '\r' | sed -n 's/^Set-Cookie: syncagent_web=\([0-9a-f]*\);.*/\1/p')
+[ -n "$SESSION" ] && [ "$SESSION" != "$TOKEN" ] || fail "the cookie is not a session value of its own: '$SESSION'"
+assert_eq 401 "$(code -H "Cookie: syncagent_web=$TOKEN" "http://127.0.0.1:$PORT/api/state")" "the token itself as a cookie"
+C="Cookie: syncagent_web=$SESSION"
 assert_eq 200 "$(code -H "$C" "http://127.0.0.1:$PORT/api/state")" "the state with the cookie"
 assert_eq 403 "$(code -H "$C" -H "Host: attacker.example:$PORT" "http://127.0.0.1:$PORT/api/state")" "a foreign Host (DNS rebinding)"
 body='{"agent":0,"id":"x","keep":"phone"}'

@@ -133,3 +133,11 @@ extension Repository {
         }
     }
 }
+
+extension Repository {
+    /// Removes a reference (no error when it is not there).
+    public func deleteReference(_ name: String) throws(GitError) {
+        let rc = git_reference_remove(handle, name)
+        if rc != 0 && rc != GIT_ENOTFOUND.rawValue { try check(rc, "git_reference_remove(\(name))") }
+    }
+}

@@ -55,7 +55,7 @@ public struct HubKey: Sendable {
             throw .badKey("not a hub key (it starts with syncagent-hub-key-v1, made by `syncagent key new`)")
         }
         let hex = body.lowercased().filter { $0 != "-" }
-        guard hex.count == 68, hex.allSatisfy(\.isHexDigit) else { throw .badKey("a hub key has 17 groups of 4 hex digits") }
+        guard hex.count == 68, hex.allSatisfy({ $0.isASCII && $0.isHexDigit }) else { throw .badKey("a hub key has 17 groups of 4 hex digits") }
         var bytes: [UInt8] = []
         var i = hex.startIndex
         while i < hex.endIndex { let j = hex.index(i, offsetBy: 2); bytes.append(UInt8(hex[i..<j], radix: 16)!); i = j }

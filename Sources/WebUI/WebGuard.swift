@@ -15,14 +15,19 @@ public struct WebGuard: Sendable {
     }
 
     public let token: String
+    /// The cookie's value: random for each run of the server, never the token itself (a cookie
+    /// is sent to every port of 127.0.0.1; what leaks that way ends with this run).
+    public let session: String
     public let port: Int
     /// Host names the user allowed besides loopback (`[web] hosts` in the config).
     public let extraHosts: [String]
 
     public static let cookieName = "syncagent_web"
 
-    public init(token: String, port: Int, extraHosts: [String] = []) {
+    public init(token: String, port: Int, extraHosts: [String] = [], session: String? = nil) {
         (self.token, self.port, self.extraHosts) = (token, port, extraHosts)
+        var generator = SystemRandomNumberGenerator()
+        self.session = session ?? (0..<32).map { _ in String(UInt8.random(in: 0...255, using: &generator), radix: 16) }.joined()
     }
 
     var hosts: [String] { (["127.0.0.1", "localhost", "[::1]"] + extraHosts).map { "\($0):\(port)" } }
@@ -40,7 +45,7 @@ public struct WebGuard: Sendable {
         } else if changes || upgrade {
             return .refuse(status: 403, reason: "a request that changes something must come from this page (no Origin header)")
         }
-        if let cookie, Self.same(Self.cookieValue(cookie) ?? "", token) { return .allow }
+        if let cookie, Self.same(Self.cookieValue(cookie) ?? "", session) { return .allow }
         if let queryToken, Self.same(queryToken, token), !changes { return .setCookie }
         return .refuse(status: 401, reason: "open the address `syncagent web --url` prints (it carries the token)")
     }
@@ -55,7 +60,7 @@ public struct WebGuard: Sendable {
     }
 
     /// The `Set-Cookie` value after the token was shown.
-    public var setCookieHeader: String { "\(Self.cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict" }
+    public var setCookieHeader: String { "\(Self.cookieName)=\(session); Path=/; HttpOnly; SameSite=Strict" }
 
     /// Compares in time that does not depend on where the first difference is.
     static func same(_ a: String, _ b: String) -> Bool {

@@ -152,7 +152,7 @@ function renderAgent(a) {
   if (s && s.problems.length) h += "<h3>Problems</h3><ul class=\"plain\">" + s.problems.map(p => `<li class="problem">${esc(p)}</li>`).join("") + "</ul>";
 
   h += "<h3>Held changes</h3>";
-  h += a.held.length ? `<ul class="plain held">` + a.held.map(e => `<li class="row"><span class="path">${esc(e.path)}</span> <span class="badge warn">${esc(e.reason)}</span> <button data-send="${esc(e.reason === "mass-delete" ? "--deletes" : e.path)}" data-agent="${a.index}">Send</button></li>`).join("") + "</ul>"
+  h += a.held.length ? `<ul class="plain held">` + a.held.map(e => `<li class="row"><span class="path">${esc(e.path)}</span> <span class="badge warn">${esc(e.reason)}</span> <button data-send="${esc(e.path)}" data-deletes="${e.reason === "mass-delete" ? 1 : ""}" data-agent="${a.index}">Send</button></li>`).join("") + "</ul>"
     : '<p class="empty">Nothing held back.</p>';
 
   h += "<h3>Conflicts</h3>";
@@ -239,7 +239,7 @@ document.addEventListener("click", async (ev) => {
       if (r[0] && r[0].error) throw new Error(r[0].error);
       open.delete(`${agent}/${b.dataset.save}`); toast(`resolved ${b.dataset.save} with your merge`); refresh();
     } else if (b.dataset.send) {
-      const r = await api("/api/send", { agent, path: b.dataset.send });
+      const r = await api("/api/send", b.dataset.deletes ? { agent, deletes: true } : { agent, path: b.dataset.send });
       if (r.error) throw new Error(r.error); toast(r.message); refresh();
     } else if (b.dataset.restore) {
       const r = await api("/api/restore", { agent, path: b.dataset.path, at: b.dataset.restore });

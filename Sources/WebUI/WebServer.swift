@@ -129,6 +129,7 @@ public final class WebServer: Sendable {
         var path: String?
         var all: Bool?
         var at: String?
+        var deletes: Bool?
     }
 
     func body(_ request: HTTPRequest) async throws -> (Config, Body) {
@@ -153,7 +154,7 @@ public final class WebServer: Sendable {
 
     func send(_ request: HTTPRequest) async throws -> MessageResult {
         let (config, body) = try await self.body(request)
-        if body.path == "--deletes" { return try await OneShot.sendDeletes(config: config) }
+        if body.deletes == true { return try await OneShot.sendDeletes(config: config) }
         return try await OneShot.send(config: config, paths: body.path.map { [Array($0.utf8)] } ?? [], all: body.all ?? (body.path == nil))
     }
 

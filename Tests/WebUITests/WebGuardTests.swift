@@ -6,7 +6,7 @@ import Testing
 /// token once then the cookie.
 @Suite struct WebGuardTests {
     let guardian = WebGuard(token: String(repeating: "ab", count: 32), port: 8384)
-    var cookie: String { "other=1; syncagent_web=\(guardian.token)" }
+    var cookie: String { "other=1; syncagent_web=\(guardian.session)" }
 
     @Test(arguments: [
         // method, host, origin, cookie?, token?, upgrade, expected status (0 allow, 1 set-cookie)
@@ -43,6 +43,10 @@ import Testing
     @Test func theCookieIsHttpOnlyAndSameSiteStrict() {
         #expect(guardian.setCookieHeader.contains("HttpOnly"))
         #expect(guardian.setCookieHeader.contains("SameSite=Strict"))
-        #expect(guardian.setCookieHeader.hasPrefix("syncagent_web=\(guardian.token);"))
+        #expect(guardian.setCookieHeader.hasPrefix("syncagent_web=\(guardian.session);"))
+        #expect(!guardian.setCookieHeader.contains(guardian.token))  // the token itself never travels in a cookie
+        let withToken = guardian.check(method: "GET", host: "127.0.0.1:8384", origin: nil, cookie: "syncagent_web=\(guardian.token)",
+                                       queryToken: nil)
+        #expect(withToken != .allow)
     }
 }

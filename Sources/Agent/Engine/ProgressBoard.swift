@@ -61,7 +61,8 @@ final class ProgressBoard: Sendable {
     /// Whether long work is in hand and took a step within `interval` (for the watchdog: work that
     /// stopped moving is not "busy", it is stuck).
     func moved(within interval: Duration) -> Bool {
-        state.withLock { s in s.tasks.contains { $0.finishedAt == nil } && ContinuousClock.now - s.lastStep <= interval }
+        // The engine's own work only: a transfer moves on a thread of its own, whatever the engine does.
+        state.withLock { s in s.tasks.contains { $0.finishedAt == nil && $0.report.peer == nil } && ContinuousClock.now - s.lastStep <= interval }
     }
 
     /// A step of `task` (with `peer` for a transfer): `done` of `total` (nil: not known yet).
@@ -70,7 +71,7 @@ final class ProgressBoard: Sendable {
         defer { if peer == nil, let total, done >= total { finish(task, done: done) } }
         let now = ContinuousClock.now
         let (line, event): (String?, ProgressReport?) = state.withLock { s in
-            s.lastStep = now
+            if peer == nil { s.lastStep = now }
             Self.drop(&s)
             let i: Int
             if let found = s.tasks.firstIndex(where: { $0.report.task == task && $0.report.peer == peer && $0.finishedAt == nil }) {

@@ -296,6 +296,8 @@ final class PeerSyncer: Sendable {
         var refsAtStart: RefSnapshot?
     }
     private let early = Mutex<EarlyFetch?>(nil)
+    /// What an encrypted hub's last fetch refused, branch by branch.
+    private let sealedRefusals = Mutex<[SealedHubError]>([])
 
     /// Starts the first round's fetch now, on its own thread, while the engine commits what changed
     /// while the agent was stopped: a restarted device copies the peer's new objects during its
@@ -324,15 +326,22 @@ final class PeerSyncer: Sendable {
     private func fetch(attempt: FetchRunner.Attempt) async throws -> [String] {
         if link.localGitDir == nil { try await FetchRunner.probe(url: link.configuredURL, timeout: .seconds(5)) }
         let (board, name) = (engine.progress, link.name)
-        let transfer: Transfer = { objects, total, bytes in board.update("receive", peer: name, done: objects, total: total, bytes: bytes) }
+        let transfer: Transfer = { objects, total, bytes in
+            // An abandoned fetch's thread may still tell a last step: it is no work in hand.
+            guard !attempt.cancelled.load(ordering: .relaxed) else { return }
+            board.update("receive", peer: name, done: objects, total: total, bytes: bytes)
+        }
         defer { board.finish("receive", peer: name) }
         if link.hub {
             let (gitDir, data, hub, url, device, auth) = (config.storePath, config.data, link.name, link.fetchURL, config.device, link.auth)
             let local = link.localGitDir
             let key = try link.hubKey?.get()
+            let stamp = link.configuredURL
+            sealedRefusals.withLock { $0 = [] }
             return try await FetchRunner.perform(label: "fetch-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
                 try Store.hubFetch(gitDir: gitDir, data: data, hub: hub, url: url, device: device, localGitDir: local,
-                                   auth: auth, shouldCancel: cancel, transfer: transfer, key: key)
+                                   auth: auth, shouldCancel: cancel, transfer: transfer, key: key, stamp: stamp,
+                                   refused: { [self] error in sealedRefusals.withLock { $0.append(error) } })
             }
         }
         try await FetchRunner.fetch(gitDir: config.storePath, data: config.data, peer: link.name,
@@ -408,6 +417,10 @@ final class PeerSyncer: Sendable {
         for peer in merges {
             if let why = await merge(peer) { problem = problem ?? why }
         }
+        // An encrypted hub's branches refused on their own (the others were merged): told.
+        if let refusal = sealedRefusals.withLock({ $0.first }) {
+            problem = problem ?? describe(fetchError: refusal)
+        }
         if link.hub, let why = await pushToHub() {
             return await finish(why.problem, unreachable: why.unreachable)
         }
@@ -480,11 +493,12 @@ final class PeerSyncer: Sendable {
         do {
             let board = engine.progress
             let key = try link.hubKey?.get()
+            let stamp = link.configuredURL
             let transfer: Transfer = { objects, total, bytes in board.update("send", peer: hub, done: objects, total: total, bytes: bytes) }
             defer { board.finish("send", peer: hub) }
             let result = try await FetchRunner.perform(label: "push-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
                 try Store.hubPush(gitDir: gitDir, data: data, hub: hub, url: url, device: device, auth: auth, shouldCancel: cancel,
-                                  transfer: transfer, key: key)
+                                  transfer: transfer, key: key, stamp: stamp)
             }
             if case .pushed(let id) = result {
                 logger.info("pushed \(id.hex.prefix(12)) to \(hub) as devices/\(device)")

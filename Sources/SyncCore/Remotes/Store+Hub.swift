@@ -73,10 +73,11 @@ extension Store {
     /// first (`mergeOrder`). An empty hub is no error.
     public static func hubFetch(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String, localGitDir: FilePath? = nil,
                                 auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false },
-                                transfer: Transfer? = nil, key: HubKey? = nil) throws -> [String] {
+                                transfer: Transfer? = nil, key: HubKey? = nil, stamp: String? = nil,
+                                refused: (SealedHubError) -> Void = { _ in }) throws -> [String] {
         if let key {
-            return try sealedHubFetch(gitDir: gitDir, data: data, hub: hub, url: url, device: device, key: key, auth: auth,
-                                      shouldCancel: shouldCancel, transfer: transfer)
+            return try sealedHubFetch(gitDir: gitDir, data: data, hub: hub, url: url, stamp: stamp ?? url, device: device, key: key,
+                                      auth: auth, shouldCancel: shouldCancel, transfer: transfer, refused: refused)
         }
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         if let localGitDir {
@@ -167,10 +168,10 @@ extension Store {
     /// not push belongs to another device with the same name: `HubRefusal`, and nothing is pushed.
     public static func hubPush(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String,
                                auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false },
-                               transfer: Transfer? = nil, key: HubKey? = nil) throws -> HubPush {
+                               transfer: Transfer? = nil, key: HubKey? = nil, stamp: String? = nil) throws -> HubPush {
         if let key {
-            return try sealedHubPush(gitDir: gitDir, data: data, hub: hub, url: url, device: device, key: key, auth: auth,
-                                     shouldCancel: shouldCancel, transfer: transfer)
+            return try sealedHubPush(gitDir: gitDir, data: data, hub: hub, url: url, stamp: stamp ?? url, device: device, key: key,
+                                     auth: auth, shouldCancel: shouldCancel, transfer: transfer)
         }
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         guard let main = try repo.resolveReference(Store.mainRef) else { return .upToDate }

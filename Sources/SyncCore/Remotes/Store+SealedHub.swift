@@ -43,7 +43,7 @@ extension Store {
 
     /// The sealed side for this hub and key: made anew when the url or the key changed (a new
     /// hub, or a key rotated), so nothing sealed under the old key is believed to be there.
-    static func openSealed(gitDir: FilePath, hub: String, url: String, key: HubKey) throws -> (Repository, FilePath) {
+    static func openSealed(gitDir: FilePath, hub: String, stamp url: String, key: HubKey) throws -> (Repository, FilePath, Bool) {
         let path = sealedDir(gitDir: gitDir, hub: hub)
         let stamp = Array("\(url)\n\(key.deviceBranch("(fingerprint)"))\n".utf8)
         let stampFile = path.appending("syncagent-hub")
@@ -52,11 +52,12 @@ extension Store {
             if (try? Files.rename(path, to: aside)) != nil { try? Files.removeTree(aside) }
         }
         let repo = try Repository.openOrCreateBare(gitDir: path)
-        if (try? Files.read(stampFile)) != stamp {
+        let fresh = (try? Files.read(stampFile)) != stamp
+        if fresh {
             let fd = try FileDescriptor.open(stampFile, .writeOnly, options: [.create, .truncate], permissions: [.ownerReadWrite])
             try fd.closeAfter { _ = try fd.writeAll(stamp) }
         }
-        return (repo, path)
+        return (repo, path, fresh)
     }
 
     static let sealedOut = "refs/heads/out"
@@ -76,6 +77,8 @@ extension Store {
             if let bytes = try? Files.read(file) {
                 var i = 0
                 while i + 20 <= bytes.count { ids.insert(Oid(bytes: bytes[i..<(i + 20)])); i += 20 }
+                // A write cut short (a full disk, a power cut): later records stay aligned.
+                if bytes.count % 20 != 0 { _ = file.withPlatformString { truncate($0, off_t(bytes.count / 20 * 20)) } }
             }
             return KnownOnHub(file: file, ids: ids)
         }
@@ -105,18 +108,19 @@ extension Store {
 
     /// Seals what `main` and the records hold that the hub lacks, as one more push on this device's
     /// sealed branch, and pushes it (never forced).
-    public static func sealedHubPush(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String, key: HubKey,
-                                     auth: PeerAuth?, shouldCancel: @escaping () -> Bool, transfer: Transfer?) throws -> HubPush {
+    public static func sealedHubPush(gitDir: FilePath, data: FilePath, hub: String, url: String, stamp: String, device: String,
+                                     key: HubKey, auth: PeerAuth?, shouldCancel: @escaping () -> Bool, transfer: Transfer?) throws -> HubPush {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         guard let main = try repo.resolveReference(Store.mainRef) else { return .upToDate }
         let book = try repo.resolveReference(ConflictBook.ref)
-        if try repo.resolveReference(hubPushed(hub)) == main, try repo.resolveReference(hubRecords(hub, device)) == book {
+        let (sealed, sealedPath, _) = try openSealed(gitDir: gitDir, hub: hub, stamp: stamp, key: key)
+        let previous = try sealed.resolveReference(sealedOut)
+        // Up to date only with pushes of this hub and key behind it (a new hub or key: everything again).
+        if previous != nil, try repo.resolveReference(hubPushed(hub)) == main, try repo.resolveReference(hubRecords(hub, device)) == book {
             return .upToDate
         }
-        let (sealed, sealedPath) = try openSealed(gitDir: gitDir, hub: hub, url: url, key: key)
         var known = KnownOnHub.load(sealedPath)
         let branch = key.deviceBranch(device)
-        let previous = try sealed.resolveReference(sealedOut)
         let counter = try previous.map { try manifest(of: $0, in: sealed, key: key, branch: branch, hub: hub).counter } ?? 0
         let objects = try repo.objectsBehind([main, book].compactMap { $0 }, known: { known.ids.contains($0) })
         var entries: [(name: String, id: Oid, isTree: Bool)] = []
@@ -155,97 +159,129 @@ extension Store {
     /// Fetches every device's sealed branch, checks and opens what is new (each push's manifest:
     /// whose it is, its number; each object: its name, its bytes, its id), writes the objects into
     /// the store and sets the devices' tracking refs; returns the other devices with work, in merge
-    /// order. A hub that changed, dropped, reordered or took back anything is refused, and nothing
-    /// of that device's new pushes is applied.
-    public static func sealedHubFetch(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String, key: HubKey,
-                                      auth: PeerAuth?, shouldCancel: @escaping () -> Bool, transfer: Transfer?) throws -> [String] {
+    /// order. A branch the hub changed, dropped from, reordered or took back, or that this key
+    /// cannot open, is refused on its own (`refused` hears why) and nothing of it is applied; the
+    /// other devices' branches are taken as usual.
+    public static func sealedHubFetch(gitDir: FilePath, data: FilePath, hub: String, url: String, stamp: String, device: String,
+                                      key: HubKey, auth: PeerAuth?, shouldCancel: @escaping () -> Bool, transfer: Transfer?,
+                                      refused: (SealedHubError) -> Void) throws -> [String] {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
-        let (sealed, sealedPath) = try openSealed(gitDir: gitDir, hub: hub, url: url, key: key)
+        let (sealed, sealedPath, _) = try openSealed(gitDir: gitDir, hub: hub, stamp: stamp, key: key)
+        // What the last fetch saw is forgotten first: a branch deleted on the hub is gone here too.
+        for glob in ["refs/sealed/*", "refs/plain-records/*"] {
+            for (name, _) in try sealed.references(matching: glob) { try sealed.deleteReference(name) }
+        }
         try sealed.fetch(url: url, refspecs: ["+refs/heads/devices/*:refs/sealed/*", "+refs/syncagent/devices/*:refs/plain-records/*"],
                          auth: auth?.remote, shouldCancel: shouldCancel, transfer: transfer)
         var known = KnownOnHub.load(sealedPath)
         let own = key.deviceBranch(device)
-        var opened: [Oid] = []
-        var moves: [(ref: String, to: Oid)] = []
-        var sealedMoves: [(ref: String, to: Oid)] = []
-        let plainRecords = try sealed.references(matching: "refs/plain-records/*")
-        if let first = plainRecords.first {
-            throw SealedHubError(kind: .plain, hub: hub, detail: String(first.name.dropFirst("refs/plain-records/".count)))
+        if let first = try sealed.references(matching: "refs/plain-records/*").first {
+            refused(SealedHubError(kind: .plain, hub: hub, detail: String(first.name.dropFirst("refs/plain-records/".count))))
         }
         for (ref, tip) in try sealed.references(matching: "refs/sealed/*") {
             let branch = String(ref.dropFirst("refs/sealed/".count))
-            guard branch.count == 32, branch.allSatisfy(\.isHexDigit) else {
-                throw SealedHubError(kind: .plain, hub: hub, detail: "devices/\(branch)")
-            }
-            let done = try sealed.resolveReference(sealedOpened(branch)) ?? (branch == own ? try sealed.resolveReference(sealedOut) : nil)
-            if done == tip { continue }
-            var lastCounter = 0
-            if let done {
-                guard try sealed.isDescendant(tip, of: done) else {
-                    let older = try sealed.isDescendant(done, of: tip)
-                    throw SealedHubError(kind: .replayed, hub: hub, detail: older
-                        ? "branch \(branch.prefix(8)) is back at an earlier push than this device has seen"
-                        : "branch \(branch.prefix(8)) no longer holds the pushes this device has seen")
+            do {
+                guard branch.count == 32, branch.allSatisfy({ $0.isASCII && $0.isHexDigit }) else {
+                    throw SealedHubError(kind: .plain, hub: hub, detail: "devices/\(branch)")
                 }
-                lastCounter = try manifest(of: done, in: sealed, key: key, branch: branch, hub: hub).counter
+                let opened = try openBranch(branch, tip: tip, own: own, device: device, repo: repo, sealed: sealed, key: key, hub: hub,
+                                            known: known, shouldCancel: shouldCancel)
+                try known.add(opened.filter { !known.ids.contains($0) })
+            } catch let error as SealedHubError {
+                refused(error)
             }
-            var envelopes: [Oid] = []
-            try sealed.walk(from: tip, firstParentOnly: true) { id in
-                if id == done { return false }
-                envelopes.append(id)
-                return true
-            }
-            var last: HubManifest?
-            for envelope in envelopes.reversed() {
-                let m = try manifest(of: envelope, in: sealed, key: key, branch: branch, hub: hub)
-                guard key.deviceBranch(m.device) == branch else {
-                    throw SealedHubError(kind: .tampered, hub: hub, detail: "a push of \(m.device) on another device's branch")
-                }
-                guard m.counter == lastCounter + 1 else {
-                    throw SealedHubError(kind: m.counter <= lastCounter ? .replayed : .tampered, hub: hub,
-                                         detail: "\(m.device)'s push number \(m.counter) follows number \(lastCounter)")
-                }
-                lastCounter = m.counter
-                if branch != own {
-                    let files = try sealed.treeEntries(try sealed.commit(envelope).tree)
-                    guard let o = files.first(where: { $0.name == "o" && $0.isTree }) else {
-                        throw SealedHubError(kind: .tampered, hub: hub, detail: "\(m.device)'s push \(m.counter) has no objects")
-                    }
-                    let byName = Dictionary(try sealed.treeEntries(o.id).map { ($0.name, $0.id) }, uniquingKeysWith: { a, _ in a })
-                    for hex in m.objects {
-                        guard let want = Oid(hex: hex) else { throw SealedHubError(kind: .tampered, hub: hub, detail: "an object id '\(hex)'") }
-                        if known.ids.contains(want) || repo.hasObject(want) { opened.append(want); continue }
-                        let name = key.objectName(hex)
-                        guard let blob = byName[name] else {
-                            throw SealedHubError(kind: .tampered, hub: hub, detail: "object \(hex.prefix(12)) of \(m.device)'s push \(m.counter) is missing")
-                        }
-                        let raw: [UInt8]
-                        do { raw = try key.openObject(try sealed.blobData(blob), name: name) } catch {
-                            throw SealedHubError(kind: .tampered, hub: hub, detail: "object \(hex.prefix(12)) of \(m.device)'s push \(m.counter) does not open")
-                        }
-                        guard try repo.writeRaw(raw) == want else {
-                            throw SealedHubError(kind: .tampered, hub: hub, detail: "object \(hex.prefix(12)) of \(m.device)'s push \(m.counter) is not what its id says")
-                        }
-                        opened.append(want)
-                        if shouldCancel() { throw GitError(code: -1, errorClass: 0, message: "the fetch was cancelled", call: "open") }
-                    }
-                }
-                last = m
-            }
-            guard let m = last else { continue }
-            if branch == own {
-                // This device's own pushes (a state that lost them): continue from them.
-                sealedMoves.append((sealedOut, tip))
-            } else {
-                if let main = m.main.flatMap(Oid.init(hex:)) { moves.append((hubBranch(hub, m.device), main)) }
-                if let records = m.records.flatMap(Oid.init(hex:)) { moves.append((hubRecords(hub, m.device), records)) }
-            }
-            sealedMoves.append((sealedOpened(branch), tip))
         }
-        if !opened.isEmpty { Durability.flushFileSystem(containing: gitDir) }
-        for move in moves { try repo.setReference(move.ref, to: move.to, message: "syncagent: opened from \(hub)") }
-        for move in sealedMoves { try sealed.setReference(move.ref, to: move.to, message: "syncagent: opened from \(hub)") }
-        try known.add(opened.filter { !known.ids.contains($0) })
         return try mergeOrder(repo, hub: hub, devices: try hubDevices(repo, hub: hub, device: device, updateTracking: true))
+    }
+
+    /// One device's new pushes on the hub: checked, opened, applied (its tracking refs moved) or,
+    /// when anything is wrong, refused whole. Returns the object ids it opened.
+    private static func openBranch(_ branch: String, tip: Oid, own: String, device: String, repo: Repository, sealed: Repository,
+                                   key: HubKey, hub: String, known: KnownOnHub, shouldCancel: () -> Bool) throws -> [Oid] {
+        let out = try sealed.resolveReference(sealedOut)
+        if branch == own, let out {
+            let behind = try out == tip || sealed.isDescendant(out, of: tip)
+            if behind { return [] }  // the hub is behind this device's own pushes (a restored backup): the next push heals it
+        }
+        let done = try sealed.resolveReference(sealedOpened(branch)) ?? (branch == own ? out : nil)
+        if done == tip { return [] }
+        var lastCounter = 0
+        if let done {
+            guard try sealed.isDescendant(tip, of: done) else {
+                let older = try sealed.isDescendant(done, of: tip)
+                throw SealedHubError(kind: .replayed, hub: hub, detail: older
+                    ? "branch \(branch.prefix(8)) is back at an earlier push than this device has seen"
+                    : "branch \(branch.prefix(8)) no longer holds the pushes this device has seen")
+            }
+            lastCounter = try manifest(of: done, in: sealed, key: key, branch: branch, hub: hub).counter
+        }
+        var envelopes: [Oid] = []
+        try sealed.walk(from: tip, firstParentOnly: true) { id in
+            if id == done { return false }
+            envelopes.append(id)
+            return true
+        }
+        var opened: [Oid] = []
+        var last: HubManifest?
+        for envelope in envelopes.reversed() {
+            let m = try manifest(of: envelope, in: sealed, key: key, branch: branch, hub: hub)
+            guard key.deviceBranch(m.device) == branch else {
+                throw SealedHubError(kind: .tampered, hub: hub, detail: "a push of \(m.device) on another device's branch")
+            }
+            guard m.counter == lastCounter + 1 else {
+                throw SealedHubError(kind: m.counter <= lastCounter ? .replayed : .tampered, hub: hub,
+                                     detail: "\(m.device)'s push number \(m.counter) follows number \(lastCounter)")
+            }
+            lastCounter = m.counter
+            if branch != own {
+                let files = try sealed.treeEntries(try sealed.commit(envelope).tree)
+                guard let o = files.first(where: { $0.name == "o" && $0.isTree }) else {
+                    throw SealedHubError(kind: .tampered, hub: hub, detail: "\(m.device)'s push \(m.counter) has no objects")
+                }
+                let byName = Dictionary(try sealed.treeEntries(o.id).map { ($0.name, $0.id) }, uniquingKeysWith: { a, _ in a })
+                for hex in m.objects {
+                    guard let want = Oid(hex: hex) else { throw SealedHubError(kind: .tampered, hub: hub, detail: "an object id '\(hex)'") }
+                    if known.ids.contains(want) || repo.hasObject(want) { opened.append(want); continue }
+                    let name = key.objectName(hex)
+                    guard let blob = byName[name] else {
+                        throw SealedHubError(kind: .tampered, hub: hub, detail: "object \(hex.prefix(12)) of \(m.device)'s push \(m.counter) is missing")
+                    }
+                    let raw: [UInt8]
+                    do { raw = try key.openObject(try sealed.blobData(blob), name: name) } catch {
+                        throw SealedHubError(kind: .tampered, hub: hub, detail: "object \(hex.prefix(12)) of \(m.device)'s push \(m.counter) does not open")
+                    }
+                    guard try repo.writeRaw(raw) == want else {
+                        throw SealedHubError(kind: .tampered, hub: hub, detail: "object \(hex.prefix(12)) of \(m.device)'s push \(m.counter) is not what its id says")
+                    }
+                    opened.append(want)
+                    if shouldCancel() { throw GitError(code: -1, errorClass: 0, message: "the fetch was cancelled", call: "open") }
+                }
+            }
+            last = m
+        }
+        guard let m = last else { return opened }
+        if branch == own {
+            // Pushes under this device's name that this state does not hold: its own, from a state
+            // that lost them (then continue from them), or another device using the same name.
+            let theirs = m.main.flatMap(Oid.init(hex:))
+            let mine = try repo.resolveReference(Store.mainRef)
+            let ownHistory = theirs.map { t in repo.hasObject(t) && ((try? mine.map { try repo.isDescendant($0, of: t) || $0 == t }) ?? false) ?? false } ?? true
+            guard out == nil, ownHistory || mine == nil else {
+                throw HubRefusal(hub: hub, url: "", device: device, detail: "pushes under this name hold a main this device never had")
+            }
+            try sealed.setReference(sealedOut, to: tip, message: "syncagent: this device's pushes, from \(hub)")
+        } else {
+            let main = m.main.flatMap(Oid.init(hex:)), records = m.records.flatMap(Oid.init(hex:))
+            // Everything the tips name must be here before a ref names them (another device's
+            // objects it left out were opened from that device's branch).
+            for tip in [main, records].compactMap({ $0 }) where !repo.hasObject(tip) {
+                throw SealedHubError(kind: .tampered, hub: hub, detail: "\(m.device)'s push \(m.counter) names \(tip.hex.prefix(12)), which no push holds")
+            }
+            if !opened.isEmpty { Durability.flushFileSystem(containing: repo.gitDir) }
+            if let main { try repo.setReference(hubBranch(hub, m.device), to: main, message: "syncagent: opened from \(hub)") }
+            if let records { try repo.setReference(hubRecords(hub, m.device), to: records, message: "syncagent: opened from \(hub)") }
+        }
+        try sealed.setReference(sealedOpened(branch), to: tip, message: "syncagent: opened from \(hub)")
+        return opened
     }
 }
