@@ -38,6 +38,11 @@ extension Repository {
             if let status, let ref { session.refused.append(PushRefusal(ref: String(cString: ref), reason: String(cString: status))) }
             return 0
         }
+        // Building the pack (a delta search over big files) can take longer than a fetch's
+        // timeout of silence before a byte is sent: each step of it is progress too.
+        opts.callbacks.pack_progress = { _, _, _, payload in
+            Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue().cancel() ? -1 : 0
+        }
         opts.callbacks.push_transfer_progress = { current, total, bytes, payload in
             let session = Unmanaged<AuthSession>.fromOpaque(payload!).takeUnretainedValue()
             session.transfer?(Int(current), total > 0 ? Int(total) : nil, Int(bytes))

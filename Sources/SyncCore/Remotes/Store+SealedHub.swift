@@ -52,6 +52,8 @@ extension Store {
             if (try? Files.rename(path, to: aside)) != nil { try? Files.removeTree(aside) }
         }
         let repo = try Repository.openOrCreateBare(gitDir: path)
+        // Sealed objects are random bytes: no delta search for them when a push builds its pack.
+        for name in ["core.bigFileThreshold", "pack.bigFileThreshold"] { try? repo.ensureConfig(name, int64: 1) }
         let fresh = (try? Files.read(stampFile)) != stamp
         if fresh {
             let fd = try FileDescriptor.open(stampFile, .writeOnly, options: [.create, .truncate], permissions: [.ownerReadWrite])
@@ -122,20 +124,31 @@ extension Store {
         var known = KnownOnHub.load(sealedPath)
         let branch = key.deviceBranch(device)
         let counter = try previous.map { try manifest(of: $0, in: sealed, key: key, branch: branch, hub: hub).counter } ?? 0
-        let objects = try repo.objectsBehind([main, book].compactMap { $0 }, known: { known.ids.contains($0) })
-        var entries: [(name: String, id: Oid, isTree: Bool)] = []
-        for id in objects {
-            let name = key.objectName(id.hex)
-            entries.append((name, try sealed.createBlob(try key.sealObject(try repo.readRaw(id), name: name)), false))
-            if shouldCancel() { throw GitError(code: -1, errorClass: 0, message: "the push was cancelled", call: "seal") }
-        }
-        let pushed = HubManifest(device: device, counter: counter + 1, main: main.hex, records: book?.hex, objects: objects.map(\.hex))
-        let root = try sealed.writeTree([("m", try sealed.createBlob(try key.sealManifest(pushed, branch: branch)), false),
-                                         ("o", try sealed.writeTree(entries), true)])
-        let envelope = try sealed.createCommit(tree: root, parents: previous.map { [$0] } ?? [], author: sealSignature,
+        let envelope: Oid
+        let objects: [Oid]
+        if let pending = try sealed.resolveReference(sealedPending), pending != previous,
+           try sealed.commit(pending).parents == (previous.map { [$0] } ?? []),
+           let m = try? manifest(of: pending, in: sealed, key: key, branch: branch, hub: hub),
+           m.counter == counter + 1, m.main == main.hex, m.records == book?.hex {
+            // The same push again (the last one failed or timed out): sealed once, not per retry.
+            envelope = pending
+            objects = m.objects.compactMap(Oid.init(hex:))
+        } else {
+            objects = try repo.objectsBehind([main, book].compactMap { $0 }, known: { known.ids.contains($0) })
+            var entries: [(name: String, id: Oid, isTree: Bool)] = []
+            for id in objects {
+                let name = key.objectName(id.hex)
+                entries.append((name, try sealed.createBlob(try key.sealObject(try repo.readRaw(id), name: name)), false))
+                if shouldCancel() { throw GitError(code: -1, errorClass: 0, message: "the push was cancelled", call: "seal") }
+            }
+            let pushed = HubManifest(device: device, counter: counter + 1, main: main.hex, records: book?.hex, objects: objects.map(\.hex))
+            let root = try sealed.writeTree([("m", try sealed.createBlob(try key.sealManifest(pushed, branch: branch)), false),
+                                             ("o", try sealed.writeTree(entries), true)])
+            envelope = try sealed.createCommit(tree: root, parents: previous.map { [$0] } ?? [], author: sealSignature,
                                                committer: sealSignature, message: "sealed\n", updateRef: nil)
-        try sealed.setReference(sealedPending, to: envelope, message: "syncagent: to push to \(hub)")
-        Durability.flushFileSystem(containing: sealedPath)
+            try sealed.setReference(sealedPending, to: envelope, message: "syncagent: to push to \(hub)")
+            Durability.flushFileSystem(containing: sealedPath)
+        }
         let refused = try sealed.push(url: url, refspecs: ["\(sealedPending):refs/heads/devices/\(branch)"], auth: auth?.remote,
                                       shouldCancel: shouldCancel, transfer: transfer)
         if let first = refused.first {
