@@ -73,7 +73,7 @@ def run(driver, url, phone_data, watch_data, photos, keep, shots):
         with open(os.path.join(phone_data, "photos", "IMG_%04d.jpg" % i), "wb") as f:
             f.write(b"\xff\xd8\xff\xe0" + os.urandom(2_000_000))
     seen, partial, shotted = {}, False, False
-    end = time.time() + 300
+    end, there_since = time.time() + 150, None
     while time.time() < end:
         for task in driver.find_elements(By.CSS_SELECTOR, "section.agent .task"):
             try:
@@ -95,6 +95,10 @@ def run(driver, url, phone_data, watch_data, photos, keep, shots):
         there = os.path.isdir(os.path.join(watch_data, "photos")) and len(os.listdir(os.path.join(watch_data, "photos"))) >= photos
         if there and seen:
             break
+        if there:
+            there_since = there_since or time.time()
+            if time.time() - there_since > 5:  # a finished bar stays 3 s on the page
+                break
         time.sleep(0.05)
     if not seen:
         fail("no progress bar appeared on the page while %d photos went from the phone to the watch" % photos)

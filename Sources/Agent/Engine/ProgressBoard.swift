@@ -37,6 +37,8 @@ final class ProgressBoard: Sendable {
     /// Work shorter than this and smaller than `worthShowing` units leaves nothing behind when it
     /// ends (a steady sync's few objects are no "task" to show).
     static let worthShowing = 100
+    /// ... or that moved this many bytes (a few photos received in a batch are worth a bar).
+    static let worthShowingBytes = 8_000_000
 
     init(logger: Logger, logEvery: Duration = .seconds(3)) {
         self.logger = logger
@@ -94,7 +96,8 @@ final class ProgressBoard: Sendable {
             var event: ProgressReport?
             // Worth an event: a second of work, or work of `worthShowing` units (done, or known
             // from its total at once: a page draws a big merge's bar from its first step).
-            if now - s.tasks[i].started >= .seconds(1) || done >= Self.worthShowing || (total ?? 0) >= Self.worthShowing,
+            if now - s.tasks[i].started >= .seconds(1) || done >= Self.worthShowing || (total ?? 0) >= Self.worthShowing
+                || (s.tasks[i].report.bytes ?? 0) >= Self.worthShowingBytes,
                s.tasks[i].lastEvent.map({ now - $0 >= .seconds(1) }) ?? true {
                 s.tasks[i].lastEvent = now
                 event = Self.measured(s.tasks[i])
@@ -118,7 +121,7 @@ final class ProgressBoard: Sendable {
             t.report.total = max(t.report.total ?? t.report.done, t.report.done)
             t.report.done = t.report.total ?? t.report.done
             let took = now - t.started
-            guard took >= .seconds(1) || t.report.done >= Self.worthShowing || t.logged else {
+            guard took >= .seconds(1) || t.report.done >= Self.worthShowing || (t.report.bytes ?? 0) >= Self.worthShowingBytes || t.logged else {
                 s.tasks.remove(at: i)
                 return (nil, nil)
             }
