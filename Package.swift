@@ -128,7 +128,7 @@ let package = Package(
         .target(
             name: "WebUI",
             dependencies: [
-                "Agent", "SyncCore", "FileSystem",
+                "Agent", "SyncCore", "FileSystem", "Platform",
                 .product(name: "FlyingFox", package: "FlyingFox"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]

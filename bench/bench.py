@@ -841,19 +841,26 @@ def hub_latencies(syncagent, base, label, url, hub_lines, poll, env, agents):
     return a_lat, g_lat, phone, watch
 
 
+def start_git_daemon(srv):
+    """`git daemon` on a free loopback port serving the bare repositories in `srv` (pushes
+    allowed); returns (process, base url)."""
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    daemon = subprocess.Popen(["git", "daemon", "--reuseaddr", f"--base-path={srv}", "--export-all",
+                               "--enable=receive-pack", f"--port={port}", "--listen=127.0.0.1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=GIT_ENV)
+    return daemon, f"git://127.0.0.1:{port}"
+
+
 def bench_hub(syncagent, tmp, rows, notes, agents):
     log(f"7/10 phone -> watch through a hub served by git daemon on loopback ({HUB_CHANGES} changes)")
     base = os.path.join(tmp, "hub")
     os.makedirs(os.path.join(base, "srv"))
     git(["init", "-q", "--bare", os.path.join(base, "srv", "family.git")])
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    daemon = subprocess.Popen(["git", "daemon", "--reuseaddr", f"--base-path={os.path.join(base, 'srv')}", "--export-all",
-                               "--enable=receive-pack", f"--port={port}", "--listen=127.0.0.1"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=GIT_ENV)
-    url = f"git://127.0.0.1:{port}/family.git"
+    daemon, served = start_git_daemon(os.path.join(base, "srv"))
+    url = f"{served}/family.git"
     try:
         wait_serving(url, GIT_ENV, "hub: git daemon did not come up")
         a_lat, g_lat, phone, watch = hub_latencies(syncagent, base, "hub", url, 'hub = true\n', 1, GIT_ENV, agents)
@@ -914,7 +921,6 @@ def hub_bulk(syncagent, base, label, url, hub_lines, env, agents, files, photos)
 def bench_hub_sealed(syncagent, tmp, rows, notes, agents):
     """The same git daemon hub plain and encrypted (issue 48), side by side: one change's latency
     and two bulk transfers. Targets: bulk within 1.5x of plain, one change p50 within 20 ms."""
-    import socket
     files, photos = max(100, int(10_000 * SCALE)), max(10, int(300 * SCALE))
     got = {}
     for mode in ("plain", "encrypted"):
@@ -922,13 +928,8 @@ def bench_hub_sealed(syncagent, tmp, rows, notes, agents):
         base = os.path.join(tmp, f"hub-{mode}")
         os.makedirs(os.path.join(base, "srv"))
         git(["init", "-q", "--bare", os.path.join(base, "srv", "family.git")])
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        daemon = subprocess.Popen(["git", "daemon", "--reuseaddr", f"--base-path={os.path.join(base, 'srv')}", "--export-all",
-                                   "--enable=receive-pack", f"--port={port}", "--listen=127.0.0.1"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=GIT_ENV)
-        url = f"git://127.0.0.1:{port}/family.git"
+        daemon, served = start_git_daemon(os.path.join(base, "srv"))
+        url = f"{served}/family.git"
         lines = "hub = true\n"
         if mode == "encrypted":
             key = os.path.join(base, "hub.key")

@@ -1,3 +1,5 @@
+import Platform
+
 /// Who may use the page (issue 47), decided from a request's words alone, so it is tested as a
 /// table: the server binds loopback only, and on top of that
 /// - `Host` must name this server on a loopback name (`127.0.0.1`, `localhost`, `[::1]` and the
@@ -53,7 +55,7 @@ public struct WebGuard: Sendable {
     /// The value of our cookie in a `Cookie` header.
     static func cookieValue(_ header: String) -> String? {
         for part in header.split(separator: ";") {
-            let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingSpaces() }
+            let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmed() }
             if pair.count == 2, pair[0] == cookieName { return pair[1] }
         }
         return nil
@@ -69,11 +71,5 @@ public struct WebGuard: Sendable {
         var diff: UInt8 = 0
         for i in x.indices { diff |= x[i] ^ y[i] }
         return diff == 0
-    }
-}
-
-extension Substring {
-    func trimmingSpaces() -> String {
-        String(drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
     }
 }

@@ -1,5 +1,4 @@
 import ArgumentParser
-import FileSystem
 import Glibc
 import HubSeal
 import SyncCore
@@ -59,22 +58,8 @@ struct KeyRef: ParsableCommand {
     @Option(name: .long, help: "The device's name.") var device: String
 
     func run() throws {
-        let bytes = try Files.read(FilePath(keyFile))
-        let text = String(decoding: bytes, as: UTF8.self)
-        let key: HubKey
-        do {
-            key = try HubKey(secret: text.hasPrefix("passphrase:")
-                ? try HubKey.fromPassphrase(String(text.dropFirst("passphrase:".count)).trimmingSpaceAndNewlines())
-                : try HubKey.parse(text))
-        } catch {
-            throw UserFacingError("\(keyFile): \(error)")
-        }
+        // Read as the agent reads a hub's key_file: the key's text, or `passphrase: WORDS`.
+        let key = try PeerLink.loadKey(FilePath(keyFile), peer: "(key ref)").mapError { UserFacingError($0.message) }.get()
         print("refs/heads/devices/\(key.deviceBranch(device))")
-    }
-}
-
-extension String {
-    func trimmingSpaceAndNewlines() -> String {
-        String(drop(while: { $0 == " " || $0 == "\n" }).reversed().drop(while: { $0 == " " || $0 == "\n" }).reversed())
     }
 }

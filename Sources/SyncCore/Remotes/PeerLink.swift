@@ -119,7 +119,7 @@ public struct PeerLink: Sendable {
 
 extension PeerLink {
     /// The key in `file`: the text `syncagent key new` wrote, or `passphrase: WORDS` (scrypt).
-    static func loadKey(_ file: FilePath, peer: String) -> Result<HubKey, SyncError> {
+    public static func loadKey(_ file: FilePath, peer: String) -> Result<HubKey, SyncError> {
         Result {
             guard let bytes = try? Files.read(file) else {
                 throw SyncError(.auth, "cannot read the hub key file \(file.display) of peer \(peer); copy it from a device that syncs with the hub (`syncagent key new FILE` makes the first one)", subject: peer)
