@@ -335,25 +335,39 @@ private struct ObjectCopier: ~Copyable {
         return git_odb_read_header(&size, &kind, sourceOdb, &raw) == 0 ? size : nil
     }
 
-    /// A present object a new tree names: listed for the flush when it is a young loose file.
-    mutating func noteRelied(_ id: Oid) {
-        guard let stat = (try? FileStat.of(target.looseObjectPath(id))) ?? nil else { return }
+    /// A present object a new tree names: listed for the flush when it is a young loose file (then
+    /// true: a young tree's own entries may be young too, and are looked at in turn).
+    @discardableResult
+    mutating func noteRelied(_ id: Oid) -> Bool {
+        guard let stat = (try? FileStat.of(target.looseObjectPath(id))) ?? nil else { return false }
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        if Int64(now.tv_sec) - stat.ctimeSeconds <= ObjectCopyReport.recentSeconds { report.reliedLoose.append(id) }
+        guard Int64(now.tv_sec) - stat.ctimeSeconds <= ObjectCopyReport.recentSeconds else { return false }
+        report.reliedLoose.append(id)
+        return true
     }
 
     /// The objects of a tree this repository lacks, in the order they may be written: everything
     /// a tree names before the tree (subtrees first). `whole`: trees found here are looked into
     /// too (the tree of a commit no ref reaches may itself lack what it names).
+    /// A tree found here that is a young loose file (`noteRelied`) is looked into as well: another
+    /// path of this store (a merge, a commit) may have just written it and what it names, none of
+    /// it flushed yet, and a ref this copy moves would name them all (seed 9503, cut 65: a blob
+    /// under such a tree was lost while the ref stayed).
     mutating func planTree(_ root: Oid, into missing: inout [(id: Oid, type: git_object_t)], planned: inout Set<Oid>,
                   whole: Bool = false) throws(GitError) {
-        guard !planned.contains(root), whole || !has(root) else { return }
+        guard !planned.contains(root) else { return }
+        // Trees found here and looked into: never copied, their entries checked.
+        var present = Set<Oid>()
+        if has(root) {
+            guard noteRelied(root) || whole else { return }
+            present.insert(root)
+        }
         planned.insert(root)
         var stack: [(Oid, expanded: Bool)] = [(root, false)]
         while let (id, expanded) = stack.popLast() {
             if expanded {
-                if !whole || !has(id) { missing.append((id, GIT_OBJECT_TREE)) }
+                if !present.contains(id) { missing.append((id, GIT_OBJECT_TREE)) }
                 continue
             }
             stack.append((id, true))
@@ -369,11 +383,19 @@ private struct ObjectCopier: ~Copyable {
                 guard !planned.contains(child) else { continue }
                 if type == GIT_OBJECT_TREE, whole {
                     planned.insert(child)
+                    if has(child) {
+                        noteRelied(child)
+                        present.insert(child)
+                    }
                     stack.append((child, false))
                     continue
                 }
                 guard !has(child) else {
-                    noteRelied(child)
+                    if noteRelied(child), type == GIT_OBJECT_TREE {
+                        planned.insert(child)
+                        present.insert(child)
+                        stack.append((child, false))
+                    }
                     continue
                 }
                 planned.insert(child)

@@ -97,6 +97,38 @@ import TestSupport
         #expect(!report.looseIds.contains(shared))
     }
 
+    /// Seed 9503, cut 65: a blob lost under a ref. A tree found here (written by this store's own
+    /// merge or commit, not flushed yet) was taken as durable and not looked into: the copy flushed
+    /// only what it wrote and the tree's blob, as young as the tree, was never listed. A young tree
+    /// is looked into, whether it is the commit's root or a subtree.
+    @Test func aYoungTreeTheCopyReliesOnIsLookedInto() throws {
+        let phone = try TempDevice(), watch = try TempDevice()
+        let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+        let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+        let files: [String: [UInt8]] = ["d3/w-592.txt": Array("592\n".utf8), "top.txt": Array("top\n".utf8)]
+        // The watch wrote the same tree itself (its merge reached the same files), not yet flushed.
+        let own = try commit(watch, target, files, parent: nil)
+        let ownTree = try target.commit(own).tree
+        try target.removeReference("refs/heads/main")
+        let reader = try Repository.openForReading(gitDir: phone.gitDir)
+        // The peer's commit of exactly that tree: the root is found here.
+        let written = try commit(phone, source, files, parent: nil)
+        let same = try source.createCommit(tree: try source.commit(written).tree, parents: [], author: sig, committer: sig,
+                                           message: "the peer's\n", updateRef: nil)
+        #expect(try source.commit(same).tree == ownTree)
+        let sub = try #require(try source.treeEntries(ownTree).first { $0.name == "d3" }?.id)
+        let blob = try #require(try source.treeFiles(ownTree).first { $0.path == "d3/w-592.txt" }?.oid)
+        let rootReport = try target.copyMissingObjects(from: reader, tips: [same])
+        #expect(rootReport.objects == 1)  // the commit
+        #expect(Set(rootReport.reliedLoose).isSuperset(of: [ownTree, sub, blob]))
+        // A commit on top: a new root, the subtree found here.
+        try source.setReference("refs/heads/main", to: same, message: "the peer's")
+        let tip = try commit(phone, source, ["new.txt": Array("n\n".utf8)], parent: same)
+        let report = try target.copyMissingObjects(from: reader, tips: [tip])
+        #expect(Set(report.reliedLoose).isSuperset(of: [sub, blob]))
+        #expect(!report.looseIds.contains(sub) && !report.looseIds.contains(blob))
+    }
+
     @Test func copiesOnlyWhatIsMissingAndStreamsBigBlobs() throws {
         let phone = try TempDevice(), watch = try TempDevice()
         let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
