@@ -395,9 +395,14 @@ if [ "$FULL" = 1 ]; then
     WAIT_TIMEOUT=$BIG_WAIT wait_rows 4
 else
     WAIT_TIMEOUT=$BIG_WAIT wait_rows 3
-    # One batch of ~106 MB, committed in slices of 64 MiB (README "What gets committed"): the
-    # edge files (0-l ... 1-e, 66 MiB in path order) in the first, the 10,000 photos in the second.
-    assert_eq 2 "$(( $(on phone-path commit_count) - COMMITS_BEFORE[phone-path] ))" "commits phone-path made of its 10,000-file batch (two slices)"
+    # One batch of ~106 MB, committed in slices of about 64 MiB (README "What gets committed"):
+    # the files (1-a ... 1-e, 66 MiB in path order) in the first, the folders (the 10,000 photos)
+    # in the second. `mv` moves its entries one by one: a pause between two on a loaded machine
+    # makes a batch of its own (seen once: 3 commits), so 2 and up to 4 pass: never the whole
+    # batch as one commit, never a commit per file.
+    batch_commits=$(( $(on phone-path commit_count) - COMMITS_BEFORE[phone-path] ))
+    [ "$batch_commits" -ge 2 ] && [ "$batch_commits" -le 4 ] \
+        || fail "phone-path committed its 10,000-file batch as $batch_commits commit(s); expected 2 (or up to 4 on a loaded machine)"
 fi
 # The path and file rows crossed the batch limit where this test says: the watch holds a pack of
 # exactly 1-a, 1-b and 1-c (written when the batch reached 32 MiB, path, or 32 MiB + 1, file).
