@@ -69,7 +69,11 @@ public final class Store {
                               : try Repository.create(gitDir: gitDir, workdir: data)
             // The pack builder (rolling fetched packs up) keeps every small delta in memory up to
             // 256 MiB and its delta window unbounded by default: cap both (git reads them too).
-            try repo.ensureConfig("pack.deltaCacheSize", int64: 2 << 20)
+            // libgit2 1.5 also takes `pack.deltaCacheSize` as its big-file threshold (objects
+            // above it are never delta-searched; `pack.bigFileThreshold` is not read): at 2 MiB, a
+            // push of 90 photos of 2 MB spent most of its time searching deltas between random
+            // bytes. 512 KiB: documents still get deltas, photos and archives are not searched.
+            try repo.ensureConfig("pack.deltaCacheSize", int64: 512 << 10)
             try repo.ensureConfig("pack.windowMemory", int64: 8 << 20)
             neutralizeAttributes(gitDir: gitDir)
             return Store(device: device, data: data, gitDir: gitDir, repo: repo)
