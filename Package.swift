@@ -195,7 +195,7 @@ let package = Package(
         .testTarget(name: "WebUITests", dependencies: ["WebUI"]),
         .testTarget(name: "HubSealTests", dependencies: ["HubSeal"]),
         .testTarget(name: "WatcherTests", dependencies: ["Watcher", "FileSystem", "TestSupport", .product(name: "SystemPackage", package: "swift-system")]),
-        .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "Git", "ObjectStorage", "FileSystem", "Platform", "TestSupport", .product(name: "SystemPackage", package: "swift-system"),
+        .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "Git", "ObjectStorage", "FileSystem", "Platform", "HubSeal", "TestSupport", .product(name: "SystemPackage", package: "swift-system"),
                                                          .product(name: "PropertyBased", package: "swift-property-based")]),
     ]
 )

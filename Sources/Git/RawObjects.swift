@@ -40,11 +40,8 @@ extension Repository {
     /// Writes what `readRaw` gave; returns the id git computes for it (the caller compares it with
     /// the id it expected).
     public func writeRaw(_ raw: [UInt8]) throws(GitError) -> Oid {
-        guard let space = raw.firstIndex(of: 0x20), let nul = raw.firstIndex(of: 0),
-              space < nul, let type = Self.type(named: raw[..<space]),
-              let size = Int(String(decoding: raw[(space + 1)..<nul], as: UTF8.self)), size == raw.count - nul - 1 else {
-            throw GitError(code: -1, errorClass: 0, message: "not a git object (its header is not '<type> <size>')", call: "writeRaw")
-        }
+        let (type, nul) = try Self.rawHeader(raw)
+        let size = raw.count - nul - 1
         var out = git_oid()
         // A photo stays as it is (`withLooseOdb`): deflate would cost 50-80 MB/s and save nothing.
         let storing = raw.withUnsafeBytes { Incompressible.looks(UnsafeRawBufferPointer(rebasing: $0[(nul + 1)...])) }
@@ -53,6 +50,16 @@ extension Repository {
         }
         try check(rc, "git_odb_write")
         return noteWritten(Oid(out))
+    }
+
+    /// The type of a raw object ("<type> <size>\0<content>") and where its header's NUL is.
+    static func rawHeader(_ raw: [UInt8]) throws(GitError) -> (git_object_t, Int) {
+        guard let space = raw.firstIndex(of: 0x20), let nul = raw.firstIndex(of: 0),
+              space < nul, let type = type(named: raw[..<space]),
+              let size = Int(String(decoding: raw[(space + 1)..<nul], as: UTF8.self)), size == raw.count - nul - 1 else {
+            throw GitError(code: -1, errorClass: 0, message: "not a git object (its header is not '<type> <size>')", call: "writeRaw")
+        }
+        return (type, nul)
     }
 
     /// Every object behind `tips` (commits, their trees and blobs, parents) that `known` does not
@@ -141,5 +148,32 @@ extension Repository {
     public func deleteReference(_ name: String) throws(GitError) {
         let rc = git_reference_remove(handle, name)
         if rc != 0 && rc != GIT_ENOTFOUND.rawValue { try check(rc, "git_reference_remove(\(name))") }
+    }
+}
+
+extension PackBatch {
+    /// `Repository.writeRaw` into this batch's pack: the id git computes for it.
+    public func writeRaw(_ raw: [UInt8]) throws(GitError) -> Oid {
+        let (type, nul) = try Repository.rawHeader(raw)
+        let result: Result<Oid, GitError> = raw.withUnsafeBytes { bytes in
+            do throws(GitError) { return .success(try write(UnsafeRawBufferPointer(rebasing: bytes[(nul + 1)...]), type: type)) } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// A blob into this batch's pack.
+    public func writeBlob(_ bytes: [UInt8]) throws(GitError) -> Oid {
+        let result: Result<Oid, GitError> = bytes.withUnsafeBytes { bytes in
+            do throws(GitError) { return .success(try write(bytes, type: GIT_OBJECT_BLOB)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// The files of the packs this batch wrote (each pack and its index), to make durable.
+    public var packFiles: [FilePath] {
+        let dir = gitDir.appending("objects").appending("pack")
+        return names.flatMap { [dir.appending("pack-\($0).pack"), dir.appending("pack-\($0).idx")] }
     }
 }

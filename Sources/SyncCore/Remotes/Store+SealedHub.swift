@@ -122,11 +122,33 @@ extension Store {
 
     /// Makes the objects `repo` logged since `recordWrites()` durable (an fsync each), or the file
     /// system that holds it when the log gave up (a big push) or a flush failed.
-    static func flushWrites(of repo: Repository) {
+    /// With `batch`, its packs too; with `also`, more files (young objects relied on).
+    static func flushWrites(of repo: Repository, batch: PackBatch? = nil, also: [FilePath] = []) {
         let objects = repo.gitDir.appending("objects")
-        guard let ids = repo.takeWrites(), Durability.flushExisting(ids.map(repo.looseObjectPath), andDirectories: [objects]) else {
+        let packs = batch?.packFiles ?? []
+        guard let ids = repo.takeWrites(),
+              Durability.flushExisting(packs + also + ids.map(repo.looseObjectPath),
+                                       andDirectories: packs.isEmpty ? [objects] : [objects, objects.appending("pack")]) else {
             return Durability.flushFileSystem(containing: repo.gitDir)
         }
+    }
+
+    /// Past this many objects a push seals, or a fetch opens, into a pack of their own rather than
+    /// one loose file each (3,000 new files were 3,000 files created, then read again to be packed).
+    static let sealedLooseLimit = 64
+
+    /// Of objects this store had already, the loose files young enough that their own writer may
+    /// not have made them durable yet (`ObjectCopyReport.recentSeconds`), and the young packs:
+    /// flushed with what a fetch opened, before a ref names them all.
+    static func youngRelied(_ ids: [Oid], in repo: Repository) -> [FilePath] {
+        guard !ids.isEmpty else { return [] }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let loose = ids.map(repo.looseObjectPath).filter { path in
+            guard let stat = (try? FileStat.of(path)) ?? nil else { return false }
+            return Int64(now.tv_sec) - stat.ctimeSeconds <= ObjectCopyReport.recentSeconds
+        }
+        return loose + recentPacks(in: repo.gitDir)
     }
 
     /// Makes these refs of `gitDir` durable (their files and directories), else its file system.
@@ -179,12 +201,15 @@ extension Store {
         } else {
             objects = try repo.objectsBehind([main, book].compactMap { $0 }, known: { known.ids.contains($0) })
             sealed.recordWrites()
+            let batch = objects.count > sealedLooseLimit ? try PackBatch(gitDir: sealedPath) : nil
             var entries: [(name: String, id: Oid, isTree: Bool)] = []
             for id in objects {
                 let name = key.objectName(id.hex)
-                entries.append((name, try sealed.createBlob(try key.sealObject(try repo.readRaw(id), name: name)), false))
+                let bytes = try key.sealObject(try repo.readRaw(id), name: name)
+                entries.append((name, try batch?.writeBlob(bytes) ?? sealed.createBlob(bytes), false))
                 if shouldCancel() { throw GitError(code: -1, errorClass: 0, message: "the push was cancelled", call: "seal") }
             }
+            try batch?.flush()
             let pushed = HubManifest(device: device, counter: counter + 1, main: main.hex, records: book?.hex, objects: objects.map(\.hex))
             let root = try sealed.writeTree([("m", try sealed.createBlob(try key.sealManifest(pushed, branch: branch)), false),
                                              ("o", try sealed.writeTree(entries), true)])
@@ -192,7 +217,7 @@ extension Store {
                                                committer: sealSignature, message: "sealed\n", updateRef: nil)
             // The push is kept until the hub has it: a retry (or the next push, after a power cut
             // that took what followed) finds it whole and sends it again, never a rival of it.
-            flushWrites(of: sealed)
+            flushWrites(of: sealed, batch: batch)
             try sealed.setReference(sealedPending, to: envelope, message: "syncagent: to push to \(hub)")
             flushRefs([sealedPending], under: sealedPath)
         }
@@ -288,6 +313,8 @@ extension Store {
         var opened: [Oid] = []
         var last: HubManifest?
         repo.recordWrites()
+        var batch: PackBatch?
+        var relied: [Oid] = []
         for envelope in envelopes.reversed() {
             let m = try manifest(of: envelope, in: sealed, key: key, branch: branch, hub: hub)
             guard key.deviceBranch(m.device) == branch else {
@@ -304,9 +331,15 @@ extension Store {
                     throw SealedHubError(kind: .tampered, hub: hub, detail: "\(m.device)'s push \(m.counter) has no objects")
                 }
                 let byName = Dictionary(try sealed.treeEntries(o.id).map { ($0.name, $0.id) }, uniquingKeysWith: { a, _ in a })
+                if batch == nil, m.objects.count > sealedLooseLimit { batch = try PackBatch(gitDir: repo.gitDir) }
                 for hex in m.objects {
                     guard let want = Oid(hex: hex) else { throw SealedHubError(kind: .tampered, hub: hub, detail: "an object id '\(hex)'") }
-                    if known.ids.contains(want) || repo.hasObject(want) { opened.append(want); continue }
+                    if known.ids.contains(want) { opened.append(want); continue }
+                    if repo.hasObject(want) {
+                        relied.append(want)
+                        opened.append(want)
+                        continue
+                    }
                     let name = key.objectName(hex)
                     guard let blob = byName[name] else {
                         throw SealedHubError(kind: .tampered, hub: hub, detail: "object \(hex.prefix(12)) of \(m.device)'s push \(m.counter) is missing")
@@ -315,7 +348,7 @@ extension Store {
                     do { raw = try key.openObject(try sealed.blobData(blob), name: name) } catch {
                         throw SealedHubError(kind: .tampered, hub: hub, detail: "object \(hex.prefix(12)) of \(m.device)'s push \(m.counter) does not open")
                     }
-                    guard try repo.writeRaw(raw) == want else {
+                    guard try batch?.writeRaw(raw) ?? repo.writeRaw(raw) == want else {
                         throw SealedHubError(kind: .tampered, hub: hub, detail: "object \(hex.prefix(12)) of \(m.device)'s push \(m.counter) is not what its id says")
                     }
                     opened.append(want)
@@ -324,21 +357,20 @@ extension Store {
             }
             last = m
         }
+        try batch?.flush()
         guard let m = last else { return opened }
-        if branch == own, out != nil, try sealed.resolveReference(sealedPending) == tip {
-            // This device's last push reached the hub, and a power cut took the note that it did.
-            try sealed.setReference(sealedOut, to: tip, message: "syncagent: this device's push, seen on \(hub)")
-            flushRefs([sealedOut], under: sealed.gitDir)
-        } else if branch == own {
+        if branch == own {
             // Pushes under this device's name that this state does not hold: its own, from a state
-            // that lost them (then continue from them), or another device using the same name.
+            // that lost them (then continue from them: a power cut took the note of a push that
+            // reached the hub, or the whole sealed side), or another device using the same name.
             let theirs = m.main.flatMap(Oid.init(hex:))
             let mine = try repo.resolveReference(Store.mainRef)
             let ownHistory = theirs.map { t in repo.hasObject(t) && ((try? mine.map { try repo.isDescendant($0, of: t) || $0 == t }) ?? false) ?? false } ?? true
-            guard out == nil, ownHistory || mine == nil else {
+            guard ownHistory || (out == nil && mine == nil) else {
                 throw HubRefusal(hub: hub, url: "", device: device, detail: "pushes under this name hold a main this device never had")
             }
             try sealed.setReference(sealedOut, to: tip, message: "syncagent: this device's pushes, from \(hub)")
+            flushRefs([sealedOut], under: sealed.gitDir)
         } else {
             let main = m.main.flatMap(Oid.init(hex:)), records = m.records.flatMap(Oid.init(hex:))
             // Everything the tips name must be here before a ref names them (another device's
@@ -346,7 +378,7 @@ extension Store {
             for tip in [main, records].compactMap({ $0 }) where !repo.hasObject(tip) {
                 throw SealedHubError(kind: .tampered, hub: hub, detail: "\(m.device)'s push \(m.counter) names \(tip.hex.prefix(12)), which no push holds")
             }
-            flushWrites(of: repo)
+            flushWrites(of: repo, batch: batch, also: youngRelied(relied, in: repo))
             if let main { try repo.setReference(hubBranch(hub, m.device), to: main, message: "syncagent: opened from \(hub)") }
             if let records { try repo.setReference(hubRecords(hub, m.device), to: records, message: "syncagent: opened from \(hub)") }
         }

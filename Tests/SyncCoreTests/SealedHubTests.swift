@@ -1,0 +1,58 @@
+import Foundation
+import HubSeal
+import SystemPackage
+import Testing
+@testable import SyncCore
+import TestSupport
+
+/// An encrypted hub after a power cut (issue 48 with issue 43): the push reached the hub, and the
+/// cut took this device's note that it did (`refs/heads/out` of its sealed side went back). The
+/// next push, sealed anew on top of the older note, would be a rival of the hub's tip and refused
+/// for ever; the fetch sees that tip is the very push this device kept pending and adopts it.
+@Suite struct SealedHubAfterACutTests {
+    @Test func anOwnPushACutForgotIsAdoptedNotRivalled() throws {
+        let t = try TwoDevices()
+        let hub = t.root.appending("hub.git")
+        #expect(try runProgram("/usr/bin/git", ["init", "-q", "--bare", hub.string]).status == 0)
+        let key = try HubKey(secret: HubKey.random())
+        let url = "file://\(hub)"
+        let push = {
+            try Store.sealedHubPush(gitDir: t.phone.gitDir, data: t.phone.data, hub: "hub", url: url, stamp: url, device: "phone",
+                                    key: key, auth: nil, shouldCancel: { false }, transfer: nil)
+        }
+        let fetch = { (device: TwoDevices.Device, name: String) throws -> [SealedHubError] in
+            var refused: [SealedHubError] = []
+            _ = try Store.sealedHubFetch(gitDir: device.gitDir, data: device.data, hub: "hub", url: url, stamp: url, device: name,
+                                         key: key, auth: nil, shouldCancel: { false }, transfer: nil) { refused.append($0) }
+            return refused
+        }
+        func text(_ r: (status: Int32, out: Data)) -> String { String(decoding: r.out, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) }
+        let sealed = t.phone.gitDir.removingLastComponent().appending("hubs").appending("hub.sealed.git")
+
+        try t.phone.write("a.txt", "one\n")
+        try t.phone.commit(FilePath("a.txt"))
+        _ = try push()
+        let first = text(try git(sealed, ["rev-parse", "refs/heads/out"]))
+        try t.phone.write("a.txt", "two\n")
+        try t.phone.commit(FilePath("a.txt"))
+        _ = try push()
+        let second = text(try git(sealed, ["rev-parse", "refs/heads/out"]))
+        #expect(second != first)
+        // The cut: the note of the second push went back; the push itself is on the hub.
+        #expect(try git(sealed, ["update-ref", "refs/heads/out", first]).status == 0)
+        try t.phone.write("a.txt", "three\n")
+        try t.phone.commit(FilePath("a.txt"))
+        // Sealed on top of the older note, the push is no fast-forward of the hub's tip (refused
+        // by a server; a path hub's push fails before it is sent).
+        #expect(throws: (any Error).self) { try push() }
+        // The fetch finds the hub's tip holds this device's own history: adopted, no refusal.
+        #expect(try fetch(t.phone, "phone").isEmpty)
+        #expect(text(try git(sealed, ["rev-parse", "refs/heads/out"])) == second)
+        let answer = try push()
+        guard case .pushed = answer else { Issue.record("no push after the fetch: \(answer)"); return }
+        // The watch opens all three pushes, in order, and gets the last version.
+        #expect(try fetch(t.watch, "watch").isEmpty)
+        _ = try t.watch.store.integrate(peer: Store.hubPeer("hub", device: "phone"))
+        #expect(t.watch.read("a.txt") == "three\n")
+    }
+}
