@@ -107,6 +107,8 @@ private struct ObjectCopier: ~Copyable {
     let limits: ObjectCopyLimits
     let progress: (ObjectCopyReport) -> Bool
     var report = ObjectCopyReport()
+    /// The ids in `report.reliedLoose`.
+    var reliedSeen = Set<Oid>()
     /// Small objects written loose so far: past `limits.looseLimit` (set there at once for a copy
     /// of more objects), they go into packs: every new file costs an inode, and on ext4 that is
     /// most of the time of a big copy (git's own unpackLimit is 100), and an fsync before a ref moves.
@@ -337,13 +339,16 @@ private struct ObjectCopier: ~Copyable {
 
     /// A present object a new tree names: listed for the flush when it is a young loose file (then
     /// true: a young tree's own entries may be young too, and are looked at in turn).
+    /// True only the first time an object is noted (each is listed, and looked into, once).
     @discardableResult
     mutating func noteRelied(_ id: Oid) -> Bool {
+        guard !reliedSeen.contains(id) else { return false }
         guard let stat = (try? FileStat.of(target.looseObjectPath(id))) ?? nil else { return false }
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         guard Int64(now.tv_sec) - stat.ctimeSeconds <= ObjectCopyReport.recentSeconds else { return false }
         report.reliedLoose.append(id)
+        reliedSeen.insert(id)
         return true
     }
 
@@ -358,12 +363,14 @@ private struct ObjectCopier: ~Copyable {
                   whole: Bool = false) throws(GitError) {
         guard !planned.contains(root) else { return }
         // Trees found here and looked into: never copied, their entries checked.
+        // A young tree looked into is not `planned`: a later commit copied `whole` (its history
+        // not reached by a ref) must still look into its older subtrees.
         var present = Set<Oid>()
         if has(root) {
             guard noteRelied(root) || whole else { return }
             present.insert(root)
         }
-        planned.insert(root)
+        if whole || !present.contains(root) { planned.insert(root) }
         var stack: [(Oid, expanded: Bool)] = [(root, false)]
         while let (id, expanded) = stack.popLast() {
             if expanded {
@@ -391,8 +398,7 @@ private struct ObjectCopier: ~Copyable {
                     continue
                 }
                 guard !has(child) else {
-                    if noteRelied(child), type == GIT_OBJECT_TREE {
-                        planned.insert(child)
+                    if !present.contains(child), noteRelied(child), type == GIT_OBJECT_TREE {
                         present.insert(child)
                         stack.append((child, false))
                     }

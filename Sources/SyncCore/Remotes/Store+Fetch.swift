@@ -63,7 +63,8 @@ extension Store {
             Durability.flushFileSystem(containing: gitDir)
             throw error
         }
-        guard report.objects > 0 else { return 0 }
+        // (Nothing copied may still rely on young objects here: a commit present that no ref reached.)
+        guard report.objects > 0 || !report.reliedLoose.isEmpty else { return 0 }
         // What the copy wrote, and what it relied on that may not be on disk yet: young loose
         // objects its trees name, and young packs (a commit's batch, written ahead of its flush).
         flushNew(in: gitDir, packsSince: before,

@@ -51,6 +51,7 @@ extension Store {
         if let old = try? Files.read(stampFile), old != stamp {
             let aside = path.removingLastComponent().appending("\(hub).sealed.old-\(getpid())")
             if (try? Files.rename(path, to: aside)) != nil { try? Files.removeTree(aside) }
+            KnownOnHub.forget(path)
         }
         let repo = try Repository.openOrCreateBare(gitDir: path)
         // Sealed objects are random bytes: no delta search for them when a push builds its pack.
@@ -87,7 +88,10 @@ extension Store {
         static func load(_ sealed: FilePath) -> KnownOnHub {
             let file = sealed.appending("syncagent-known")
             var known = cache.withLock { $0[file] } ?? KnownOnHub(file: file, ids: [])
-            guard let stat = (try? FileStat.of(file)) ?? nil else { return KnownOnHub(file: file, ids: []) }
+            guard let stat = (try? FileStat.of(file)) ?? nil else {
+                cache.withLock { $0[file] = nil }  // a sealed side made anew: nothing of the old one is believed
+                return KnownOnHub(file: file, ids: [])
+            }
             if stat.inode != known.inode || Int(stat.size) < known.bytes { known = KnownOnHub(file: file, ids: [], inode: stat.inode) }
             if Int(stat.size) > known.bytes, let fd = try? FileDescriptor.open(file, .readOnly) {
                 defer { try? fd.close() }
@@ -104,6 +108,11 @@ extension Store {
             }
             cache.withLock { $0[file] = known }
             return known
+        }
+
+        /// Drops what this process read of `sealed`'s file (the sealed side is being made anew).
+        static func forget(_ sealed: FilePath) {
+            _ = cache.withLock { $0.removeValue(forKey: sealed.appending("syncagent-known")) }
         }
 
         mutating func add(_ more: [Oid]) throws {
@@ -292,7 +301,9 @@ extension Store {
             let behind = try out == tip || sealed.isDescendant(out, of: tip)
             if behind { return [] }  // the hub is behind this device's own pushes (a restored backup): the next push heals it
         }
-        let done = try sealed.resolveReference(sealedOpened(branch)) ?? (branch == own ? out : nil)
+        // This device's own branch continues from what it pushed (or adopted), never from an
+        // older reading of it.
+        let done = branch == own ? try out ?? sealed.resolveReference(sealedOpened(branch)) : try sealed.resolveReference(sealedOpened(branch))
         if done == tip { return [] }
         var lastCounter = 0
         if let done {
@@ -315,6 +326,7 @@ extension Store {
         repo.recordWrites()
         var batch: PackBatch?
         var relied: [Oid] = []
+        var foundInPacks = false
         for envelope in envelopes.reversed() {
             let m = try manifest(of: envelope, in: sealed, key: key, branch: branch, hub: hub)
             guard key.deviceBranch(m.device) == branch else {
@@ -358,6 +370,9 @@ extension Store {
             last = m
         }
         try batch?.flush()
+        // An object the batch found in one of the store's packs (written by another path since the
+        // check above) is in no list to flush: then the packs young enough to be unflushed are.
+        if batch?.foundStored == true { foundInPacks = true }
         guard let m = last else { return opened }
         if branch == own {
             // Pushes under this device's name that this state does not hold: its own, from a state
@@ -378,7 +393,7 @@ extension Store {
             for tip in [main, records].compactMap({ $0 }) where !repo.hasObject(tip) {
                 throw SealedHubError(kind: .tampered, hub: hub, detail: "\(m.device)'s push \(m.counter) names \(tip.hex.prefix(12)), which no push holds")
             }
-            flushWrites(of: repo, batch: batch, also: youngRelied(relied, in: repo))
+            flushWrites(of: repo, batch: batch, also: youngRelied(relied, in: repo) + (foundInPacks && relied.isEmpty ? recentPacks(in: repo.gitDir) : []))
             if let main { try repo.setReference(hubBranch(hub, m.device), to: main, message: "syncagent: opened from \(hub)") }
             if let records { try repo.setReference(hubRecords(hub, m.device), to: records, message: "syncagent: opened from \(hub)") }
         }
