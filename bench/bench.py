@@ -44,7 +44,8 @@ Environment: SYNCAGENT (the binary; required), BENCH_KEEP=1 keeps the temp dir (
 PEERS=1 adds the table of bench/peers.py (the same workloads through Unison, installed from Debian's
 packages when missing); PEERS=only runs only that table.
 BENCH_SCALE (default 1.0) scales the file counts down for a quick smoke run, BENCH_ONLY=bulk,sync runs
-only the named rows (latency, bulk, propagation, sync, syncdocs, big, huge, hub, hubssh, hubsealed, store, many, idle, peers).
+only the named rows (latency, bulk, propagation, sync, syncdocs, big, huge, hub, hubssh, hubsealed, store, many, idle, durability,
+peers).
 BENCH_IDLE_S (default 600 x BENCH_SCALE) is how long the idle row watches two agents with nothing to do.
 Standard library only.
 """
@@ -969,6 +970,32 @@ def bench_hub_sealed(syncagent, tmp, rows, notes, agents):
                  f"{p[3]:.2f} s ({e[3] / p[3]:.2f}x, target 1.5x)")
 
 
+def bench_durability(syncagent, tmp, rows, notes, agents):
+    """Issue 43: what the agent's flushes cost. The latency, bulk and realistic-sync rows run twice in
+    one go, as they are and with SYNCAGENT_UNSAFE_NO_FSYNC=1 (the agents then flush nothing: no
+    fsync, no syncfs, no writeback started; for this row only). Each line: with flushes / without."""
+    got = {}
+    for mode in ("durable", "no fsync"):
+        part_rows, part_notes = [], []
+        if mode == "no fsync":
+            os.environ["SYNCAGENT_UNSAFE_NO_FSYNC"] = "1"
+        try:
+            log(f"durability: latency, bulk and realistic sync, {mode}")
+            d = os.path.join(tmp, "fs-on" if mode == "durable" else "fs-off")  # (short: the control socket's path)
+            os.makedirs(d)
+            for row in (bench_latency, bench_bulk, bench_sync_docs):
+                row(syncagent, d, part_rows, part_notes, agents)
+        finally:
+            os.environ.pop("SYNCAGENT_UNSAFE_NO_FSYNC", None)
+        got[mode] = part_rows
+        cleanup(d)
+    for (name, a, g, rss, _), (_, a0, _, _, _) in zip(got["durable"], got["no fsync"]):
+        rows.append((f"fsync: {name}"[:44], a, a0, rss, None))
+    notes.append("fsync cost rows: the agent's time with its flushes (\"syncagent\") beside the same agent with "
+                 "SYNCAGENT_UNSAFE_NO_FSYNC=1 (in the \"git CLI\" column): the ratio is what durability costs; "
+                 "each row's git baseline is in its own row above")
+
+
 def bench_many(syncagent, tmp, rows, notes, agents):
     """Many devices through one hub on a path (bench/many.py): the burst's settle time, CPU and
     commits for 6, 12, 24 and 50 devices, and how each grows with N."""
@@ -1425,7 +1452,8 @@ def main():
         only = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))
         for name, row in [("latency", bench_latency), ("bulk", bench_bulk), ("propagation", bench_propagation),
                           ("sync", bench_sync), ("syncdocs", bench_sync_docs), ("big", bench_big_tree), ("huge", bench_huge), ("hub", bench_hub),
-                          ("hubssh", bench_hub_ssh), ("hubsealed", bench_hub_sealed), ("store", bench_store), ("many", bench_many), ("idle", bench_idle)]:
+                          ("hubssh", bench_hub_ssh), ("hubsealed", bench_hub_sealed), ("store", bench_store), ("many", bench_many), ("idle", bench_idle),
+                          ("durability", bench_durability)]:
             if (not only and os.environ.get("PEERS") != "only") or name in only:
                 row(syncagent, tmp, rows, notes, agents)
         if os.environ.get("PEERS") in ("1", "only") or "peers" in only:

@@ -70,9 +70,18 @@ public enum Directory {
 
 /// Durability without an fsync per file.
 public enum Durability {
+    /// `SYNCAGENT_UNSAFE_NO_FSYNC=1` in the environment: nothing is flushed at all. For `make bench`
+    /// only (its "durability" row: what the flushes cost); a power cut can then lose or damage the
+    /// store and the data the agent wrote. The agent says so in its log when it starts.
+    public static let disabled: Bool = {
+        guard let value = getenv("SYNCAGENT_UNSAFE_NO_FSYNC") else { return false }
+        return value[0] == 0x31 && value[1] == 0  // exactly "1"
+    }()
+
     /// Flushes everything written to the file system that holds `path` (`syncfs(2)`): one call makes
     /// a whole batch of new git objects durable before a ref points at them.
     public static func flushFileSystem(containing path: FilePath) {
+        guard !disabled else { return }
         let fd = path.withPlatformString { open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else { return }
         defer { close(fd) }
@@ -90,6 +99,7 @@ extension Durability {
     /// later ones find their data written and their transaction committed (four new objects:
     /// 3.1-3.5 -> 1.4-1.6 ms on the bench's ext4). Each file still gets its own `fsync`.
     public static func flushFiles(_ files: [FilePath], andDirectories extra: [FilePath] = []) -> Bool {
+        guard !disabled else { return true }
         var directories: [FilePath] = []
         var seen = Set<FilePath>()
         for file in files {
@@ -165,6 +175,7 @@ extension Durability {
     /// `core.fsyncMethod=batch` does). Durable only after the flush that follows; until then the
     /// kernel would hold hundreds of megabytes of a big batch dirty and write them all inside it.
     public static func startWriteback(_ fd: Int32, offset: Int64 = 0, count: Int64 = 0) {
+        guard !disabled else { return }
         _ = linuxSyncFileRange(fd, offset, count, 2 /* SYNC_FILE_RANGE_WRITE */)
     }
 }

@@ -92,6 +92,9 @@ public final class AgentService: Service, Sendable {
         logger.info("watching \(config.data.display)", metadata: [
             "device": "\(config.device)", "store": "\(config.storePath)", "pid": "\(getpid())",
         ])
+        if Durability.disabled {
+            logger.warning("SYNCAGENT_UNSAFE_NO_FSYNC=1: nothing is made durable (for benchmarks only); a power cut can lose or damage the store and files the agent wrote. Unset it for real data")
+        }
         for hook in hooks { hook.start() }
         let desktop = ConflictNotifier.start(config: config, bus: bus, logger: logger)
         defer { desktop?.cancel() }
