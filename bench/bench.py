@@ -973,7 +973,7 @@ def bench_hub_sealed(syncagent, tmp, rows, notes, agents):
 def bench_durability(syncagent, tmp, rows, notes, agents):
     """Issue 43: what the agent's flushes cost. The latency, bulk and realistic-sync rows run twice in
     one go, as they are and with SYNCAGENT_UNSAFE_NO_FSYNC=1 (the agents then flush nothing: no
-    fsync, no syncfs, no writeback started; for this row only). Each line: with flushes / without."""
+    fsync, no syncfs; a pack batch still starts its writeback early; for this row only). Each line: with flushes / without."""
     got = {}
     for mode in ("durable", "no fsync"):
         part_rows, part_notes = [], []

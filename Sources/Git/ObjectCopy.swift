@@ -342,11 +342,7 @@ private struct ObjectCopier: ~Copyable {
     /// True only the first time an object is noted (each is listed, and looked into, once).
     @discardableResult
     mutating func noteRelied(_ id: Oid) -> Bool {
-        guard !reliedSeen.contains(id) else { return false }
-        guard let stat = (try? FileStat.of(target.looseObjectPath(id))) ?? nil else { return false }
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        guard Int64(now.tv_sec) - stat.ctimeSeconds <= ObjectCopyReport.recentSeconds else { return false }
+        guard !reliedSeen.contains(id), target.isYoungLoose(id) else { return false }
         report.reliedLoose.append(id)
         reliedSeen.insert(id)
         return true

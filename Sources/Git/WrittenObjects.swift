@@ -1,3 +1,6 @@
+import CLibgit2
+import FileSystem
+import Glibc
 import ObjectStorage
 import SystemPackage
 
@@ -23,6 +26,16 @@ extension Repository {
     func noteWritten(_ id: Oid) -> Oid {
         if writeLog != nil, writeLog!.count <= Self.writeLogLimit { writeLog!.append(id) }
         return id
+    }
+
+    /// Whether `id` is a loose file here written in the last `ObjectCopyReport.recentSeconds`: its
+    /// writer (another path of this store) may not have made it durable yet, so whatever relies
+    /// on it flushes it too.
+    public func isYoungLoose(_ id: Oid) -> Bool {
+        guard let stat = (try? FileStat.of(looseObjectPath(id))) ?? nil else { return false }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) - stat.ctimeSeconds <= ObjectCopyReport.recentSeconds
     }
 
     /// Where the loose file of `id` is (`objects/xx/yyyy...`); it may not exist (packed, absent).

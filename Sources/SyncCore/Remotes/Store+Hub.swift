@@ -256,10 +256,7 @@ extension Store {
             try repo.setReference(hubBranch(hub, device), to: target, message: "syncagent: pushed to \(hub)")
             // What the hub accepted is what the next push starts from: on disk before anything
             // else is done (a cut that takes it back leaves a tip this device would not know).
-            for ref in [hubPushed(hub), hubBranch(hub, device)] where !Durability.flushReplaced(FilePath(ref), under: gitDir) {
-                Durability.flushFileSystem(containing: gitDir)
-                break
-            }
+            flushRefs([hubPushed(hub), hubBranch(hub, device)], under: gitDir)
         }
         if let records, refspecs.contains(where: { $0.hasPrefix("refs/hubs/\(hub)/pushing-records") }) {
             try repo.setReference(hubRecords(hub, device), to: records, message: "syncagent: pushed to \(hub)")

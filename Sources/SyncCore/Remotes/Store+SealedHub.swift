@@ -44,7 +44,7 @@ extension Store {
 
     /// The sealed side for this hub and key: made anew when the url or the key changed (a new
     /// hub, or a key rotated), so nothing sealed under the old key is believed to be there.
-    static func openSealed(gitDir: FilePath, hub: String, stamp url: String, key: HubKey) throws -> (Repository, FilePath, Bool) {
+    static func openSealed(gitDir: FilePath, hub: String, stamp url: String, key: HubKey) throws -> (Repository, FilePath) {
         let path = sealedDir(gitDir: gitDir, hub: hub)
         let stamp = Array("\(url)\n\(key.deviceBranch("(fingerprint)"))\n".utf8)
         let stampFile = path.appending("syncagent-hub")
@@ -59,12 +59,11 @@ extension Store {
         // `pack.bigFileThreshold`): at 1, every object is "big" and none is searched. A search
         // over 2 MB sealed photos was 90% of a push's time (perf: `git_delta_create_from_index`).
         try? repo.ensureConfig("pack.deltaCacheSize", int64: 1)
-        let fresh = (try? Files.read(stampFile)) != stamp
-        if fresh {
+        if (try? Files.read(stampFile)) != stamp {
             let fd = try FileDescriptor.open(stampFile, .writeOnly, options: [.create, .truncate], permissions: [.ownerReadWrite])
             try fd.closeAfter { _ = try fd.writeAll(stamp) }
         }
-        return (repo, path, fresh)
+        return (repo, path)
     }
 
     static let sealedOut = "refs/heads/out"
@@ -129,42 +128,16 @@ extension Store {
         }
     }
 
-    /// Makes the objects `repo` logged since `recordWrites()` durable (an fsync each), or the file
-    /// system that holds it when the log gave up (a big push) or a flush failed.
-    /// With `batch`, its packs too; with `also`, more files (young objects relied on).
-    static func flushWrites(of repo: Repository, batch: PackBatch? = nil, also: [FilePath] = []) {
-        let objects = repo.gitDir.appending("objects")
-        let packs = batch?.packFiles ?? []
-        guard let ids = repo.takeWrites(),
-              Durability.flushExisting(packs + also + ids.map(repo.looseObjectPath),
-                                       andDirectories: packs.isEmpty ? [objects] : [objects, objects.appending("pack")]) else {
-            return Durability.flushFileSystem(containing: repo.gitDir)
-        }
-    }
-
     /// Past this many objects a push seals, or a fetch opens, into a pack of their own rather than
     /// one loose file each (3,000 new files were 3,000 files created, then read again to be packed).
     static let sealedLooseLimit = 64
 
     /// Of objects this store had already, the loose files young enough that their own writer may
-    /// not have made them durable yet (`ObjectCopyReport.recentSeconds`), and the young packs:
-    /// flushed with what a fetch opened, before a ref names them all.
+    /// not have made them durable yet (`Repository.isYoungLoose`), and the young packs: flushed
+    /// with what a fetch opened, before a ref names them all.
     static func youngRelied(_ ids: [Oid], in repo: Repository) -> [FilePath] {
         guard !ids.isEmpty else { return [] }
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let loose = ids.map(repo.looseObjectPath).filter { path in
-            guard let stat = (try? FileStat.of(path)) ?? nil else { return false }
-            return Int64(now.tv_sec) - stat.ctimeSeconds <= ObjectCopyReport.recentSeconds
-        }
-        return loose + recentPacks(in: repo.gitDir)
-    }
-
-    /// Makes these refs of `gitDir` durable (their files and directories), else its file system.
-    static func flushRefs(_ refs: [String], under gitDir: FilePath) {
-        for ref in refs where !Durability.flushReplaced(FilePath(ref), under: gitDir) {
-            return Durability.flushFileSystem(containing: gitDir)
-        }
+        return ids.filter(repo.isYoungLoose).map(repo.looseObjectPath) + recentPacks(in: repo.gitDir)
     }
 
     private static func manifest(of envelope: Oid, in sealed: Repository, key: HubKey, branch: String, hub: String) throws -> HubManifest {
@@ -189,7 +162,7 @@ extension Store {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         guard let main = try repo.resolveReference(Store.mainRef) else { return .upToDate }
         let book = try repo.resolveReference(ConflictBook.ref)
-        let (sealed, sealedPath, _) = try openSealed(gitDir: gitDir, hub: hub, stamp: stamp, key: key)
+        let (sealed, sealedPath) = try openSealed(gitDir: gitDir, hub: hub, stamp: stamp, key: key)
         let previous = try sealed.resolveReference(sealedOut)
         // Up to date only with pushes of this hub and key behind it (a new hub or key: everything again).
         if previous != nil, try repo.resolveReference(hubPushed(hub)) == main, try repo.resolveReference(hubRecords(hub, device)) == book {
@@ -226,7 +199,7 @@ extension Store {
                                                committer: sealSignature, message: "sealed\n", updateRef: nil)
             // The push is kept until the hub has it: a retry (or the next push, after a power cut
             // that took what followed) finds it whole and sends it again, never a rival of it.
-            flushWrites(of: sealed, batch: batch)
+            flushObjects(of: sealed, written: sealed.takeWrites(), packs: batch?.packFiles ?? [])
             try sealed.setReference(sealedPending, to: envelope, message: "syncagent: to push to \(hub)")
             flushRefs([sealedPending], under: sealedPath)
         }
@@ -261,7 +234,7 @@ extension Store {
                                       key: HubKey, auth: PeerAuth?, shouldCancel: @escaping () -> Bool, transfer: Transfer?,
                                       refused: (SealedHubError) -> Void) throws -> [String] {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
-        let (sealed, sealedPath, _) = try openSealed(gitDir: gitDir, hub: hub, stamp: stamp, key: key)
+        let (sealed, sealedPath) = try openSealed(gitDir: gitDir, hub: hub, stamp: stamp, key: key)
         // What the last fetch saw is forgotten first: a branch deleted on the hub is gone here too.
         for glob in ["refs/sealed/*", "refs/plain-records/*"] {
             for (name, _) in try sealed.references(matching: glob) { try sealed.deleteReference(name) }
@@ -393,7 +366,8 @@ extension Store {
             for tip in [main, records].compactMap({ $0 }) where !repo.hasObject(tip) {
                 throw SealedHubError(kind: .tampered, hub: hub, detail: "\(m.device)'s push \(m.counter) names \(tip.hex.prefix(12)), which no push holds")
             }
-            flushWrites(of: repo, batch: batch, also: youngRelied(relied, in: repo) + (foundInPacks && relied.isEmpty ? recentPacks(in: repo.gitDir) : []))
+            flushObjects(of: repo, written: repo.takeWrites(), packs: batch?.packFiles ?? [],
+                         also: youngRelied(relied, in: repo) + (foundInPacks && relied.isEmpty ? recentPacks(in: repo.gitDir) : []))
             if let main { try repo.setReference(hubBranch(hub, m.device), to: main, message: "syncagent: opened from \(hub)") }
             if let records { try repo.setReference(hubRecords(hub, m.device), to: records, message: "syncagent: opened from \(hub)") }
         }

@@ -135,18 +135,32 @@ public final class Store {
     /// found already packed, makes the flush fail: then the whole file system is flushed.)
     func moveRef(_ name: String, to id: Oid, expected: Oid?, message: String, written: [Oid]? = nil,
                  packs: [String] = []) throws(GitError) {
-        let objects = gitDir.appending("objects")
-        let packDir = objects.appending("pack")
-        let packFiles = packs.flatMap { [packDir.appending("pack-\($0).pack"), packDir.appending("pack-\($0).idx")] }
-        if !(written.map { ids in
-            Durability.flushFiles(packFiles + ids.map(repo.looseObjectPath), andDirectories: packs.isEmpty ? [objects] : [objects, packDir])
-        } ?? false) {
-            Durability.flushFileSystem(containing: gitDir)
-        }
+        let packDir = gitDir.appending("objects").appending("pack")
+        Self.flushObjects(of: repo, written: written, packs: packs.flatMap { [packDir.appending("pack-\($0).pack"), packDir.appending("pack-\($0).idx")] })
         try repo.updateReference(name, to: id, expected: expected, message: message)
         // libgit2 renames its lock file over the ref without an fsync (GIT_OPT_ENABLE_FSYNC_GITDIR
         // would fsync every loose object too, one by one): the ref and its directories now.
-        if !Durability.flushReplaced(FilePath(name), under: gitDir) { Durability.flushFileSystem(containing: gitDir) }
+        Self.flushRefs([name], under: gitDir)
+    }
+
+    /// Makes the loose objects `written` (a write log, `Repository.takeWrites()`), the pack files
+    /// `packs` and the files `also` of `repo` durable, an fsync each; the whole file system when
+    /// the log gave up (nil) or anything cannot be flushed (an object the log names that is not a
+    /// loose file, found already packed, among them).
+    static func flushObjects(of repo: Repository, written: [Oid]?, packs: [FilePath] = [], also: [FilePath] = []) {
+        let objects = repo.gitDir.appending("objects")
+        guard let written, Durability.flushFiles(packs + also + written.map(repo.looseObjectPath),
+                                                 andDirectories: packs.isEmpty ? [objects] : [objects, objects.appending("pack")]) else {
+            return Durability.flushFileSystem(containing: repo.gitDir)
+        }
+    }
+
+    /// Makes these refs of `gitDir` durable (the files libgit2 renamed into place, and their
+    /// directories), else its whole file system.
+    static func flushRefs(_ refs: [String], under gitDir: FilePath) {
+        for ref in refs where !Durability.flushReplaced(FilePath(ref), under: gitDir) {
+            return Durability.flushFileSystem(containing: gitDir)
+        }
     }
 
     /// Removes `*.lock` files libgit2 left in the git dir when a process died mid-write. Call it only
