@@ -472,18 +472,29 @@ def run(main_module, syncagent, tmp, agents):
     scale = bench.SCALE
     n10 = max(100, int(10_000 * scale))
     n100 = max(1000, int(100_000 * scale))
-    log("peers 1/4: 1 file in a 1k-file tree, agents against one Unison run")
-    bench_one_file(syncagent, tmp, rows, notes, agents)
+    # PEERS_ROWS=photos,docs,... runs only those rows (one, text, random, docs, first, photos).
+    picked = set(filter(None, os.environ.get("PEERS_ROWS", "").split(",")))
+
+    def wanted(name):
+        return not picked or name in picked
+
+    if wanted("one"):
+        log("peers 1/4: 1 file in a 1k-file tree, agents against one Unison run")
+        bench_one_file(syncagent, tmp, rows, notes, agents)
     for kind in ("text", "random", "docs"):
+        if not wanted(kind):
+            continue
         log(f"peers: {n10} new then modified files ({kind}), agents against one Unison run and rsync -a each")
         bench_bulk_pair(syncagent, tmp, rows, notes, agents, n10, kind)
-    log(f"peers 4/4: {n100}-file first sync to an empty peer")
-    bench_first_sync(syncagent, tmp, rows, notes, agents, n100)
+    if wanted("first"):
+        log(f"peers 4/4: {n100}-file first sync to an empty peer")
+        bench_first_sync(syncagent, tmp, rows, notes, agents, n100)
     # Last: Unison's peak RSS is read as the largest of any child so far (RUSAGE_CHILDREN), and
     # this row's is the largest.
     n_photos = max(20, int(300 * scale))
-    log(f"peers: {n_photos} new photos of 2-5 MB, agents against one Unison run and rsync -a")
-    bench_photos(syncagent, tmp, rows, notes, agents, n_photos)
+    if wanted("photos"):
+        log(f"peers: {n_photos} new photos of 2-5 MB, agents against one Unison run and rsync -a")
+        bench_photos(syncagent, tmp, rows, notes, agents, n_photos)
     notes.append("Syncthing: two instances on loopback, file watcher at its shortest delay (1 s), discovery and relays "
                  "off; its 100k-file first sync is not run here (224 s in PEERS.md: it would double the run)")
     return rows, notes, version

@@ -218,7 +218,7 @@ extension PackTransfer {
             let workers = sliceBytes >= UInt64(Self.hashInParallelFrom) && slice.count >= 2
                 && sliceBytes / UInt64(slice.count) >= UInt64(Self.hashInParallelAbove) ? 2 : 1
             if workers == 1 {
-                Self.hashRun(entries, slice, odb: odb, pack: pack, failure: failure)
+                Self.hashRun(entries, slice, odb: odb, index: tempIndex, pack: pack, failure: failure)
             } else {
                 let tempIndexPath = tempIndex, packPath = pack
                 inParallel(workers: workers) { worker in
@@ -227,7 +227,7 @@ extension PackTransfer {
                     }
                     defer { git_odb_free(own) }
                     Self.hashRun(entries, (slice.lowerBound + slice.count * worker / workers)..<(slice.lowerBound + slice.count * (worker + 1) / workers),
-                                 odb: own, pack: packPath, failure: failure)
+                                 odb: own, index: tempIndexPath, pack: packPath, failure: failure)
                 }
             }
             if let error = failure.error { throw error }
@@ -291,28 +291,45 @@ extension PackTransfer {
     /// Reads and hashes `entries[range]` through `odb`, in offset order; the first mismatch or
     /// error goes to `failure` (and stops every run).
     static func hashRun(_ entries: [(id: Oid, offset: UInt64, crc: UInt32)], _ range: Range<Int>, odb: OpaquePointer,
-                        pack: FilePath, failure: FirstFailure) {
+                        index: FilePath, pack: FilePath, failure: FirstFailure) {
         let sha: StreamSHA1
         do { sha = try StreamSHA1() } catch { return failure.record(error) }
+        // Whole objects are read by `PackedObjects` (libdeflate, or stored blocks as they lie) and
+        // hashed as they come; a delta, or what it cannot read, through libgit2.
+        let reader = PackedObjects(packDir: index.removingLastComponent())
         for n in range {
             if failure.happened { return }
             let entry = entries[n]
-            var raw = entry.id.raw
-            var object: OpaquePointer?
-            guard git_odb_read(&object, odb, &raw) == 0 else {
-                return failure.record(lastError(code: -1, call: "git_odb_read(\(entry.id)) in \(pack)"))
-            }
-            // (OpenSSL's SHA-1: see `StreamSHA1` on why a peer's objects are checked without
-            // libgit2's collision detection.)
-            let computed: Oid
+            var began: GitError?
+            let read: (type: ObjectType, size: Int)?
             do {
-                computed = try sha.objectID(type: ObjectType(git_odb_object_type(object)),
-                                            content: UnsafeRawBufferPointer(start: git_odb_object_data(object), count: git_odb_object_size(object)))
+                read = try reader?.stream(entry.id, maxSize: Self.adoptObjectsUpTo, start: { type, size in
+                    do throws(GitError) { try sha.beginObject(type: type, size: size) } catch { began = error }
+                }, into: { sha.update($0) })
             } catch {
-                git_odb_object_free(object)
-                return failure.record(error)
+                return failure.record(GitError(code: GitError.Code.generic, errorClass: 0, message: "cannot read \(entry.id) in \(pack): \(error)", call: "adopt"))
             }
-            git_odb_object_free(object)
+            if let began { return failure.record(began) }
+            var raw = entry.id.raw
+            let computed: Oid
+            if read != nil {
+                do { computed = try sha.finishObject() } catch { return failure.record(error) }
+            } else {
+                var object: OpaquePointer?
+                guard git_odb_read(&object, odb, &raw) == 0 else {
+                    return failure.record(lastError(code: -1, call: "git_odb_read(\(entry.id)) in \(pack)"))
+                }
+                // (OpenSSL's SHA-1: see `StreamSHA1` on why a peer's objects are checked without
+                // libgit2's collision detection.)
+                do {
+                    computed = try sha.objectID(type: ObjectType(git_odb_object_type(object)),
+                                                content: UnsafeRawBufferPointer(start: git_odb_object_data(object), count: git_odb_object_size(object)))
+                } catch {
+                    git_odb_object_free(object)
+                    return failure.record(error)
+                }
+                git_odb_object_free(object)
+            }
             guard computed == entry.id else {
                 return failure.record(GitError.damagedObject("object \(entry.id) in \(pack) holds the content of \(computed): the peer's store is damaged",
                                                              call: "adopt \(pack)"))

@@ -18,6 +18,8 @@ public final class Repository {
     /// An object database of this store's loose objects that writes them without compression
     /// (`looseOdb(for:)`), made at first use.
     private var storedOdb: OpaquePointer?
+    /// The store's packs as `streamBlob` reads them (made at its first use).
+    private var packReader: PackedObjects??
 
     init(handle: OpaquePointer, gitDir: FilePath, workdir: FilePath) {
         self.handle = handle
@@ -217,11 +219,28 @@ public final class Repository {
         return (size, type)
     }
 
-    /// Hands the bytes of a blob to `body`: in chunks of at most `chunk` bytes when the blob is
+    /// The reader of this store's packs, made on first use (nil when libdeflate cannot start).
+    func packedObjects() -> PackedObjects? {
+        if let packReader { return packReader }
+        let made = PackedObjects(packDir: gitDir.appending("objects").appending("pack"))
+        packReader = .some(made)
+        return made
+    }
+
+    /// A packed blob up to this size is read by `PackedObjects` (whole, in memory, as libgit2
+    /// would); a bigger one by libgit2.
+    static let packedReadLimit = 64 << 20
+
+    /// Hands the bytes of a blob to `body`: a packed one through `PackedObjects` (libdeflate, or
+    /// stored blocks as they lie), else in chunks of at most `chunk` bytes when the blob is
     /// bigger than that and loose (read with read(2) and zlib, see `LooseObject`), else at once
     /// from libgit2's own buffer (no copy). A 1 GiB file written by the commit path or copied from a peer
     /// on this machine is loose, so writing it out costs `chunk` bytes of memory, not 1 GiB.
     public func streamBlob(_ id: Oid, chunk: Int = 1 << 20, into body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        if let packed = packedObjects(),
+           try packed.stream(id, expecting: .blob, maxSize: Self.packedReadLimit, into: body) != nil {
+            return
+        }
         var raw = id.raw
         let (size, type) = try header(of: id)
         if size > chunk, type == GIT_OBJECT_BLOB,
