@@ -20,6 +20,10 @@ side's CPU. Each row prints ours, each peer's, the ratios and the targets of iss
 and Syncthing unless a row says otherwise; photos <= 0.7x Unison and <= 2x rsync; new files
 <= 1.5x rsync; the 100k first sync <= 0.3x Unison and <= 1.5x rsync with <= 48 MB).
 
+The documents and photos rows run PEERS_ROUNDS rounds (default 3), each tool once a round in
+turn, and print medians (each round's figures in a note). PEERS_ROWS=photos,docs,... runs only
+those rows (one, text, random, docs, first, photos).
+
 Syncthing (Debian's 1.19, installed when missing) runs the 4 KB 10k workloads and the 1-file latency
 through bench/syncthing.py: two instances on loopback, its watcher at the shortest delay (1 s); times
 from the last write until the other side holds every byte, like the agents'. Its 100k first sync is
@@ -261,60 +265,89 @@ def unison_take(base, data):
 
 
 def bench_bulk_pair(syncagent, tmp, rows, notes, agents, n, kind):
-    """n new files, then n modified, through agents and through Unison."""
+    """n new files, then n modified, through agents and through Unison (the documents: `ROUNDS`
+    rounds in turn, medians)."""
     label = f"{n // 1000}k" if n >= 1000 else str(n)
-    base = os.path.join(tmp, f"peers-{kind}-{n}")
-    os.makedirs(base)
     new = contents(n, kind)
-    a_new, a_cpu, a_rss, phone, watch = agents_take(syncagent, base, f"peers-{kind}", agents, new)
-
     mod = contents(n, kind, version=1)
-    before = signatures(watch.data, n)
-    write_files(phone.data, mod)
-    t_last = time.perf_counter()
-    t_done = wait_all(watch.data, mod, (phone, watch), before=before)
-    a_mod = t_done - t_last
-    bench.wait_converged(phone, watch, timeout=bench.COMMIT_TIMEOUT_S)
-    stop_and_compare(phone, watch)
+    rounds = ROUNDS if kind == "docs" else 1
+    a_new, a_cpu, a_rss, a_mod, u_new, u_cpu, u_rss, u_mod, r_new, r_mod = ([] for _ in range(10))
+    s_new = s_mod = s_cpu = None
+    for k in range(rounds):
+        base = os.path.join(tmp, f"peers-{kind}-{n}-r{k}")
+        os.makedirs(base)
+        t, cpu, rss, phone, watch = agents_take(syncagent, base, f"peers-{kind}-r{k}", agents, new)
+        a_new.append(t), a_cpu.append(cpu), a_rss.append(rss)
+        before = signatures(watch.data, n)
+        write_files(phone.data, mod)
+        t_last = time.perf_counter()
+        t_done = wait_all(watch.data, mod, (phone, watch), before=before)
+        a_mod.append(t_done - t_last)
+        bench.wait_converged(phone, watch, timeout=bench.COMMIT_TIMEOUT_S)
+        stop_and_compare(phone, watch)
 
-    u, u_new, u_cpu, u_rss = unison_take(base, new)
-    time.sleep(1.1)  # and a second later, as a user's edit would be
-    write_files(u.a, mod)
-    u_mod, _, _ = u.run()
-    same_tree(u.a, u.b)
-    r_new, r_mod = rsync_take(base, new, mod)
-    if kind == "docs":
-        s_new = s_mod = s_cpu = None  # Syncthing: known from the 4 KB rows, and it would add minutes
-    else:
-        s_new, s_mod, s_cpu, s_rss = syncthing_bulk(base, new, mod)
-    bench.cleanup(base)
+        u, t, cpu, rss = unison_take(base, new)
+        u_new.append(t), u_cpu.append(cpu), u_rss.append(rss)
+        time.sleep(1.1)  # and a second later, as a user's edit would be
+        write_files(u.a, mod)
+        u_mod.append(u.run()[0])
+        same_tree(u.a, u.b)
+        t_new, t_mod = rsync_take(base, new, mod)
+        r_new.append(t_new), r_mod.append(t_mod)
+        if kind != "docs" and k == 0:  # Syncthing on documents: known from the 4 KB rows, and it would add minutes
+            s_new, s_mod, s_cpu, s_rss = syncthing_bulk(base, new, mod)
+        bench.cleanup(base)
     what = "documents (1-100 KB, 9 in 10 text)" if kind == "docs" else f"4 KB files, {kind}"
-    rows.append(row(f"{label} new {what}", a_new, u_new, r_new, s_new,
+    rows.append(row(f"{label} new {what}", median(a_new), median(u_new), median(r_new), s_new,
                     {"Unison": 1.0, "rsync -a": 1.5, "Syncthing": 1.0}))
-    rows.append(row(f"{label} modified {what}", a_mod, u_mod, r_mod, s_mod, {"Unison": 1.0, "Syncthing": 1.0}))
-    rows.append(row(f"receiving CPU, {label} new {kind}", a_cpu, u_cpu, None, s_cpu, {"Unison": 1.0, "Syncthing": 1.0}))
-    notes.append(f"{label} {kind}: watch agent peak RSS {a_rss:.0f} MB, Unison peak RSS {u_rss:.0f} MB"
+    rows.append(row(f"{label} modified {what}", median(a_mod), median(u_mod), median(r_mod), s_mod, {"Unison": 1.0, "Syncthing": 1.0}))
+    rows.append(row(f"receiving CPU, {label} new {kind}", median(a_cpu), median(u_cpu), None, s_cpu, {"Unison": 1.0, "Syncthing": 1.0}))
+    notes.append(f"{label} {kind}: "
+                 + (f"medians of {rounds} rounds (new: {spread('agents', a_new)}; {spread('Unison', u_new)}; "
+                    f"modified: {spread('agents', a_mod)}; {spread('Unison', u_mod)}); " if rounds > 1 else "")
+                 + f"watch agent peak RSS {max(a_rss):.0f} MB, Unison peak RSS {max(u_rss):.0f} MB"
                  + (f", receiving Syncthing {s_rss:.0f} MB" if s_new is not None else ", Syncthing not run")
                  + "; agent and Syncthing times from the last write on the sending side until the other holds every byte")
 
 
+def median(values):
+    v = sorted(values)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def spread(name, values):
+    return f"{name} " + "/".join(bench.fmt_time(v) for v in values)
+
+
+# The photos and documents rows run this many rounds, each tool once a round in turn, and print
+# each tool's median: on this kind of machine one run of the same tool on the same files varied
+# 1.8x from one minute to the next (disk writeback), more than the gaps these rows judge.
+ROUNDS = max(1, int(os.environ.get("PEERS_ROUNDS", "3")))
+
+
 def bench_photos(syncagent, tmp, rows, notes, agents, n):
     """n new photos of 2-5 MB random bytes (incompressible, big), through agents, one Unison run
-    and `rsync -a`; Syncthing is left out (its 1 s watcher delay and block hashing are known from
-    the 4 KB rows, and it would add a minute)."""
-    base = os.path.join(tmp, f"peers-photos-{n}")
-    os.makedirs(base)
+    and `rsync -a`, `ROUNDS` times in turn (medians); Syncthing is left out (its 1 s watcher delay
+    and block hashing are known from the 4 KB rows, and it would add a minute)."""
     rng = random.Random(f"photos-{n}")
     data = [rng.randbytes(rng.randint(2_000_000, 5_000_000)) for _ in range(n)]
-    a_new, a_cpu, a_rss, phone, watch = agents_take(syncagent, base, "peers-photos", agents, data)
-    stop_and_compare(phone, watch)
-    _, u_new, u_cpu, u_rss = unison_take(base, data)
-    r_new, _ = rsync_take(base, data)
-    bench.cleanup(base)
+    a_new, a_cpu, a_rss, u_new, u_cpu, u_rss, r_new = [], [], [], [], [], [], []
+    for k in range(ROUNDS):
+        base = os.path.join(tmp, f"peers-photos-{n}-r{k}")
+        os.makedirs(base)
+        t, cpu, rss, phone, watch = agents_take(syncagent, base, f"peers-photos-r{k}", agents, data)
+        stop_and_compare(phone, watch)
+        a_new.append(t), a_cpu.append(cpu), a_rss.append(rss)
+        _, t, cpu, rss = unison_take(base, data)
+        u_new.append(t), u_cpu.append(cpu), u_rss.append(rss)
+        r_new.append(rsync_take(base, data)[0])
+        bench.cleanup(base)
     total = sum(map(len, data)) / 1e6
-    rows.append(row(f"{n} new photos (2-5 MB, {total:.0f} MB)", a_new, u_new, r_new, None, {"Unison": 0.7, "rsync -a": 2.0}))
-    rows.append(row(f"receiving CPU, {n} new photos", a_cpu, u_cpu, None, None, {"Unison": 1.0}))
-    notes.append(f"{n} photos: watch agent peak RSS {a_rss:.0f} MB, Unison peak RSS {u_rss:.0f} MB; "
+    rows.append(row(f"{n} new photos (2-5 MB, {total:.0f} MB)", median(a_new), median(u_new), median(r_new), None,
+                    {"Unison": 0.7, "rsync -a": 2.0}))
+    rows.append(row(f"receiving CPU, {n} new photos", median(a_cpu), median(u_cpu), None, None, {"Unison": 1.0}))
+    notes.append(f"{n} photos: medians of {ROUNDS} rounds ({spread('agents', a_new)}; {spread('Unison', u_new)}; "
+                 f"{spread('rsync', r_new)}); watch agent peak RSS {max(a_rss):.0f} MB, Unison peak RSS {max(u_rss):.0f} MB; "
                  f"Syncthing not run for this row")
 
 
