@@ -55,4 +55,43 @@ import TestSupport
         _ = try t.watch.store.integrate(peer: Store.hubPeer("hub", device: "phone"))
         #expect(t.watch.read("a.txt") == "three\n")
     }
+
+    /// A device that pushed only a fast-forward to another device's commit names a commit only that
+    /// other device's push holds. Opened first (branches come in the order of their sealed names),
+    /// its branch used to be refused as tampered with, a false alarm that stayed in `status` until
+    /// the next fetch (seen in `test_hub_encrypted_gitolite`); it waits for the others now.
+    @Test func aPushNamingAnotherDevicesCommitWaitsForThatDevicesBranch() throws {
+        let t = try TwoDevices()
+        let hub = t.root.appending("hub.git")
+        #expect(try runProgram("/usr/bin/git", ["init", "-q", "--bare", hub.string]).status == 0)
+        let key = try HubKey(secret: HubKey.random())
+        let url = "file://\(hub)"
+        // A car whose sealed branch sorts after the watch's: the order that raised the false alarm.
+        let carName = try #require((0..<200).map { "car-\($0)" }.first { key.deviceBranch($0) > key.deviceBranch("watch") })
+        let car = try TwoDevices.Device(carName, root: t.root)
+        func push(_ device: TwoDevices.Device) throws {
+            _ = try Store.sealedHubPush(gitDir: device.gitDir, data: device.data, hub: "hub", url: url, stamp: url, device: device.name,
+                                        key: key, auth: nil, shouldCancel: { false }, transfer: nil)
+        }
+        func fetch(_ device: TwoDevices.Device) throws -> [SealedHubError] {
+            var refused: [SealedHubError] = []
+            _ = try Store.sealedHubFetch(gitDir: device.gitDir, data: device.data, hub: "hub", url: url, stamp: url, device: device.name,
+                                         key: key, auth: nil, shouldCancel: { false }, transfer: nil) { refused.append($0) }
+            return refused
+        }
+        try car.write("a.txt", "from the car\n")
+        try car.commit(FilePath("a.txt"))
+        try push(car)
+        #expect(try fetch(t.watch).isEmpty)
+        _ = try t.watch.store.integrate(peer: Store.hubPeer("hub", device: carName))
+        #expect(t.watch.read("a.txt") == "from the car\n")
+        try push(t.watch)  // its main is the car's commit: nothing of its own to seal
+
+        let refused = try fetch(t.phone)
+        #expect(refused.isEmpty, "\(refused)")
+        for name in [carName, "watch"] {
+            _ = try t.phone.store.integrate(peer: Store.hubPeer("hub", device: name))
+        }
+        #expect(t.phone.read("a.txt") == "from the car\n")
+    }
 }

@@ -14,6 +14,19 @@ public struct SealedHubError: Error, Sendable, CustomStringConvertible {
     public let kind: Kind
     public let hub: String
     public let detail: String
+    /// A push names a commit no push opened so far holds (another device's branch may bring it).
+    let tipsNotHere: Bool
+
+    public init(kind: Kind, hub: String, detail: String) {
+        self.init(kind: kind, hub: hub, detail: detail, tipsNotHere: false)
+    }
+
+    init(kind: Kind, hub: String, detail: String, tipsNotHere: Bool) {
+        self.kind = kind
+        self.hub = hub
+        self.detail = detail
+        self.tipsNotHere = tipsNotHere
+    }
     public var description: String {
         switch kind {
         case .wrongKey:
@@ -249,19 +262,33 @@ extension Store {
         if let first = try sealed.references(matching: "refs/plain-records/*").first {
             refused(SealedHubError(kind: .plain, hub: hub, detail: String(first.name.dropFirst("refs/plain-records/".count))))
         }
-        for (ref, tip) in try sealed.references(matching: "refs/sealed/*") {
-            let branch = String(ref.dropFirst("refs/sealed/".count))
-            do {
-                guard branch.count == 32, branch.allSatisfy({ $0.isASCII && $0.isHexDigit }) else {
-                    throw SealedHubError(kind: .plain, hub: hub, detail: "devices/\(branch)")
+        // A push may name another device's commit that only that device's push holds (a merge,
+        // or a fast-forward to it, pushed after it): a branch whose tips are not here yet waits
+        // for the others and is opened again after them; only what no branch brings is refused.
+        var waiting: [(branch: String, tip: Oid, error: SealedHubError)] = []
+        var pending = try sealed.references(matching: "refs/sealed/*").map { (String($0.name.dropFirst("refs/sealed/".count)), $0.target) }
+        while true {
+            waiting = []
+            var openedAny = false
+            for (branch, tip) in pending {
+                do {
+                    guard branch.count == 32, branch.allSatisfy({ $0.isASCII && $0.isHexDigit }) else {
+                        throw SealedHubError(kind: .plain, hub: hub, detail: "devices/\(branch)")
+                    }
+                    let opened = try openBranch(branch, tip: tip, own: own, device: device, repo: repo, sealed: sealed, key: key, hub: hub,
+                                                known: known, shouldCancel: shouldCancel)
+                    try known.add(opened.filter { !known.ids.contains($0) })
+                    openedAny = true
+                } catch let error as SealedHubError where error.tipsNotHere {
+                    waiting.append((branch, tip, error))
+                } catch let error as SealedHubError {
+                    refused(error)
                 }
-                let opened = try openBranch(branch, tip: tip, own: own, device: device, repo: repo, sealed: sealed, key: key, hub: hub,
-                                            known: known, shouldCancel: shouldCancel)
-                try known.add(opened.filter { !known.ids.contains($0) })
-            } catch let error as SealedHubError {
-                refused(error)
             }
+            guard openedAny, !waiting.isEmpty else { break }
+            pending = waiting.map { ($0.branch, $0.tip) }
         }
+        for left in waiting { refused(left.error) }
         return try mergeOrder(repo, hub: hub, devices: try hubDevices(repo, hub: hub, device: device, updateTracking: true))
     }
 
@@ -364,7 +391,8 @@ extension Store {
             // Everything the tips name must be here before a ref names them (another device's
             // objects it left out were opened from that device's branch).
             for tip in [main, records].compactMap({ $0 }) where !repo.hasObject(tip) {
-                throw SealedHubError(kind: .tampered, hub: hub, detail: "\(m.device)'s push \(m.counter) names \(tip.hex.prefix(12)), which no push holds")
+                throw SealedHubError(kind: .tampered, hub: hub, detail: "\(m.device)'s push \(m.counter) names \(tip.hex.prefix(12)), which no push holds",
+                                     tipsNotHere: true)
             }
             flushObjects(of: repo, written: repo.takeWrites(), packs: batch?.packFiles ?? [],
                          also: youngRelied(relied, in: repo) + (foundInPacks && relied.isEmpty ? recentPacks(in: repo.gitDir) : []))
