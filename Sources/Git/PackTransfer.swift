@@ -303,7 +303,7 @@ extension PackTransfer {
             var began: GitError?
             let read: (type: ObjectType, size: Int)?
             do {
-                read = try reader?.stream(entry.id, maxSize: Self.adoptObjectsUpTo, start: { type, size in
+                read = try reader?.stream(atOffset: entry.offset, maxSize: Self.adoptObjectsUpTo, start: { type, size in
                     do throws(GitError) { try sha.beginObject(type: type, size: size) } catch { began = error }
                 }, into: { sha.update($0) })
             } catch {

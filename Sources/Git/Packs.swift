@@ -25,5 +25,6 @@ extension Repository {
         try check(objects.withPlatformString { git_odb_open(&odb, $0) }, "git_odb_open(\(objects))")
         defer { git_odb_free(odb) }  // the repository keeps its own reference
         try check(git_repository_set_odb(handle, odb), "git_repository_set_odb")
+        forgetPackReader()  // (the packs a roll-up removed are closed now, their disk space freed)
     }
 }

@@ -227,9 +227,13 @@ public final class Repository {
         return made
     }
 
-    /// A packed blob up to this size is read by `PackedObjects` (whole, in memory, as libgit2
-    /// would); a bigger one by libgit2.
-    static let packedReadLimit = 64 << 20
+    /// Closes the packs `packedObjects` holds open (the next read opens what is there then).
+    func forgetPackReader() { packReader = nil }
+
+    /// A packed blob up to this size is read by `PackedObjects` (whole, in memory: its compressed
+    /// bytes and, unless stored, its content; about twice its size for a moment); a bigger one by
+    /// libgit2, through its mapped windows.
+    static let packedReadLimit = 16 << 20
 
     /// Hands the bytes of a blob to `body`: a packed one through `PackedObjects` (libdeflate, or
     /// stored blocks as they lie), else in chunks of at most `chunk` bytes when the blob is

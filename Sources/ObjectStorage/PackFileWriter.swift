@@ -441,7 +441,7 @@ package final class PackFileWriter {
     }
 
     private func zlibFailed(_ id: Oid?) -> GitError {
-        GitError(code: GitError.Code.generic, errorClass: 0, message: "zlib could not compress \(id.map { "object \($0)" } ?? "an object") for a pack in \(packDir) (out of memory?); nothing was stored, it is retried with the next commit", call: "deflate")
+        GitError(code: GitError.Code.generic, errorClass: 0, message: "zlib or libdeflate could not compress \(id.map { "object \($0)" } ?? "an object") for a pack in \(packDir) (out of memory?); nothing was stored, it is retried with the next commit", call: "deflate")
     }
 }
 

@@ -51,6 +51,20 @@ package final class PackedObjects {
     /// Scratch buffers up to this size are kept from one object to the next.
     static let keptScratch = 1 << 20
 
+    /// The same for the object at `offset` of the one pack in this directory (a pack being adopted,
+    /// read entry by entry as its index lists them: never another entry of the same id). Nil when
+    /// the directory does not hold exactly one pack.
+    package func stream(atOffset offset: UInt64, maxSize: Int, start: (ObjectType, Int) -> Void = { _, _ in },
+                        into body: (UnsafeRawBufferPointer) throws -> Void) throws -> (type: ObjectType, size: Int)? {
+        if packs.isEmpty { relist() }  // (a folder of its own: nothing comes or goes there)
+        guard packs.count == 1, let pack = packs.first else { return nil }
+        defer {
+            if compressed.count > Self.keptScratch { compressed = [] }
+            if content.count > Self.keptScratch { content = [] }
+        }
+        return try pack.read(at: offset, expecting: nil, maxSize: maxSize, scratch: self, start: start, into: body)
+    }
+
     /// The pack holding `id`, and where. The directory is looked at again (a `stat`, and a listing
     /// when it changed) on a miss, and at most every 100 ms otherwise: a pack a roll-up removed is
     /// closed soon, not held open with its disk space (an object read from it meanwhile is the same
@@ -70,15 +84,17 @@ package final class PackedObjects {
         return nil
     }
 
+    /// Whether an unchanged modification time means an unchanged listing (`relist`).
+    private var trusted = false
     /// When the directory was last looked at (monotonic milliseconds).
     private var lookedAt = 0
 
     /// Lists the directory's packs again when its modification time moved.
     private func relist() {
         var st = stat()
-        guard packDir.withPlatformString({ lstat($0, &st) }) == 0 else { packs = []; listed = nil; return }
+        guard packDir.withPlatformString({ stat($0, &st) }) == 0 else { packs = []; listed = nil; return }
         let stamp = (st.st_mtim.tv_sec, st.st_mtim.tv_nsec)
-        if let listed, listed == stamp { return }
+        if trusted, let listed, listed == stamp { return }
         listed = stamp
         var names: [String] = []
         if let dir = packDir.withPlatformString({ opendir($0) }) {
@@ -94,6 +110,13 @@ package final class PackedObjects {
             if let pack = Pack(directory: packDir, name: name) { fresh.append(pack) }
         }
         packs = fresh
+        // Not trusted when a pack could not be opened (an index in place before its pack, as
+        // libgit2's indexer leaves them for a moment) or when the directory changed within the
+        // last two seconds (a pack added in the same clock tick would leave its time unchanged):
+        // listed again at the next look.
+        var clock = timespec()
+        clock_gettime(CLOCK_REALTIME, &clock)
+        trusted = fresh.count == names.count && clock.tv_sec - stamp.0 >= 2
     }
 
     /// One pack: its index mapped, its file open.
@@ -127,8 +150,10 @@ package final class PackedObjects {
                   expecting == nil || type == expecting, size <= maxSize else { return nil }
             let dataStart = offset + UInt64(headerLength)
             // The compressed bytes end where the next object starts, which the index does not say
-            // without sorting it: read what deflate can take at most (stored blocks: 5 bytes per
-            // 64 KiB, plus the zlib header and trailer), never past the pack's objects.
+            // without sorting it: read what zlib's and libdeflate's encoders and stored blocks take
+            // at most (5 bytes per 64 KiB, the zlib header and trailer), never past the pack's
+            // objects. A longer stream from another encoder then fails to decode and is left to
+            // libgit2.
             let room = Int(min(end - dataStart, UInt64(size + size / 1024 + 64)))
             if scratch.compressed.count < room { scratch.compressed = [UInt8](repeating: 0, count: room) }
             var read = 0
@@ -239,7 +264,7 @@ extension StoredZlib {
     /// past its end), when they are exactly `size` bytes and their Adler-32 matches the stream's
     /// trailer; nil otherwise (compressed blocks, a dictionary, damage: decode it as any stream).
     package static func blocks(in stream: UnsafeRawBufferPointer, size: Int) -> [Range<Int>]? {
-        guard stream.count >= 2 + 5 + 4, stream[0] & 0x0f == 8, stream[1] & 0x20 == 0,
+        guard stream.count >= 2 + 5 + 4, stream[0] & 0x0f == 8, stream[0] >> 4 <= 7, stream[1] & 0x20 == 0,
               (Int(stream[0]) << 8 | Int(stream[1])) % 31 == 0 else { return nil }
         var at = 2
         var ranges: [Range<Int>] = []

@@ -11,7 +11,10 @@ import TestSupport
 @Suite struct PackedObjectsTests {
     func read(_ reader: PackedObjects, _ id: Oid, maxSize: Int = 64 << 20) throws -> (ObjectType, [UInt8])? {
         var bytes: [UInt8] = []
-        guard let found = try reader.stream(id, maxSize: maxSize, into: { bytes += $0 }) else { return nil }
+        guard let found = try reader.stream(id, maxSize: maxSize, into: { bytes += $0 }) else {
+            #expect(bytes.isEmpty, "bytes handed out, then nil")
+            return nil
+        }
         #expect(found.size == bytes.count)
         return (found.type, bytes)
     }

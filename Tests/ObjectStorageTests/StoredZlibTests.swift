@@ -70,4 +70,42 @@ import Testing
             }
         }
     }
+
+    /// `StoredZlib.blocks` finds the bytes of every stream `appendBlocks` writes (empty included),
+    /// and says nil, never other ranges, for what zlib itself refuses or for a stream that is not
+    /// all stored blocks: a window over 32 KiB, a preset dictionary, a wrong Adler-32, another
+    /// size, a compressed block.
+    @Test(arguments: sizes) func storedBlocksAreFoundOnlyWhereZlibReadsThem(count: Int) {
+        let bytes = random(count)
+        var stream = StoredZlib.header
+        bytes.withUnsafeBytes { StoredZlib.appendBlocks($0, to: &stream) }
+        StoredZlib.appendEnd(adler: bytes.withUnsafeBytes { Checksum.adler32(1, $0) }, to: &stream)
+        stream += [0xde, 0xad]  // what follows in a pack: not part of the stream
+        func found(_ s: [UInt8], size: Int) -> [UInt8]? {
+            s.withUnsafeBytes { raw in StoredZlib.blocks(in: raw, size: size).map { $0.flatMap { Array(raw[$0]) } } }
+        }
+        #expect(found(stream, size: count) == bytes)
+        #expect(found(stream, size: count + 1) == nil)
+        var window = stream
+        window[0] = 0x88; window[1] = 0x1c  // CINFO 8: zlib refuses it (0x881c is a multiple of 31)
+        #expect(found(window, size: count) == nil && inflated(Array(window.dropLast(2)), count: count) == nil)
+        var dictionary = stream
+        dictionary[1] = 0x20  // FDICT, and 0x7820 is a multiple of 31
+        #expect(found(dictionary, size: count) == nil)
+        var adler = stream
+        adler[adler.count - 3] ^= 1
+        #expect(found(adler, size: count) == nil)
+        if count > 0 {
+            var data = stream
+            data[2 + 5] ^= 1  // the first byte of the first block
+            #expect(found(data, size: count) == nil)
+        }
+        let compressed = bytes.withUnsafeBytes { raw -> [UInt8] in
+            var out = [UInt8](repeating: 0, count: count + 1024)
+            var length = uLongf(out.count)
+            _ = out.withUnsafeMutableBufferPointer { compress2($0.baseAddress, &length, raw.baseAddress, uLong(count), 6) }
+            return Array(out[..<Int(length)])
+        }
+        if compressed[2] & 0b110 != 0 { #expect(found(compressed, size: count) == nil) }
+    }
 }

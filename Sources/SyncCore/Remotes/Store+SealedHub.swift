@@ -278,7 +278,7 @@ extension Store {
                     let opened = try openBranch(branch, tip: tip, own: own, device: device, repo: repo, sealed: sealed, key: key, hub: hub,
                                                 known: known, shouldCancel: shouldCancel)
                     try known.add(opened.filter { !known.ids.contains($0) })
-                    openedAny = true
+                    if !opened.isEmpty { openedAny = true }  // (only what a branch brought can unblock another)
                 } catch let error as SealedHubError where error.tipsNotHere {
                     waiting.append((branch, tip, error))
                 } catch let error as SealedHubError {
@@ -327,6 +327,8 @@ extension Store {
         var batch: PackBatch?
         var relied: [Oid] = []
         var foundInPacks = false
+        // Every manifest read and checked first, before anything is written.
+        var manifests: [(envelope: Oid, manifest: HubManifest)] = []
         for envelope in envelopes.reversed() {
             let m = try manifest(of: envelope, in: sealed, key: key, branch: branch, hub: hub)
             guard key.deviceBranch(m.device) == branch else {
@@ -337,6 +339,19 @@ extension Store {
                                      detail: "\(m.device)'s push number \(m.counter) follows number \(lastCounter)")
             }
             lastCounter = m.counter
+            manifests.append((envelope, m))
+        }
+        // A tip another device's push holds, not opened yet: this branch waits for that one
+        // (`sealedHubFetch`) before it writes anything, so nothing it would write waits unflushed.
+        if branch != own, let m = manifests.last?.manifest {
+            let listed = Set(manifests.flatMap { $0.manifest.objects.compactMap(Oid.init(hex:)) })
+            for tip in [m.main, m.records].compactMap({ $0 }) {
+                guard let id = Oid(hex: tip), !listed.contains(id), !known.ids.contains(id), !repo.hasObject(id) else { continue }
+                throw SealedHubError(kind: .tampered, hub: hub, detail: "\(m.device)'s push \(m.counter) names \(tip.prefix(12)), which no push holds",
+                                     tipsNotHere: true)
+            }
+        }
+        for (envelope, m) in manifests {
             if branch != own {
                 let files = try sealed.treeEntries(try sealed.commit(envelope).tree)
                 guard let o = files.first(where: { $0.name == "o" && $0.isTree }) else {
@@ -391,8 +406,7 @@ extension Store {
             // Everything the tips name must be here before a ref names them (another device's
             // objects it left out were opened from that device's branch).
             for tip in [main, records].compactMap({ $0 }) where !repo.hasObject(tip) {
-                throw SealedHubError(kind: .tampered, hub: hub, detail: "\(m.device)'s push \(m.counter) names \(tip.hex.prefix(12)), which no push holds",
-                                     tipsNotHere: true)
+                throw SealedHubError(kind: .tampered, hub: hub, detail: "\(m.device)'s push \(m.counter) names \(tip.hex.prefix(12)), which no push holds")
             }
             flushObjects(of: repo, written: repo.takeWrites(), packs: batch?.packFiles ?? [],
                          also: youngRelied(relied, in: repo) + (foundInPacks && relied.isEmpty ? recentPacks(in: repo.gitDir) : []))
