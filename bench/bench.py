@@ -412,6 +412,12 @@ def cleanup(path):
     log(f"    removed {os.path.basename(path)} data in {time.perf_counter() - t:.1f} s")
 
 
+def median(values):
+    """The median of a list of figures (of rounds run in turn)."""
+    v = sorted(values)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
 def rss_text(*agents):
     """Each agent's resident memory when the row ended (just before SIGTERM), and its peak."""
     def mb(v):
@@ -984,16 +990,12 @@ def bench_hub_sealed(syncagent, tmp, rows, notes, agents):
         a_lat, g_lat = lat[mode]
         rows.append((f"phone->watch via {mode} ssh hub p50 (notify)", pct(a_lat, 50), pct(g_lat, 50), rss[mode], None))
 
-    def med(v):
-        v = sorted(v)
-        return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
-
     def each(v):
         return "/".join(f"{x:.2f}" for x in v)
 
     pl, en = lat["plain"][0], lat["encrypted"][0]
-    pf, pp = (med(x) for x in bulk["plain"])
-    ef, ep = (med(x) for x in bulk["encrypted"])
+    pf, pp = (median(x) for x in bulk["plain"])
+    ef, ep = (median(x) for x in bulk["encrypted"])
     notes.append(f"encrypted hub (issue 48) vs the same ssh hub plain (notify), in one run: one change p50 {pct(en, 50)*1e3:.0f} ms vs "
                  f"{pct(pl, 50)*1e3:.0f} ms ({(pct(en, 50) - pct(pl, 50))*1e3:+.0f} ms, target within 20 ms); medians of {rounds} rounds: "
                  f"{files} new files {ef:.2f} s vs {pf:.2f} s ({ef / pf:.2f}x, target 1.5x; rounds {each(bulk['encrypted'][0])} vs "

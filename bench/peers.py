@@ -311,8 +311,7 @@ def bench_bulk_pair(syncagent, tmp, rows, notes, agents, n, kind):
 
 
 def median(values):
-    v = sorted(values)
-    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+    return bench.median(values)
 
 
 def spread(name, values):

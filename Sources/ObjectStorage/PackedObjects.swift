@@ -40,8 +40,14 @@ package final class PackedObjects {
                         start: (ObjectType, Int) -> Void = { _, _ in },
                         into body: (UnsafeRawBufferPointer) throws -> Void) throws -> (type: ObjectType, size: Int)? {
         guard let (pack, offset) = locate(id) else { return nil }
+        return try read(pack, at: offset, expecting: expecting, maxSize: maxSize, start: start, into: body)
+    }
+
+    /// One entry read through `pack`; a big object's buffers go back after it (a photo's 5 MB
+    /// would otherwise stay for the agent's life).
+    private func read(_ pack: Pack, at offset: UInt64, expecting: ObjectType?, maxSize: Int, start: (ObjectType, Int) -> Void,
+                      into body: (UnsafeRawBufferPointer) throws -> Void) throws -> (type: ObjectType, size: Int)? {
         defer {
-            // A big object's buffers go back (a photo's 5 MB would stay for the agent's life).
             if compressed.count > Self.keptScratch { compressed = [] }
             if content.count > Self.keptScratch { content = [] }
         }
@@ -58,11 +64,7 @@ package final class PackedObjects {
                         into body: (UnsafeRawBufferPointer) throws -> Void) throws -> (type: ObjectType, size: Int)? {
         if packs.isEmpty { relist() }  // (a folder of its own: nothing comes or goes there)
         guard packs.count == 1, let pack = packs.first else { return nil }
-        defer {
-            if compressed.count > Self.keptScratch { compressed = [] }
-            if content.count > Self.keptScratch { content = [] }
-        }
-        return try pack.read(at: offset, expecting: nil, maxSize: maxSize, scratch: self, start: start, into: body)
+        return try read(pack, at: offset, expecting: nil, maxSize: maxSize, start: start, into: body)
     }
 
     /// The pack holding `id`, and where. The directory is looked at again (a `stat`, and a listing

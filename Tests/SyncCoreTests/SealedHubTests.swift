@@ -10,22 +10,32 @@ import TestSupport
 /// next push, sealed anew on top of the older note, would be a rival of the hub's tip and refused
 /// for ever; the fetch sees that tip is the very push this device kept pending and adopts it.
 @Suite struct SealedHubAfterACutTests {
+    /// A bare hub repository under `root`, its file URL and a fresh key.
+    func makeHub(_ root: FilePath) throws -> (url: String, key: HubKey) {
+        let hub = root.appending("hub.git")
+        #expect(try runProgram("/usr/bin/git", ["init", "-q", "--bare", hub.string]).status == 0)
+        return ("file://\(hub)", try HubKey(secret: HubKey.random()))
+    }
+
+    @discardableResult
+    func push(_ device: TwoDevices.Device, url: String, key: HubKey) throws -> HubPush {
+        try Store.sealedHubPush(gitDir: device.gitDir, data: device.data, hub: "hub", url: url, stamp: url, device: device.name,
+                                key: key, auth: nil, shouldCancel: { false }, transfer: nil)
+    }
+
+    /// The refusals one sealed fetch heard.
+    func fetch(_ device: TwoDevices.Device, url: String, key: HubKey) throws -> [SealedHubError] {
+        var refused: [SealedHubError] = []
+        _ = try Store.sealedHubFetch(gitDir: device.gitDir, data: device.data, hub: "hub", url: url, stamp: url, device: device.name,
+                                     key: key, auth: nil, shouldCancel: { false }, transfer: nil) { refused.append($0) }
+        return refused
+    }
+
     @Test func anOwnPushACutForgotIsAdoptedNotRivalled() throws {
         let t = try TwoDevices()
-        let hub = t.root.appending("hub.git")
-        #expect(try runProgram("/usr/bin/git", ["init", "-q", "--bare", hub.string]).status == 0)
-        let key = try HubKey(secret: HubKey.random())
-        let url = "file://\(hub)"
-        let push = {
-            try Store.sealedHubPush(gitDir: t.phone.gitDir, data: t.phone.data, hub: "hub", url: url, stamp: url, device: "phone",
-                                    key: key, auth: nil, shouldCancel: { false }, transfer: nil)
-        }
-        let fetch = { (device: TwoDevices.Device, name: String) throws -> [SealedHubError] in
-            var refused: [SealedHubError] = []
-            _ = try Store.sealedHubFetch(gitDir: device.gitDir, data: device.data, hub: "hub", url: url, stamp: url, device: name,
-                                         key: key, auth: nil, shouldCancel: { false }, transfer: nil) { refused.append($0) }
-            return refused
-        }
+        let (url, key) = try makeHub(t.root)
+        let push = { try self.push(t.phone, url: url, key: key) }
+        let fetch = { (device: TwoDevices.Device, _: String) throws -> [SealedHubError] in try self.fetch(device, url: url, key: key) }
         func text(_ r: (status: Int32, out: Data)) -> String { String(decoding: r.out, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) }
         let sealed = t.phone.gitDir.removingLastComponent().appending("hubs").appending("hub.sealed.git")
 
@@ -62,23 +72,12 @@ import TestSupport
     /// the next fetch (seen in `test_hub_encrypted_gitolite`); it waits for the others now.
     @Test func aPushNamingAnotherDevicesCommitWaitsForThatDevicesBranch() throws {
         let t = try TwoDevices()
-        let hub = t.root.appending("hub.git")
-        #expect(try runProgram("/usr/bin/git", ["init", "-q", "--bare", hub.string]).status == 0)
-        let key = try HubKey(secret: HubKey.random())
-        let url = "file://\(hub)"
+        let (url, key) = try makeHub(t.root)
         // A car whose sealed branch sorts after the watch's: the order that raised the false alarm.
         let carName = try #require((0..<200).map { "car-\($0)" }.first { key.deviceBranch($0) > key.deviceBranch("watch") })
         let car = try TwoDevices.Device(carName, root: t.root)
-        func push(_ device: TwoDevices.Device) throws {
-            _ = try Store.sealedHubPush(gitDir: device.gitDir, data: device.data, hub: "hub", url: url, stamp: url, device: device.name,
-                                        key: key, auth: nil, shouldCancel: { false }, transfer: nil)
-        }
-        func fetch(_ device: TwoDevices.Device) throws -> [SealedHubError] {
-            var refused: [SealedHubError] = []
-            _ = try Store.sealedHubFetch(gitDir: device.gitDir, data: device.data, hub: "hub", url: url, stamp: url, device: device.name,
-                                         key: key, auth: nil, shouldCancel: { false }, transfer: nil) { refused.append($0) }
-            return refused
-        }
+        func push(_ device: TwoDevices.Device) throws { try self.push(device, url: url, key: key) }
+        func fetch(_ device: TwoDevices.Device) throws -> [SealedHubError] { try self.fetch(device, url: url, key: key) }
         try car.write("a.txt", "from the car\n")
         try car.commit(FilePath("a.txt"))
         try push(car)
