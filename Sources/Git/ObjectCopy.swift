@@ -481,7 +481,7 @@ private struct ObjectCopier: ~Copyable {
                 index.extension = "idx"
                 return index
             }
-            guard let name = try? PackRollUp.combine(indexes, into: folder) else { return result += group }
+            guard let name = try? PackRollUp.combine(indexes, into: folder, deflating: false) else { return result += group }
             let pack = folder.appending("pack-\(name).pack")
             var st = stat()
             let bytes = pack.withPlatformString { lstat($0, &st) } == 0 ? Int(st.st_size) : 0

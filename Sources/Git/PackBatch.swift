@@ -4,8 +4,9 @@ import SystemPackage
 
 /// Objects written into a pack of exactly those objects beside the store's others, a new pack each
 /// time one holds `flushBytes` and at `flush()`: a big batch costs no inode per object and no later
-/// repacking. Each object is compressed once and streamed to the pack's temporary file
-/// (`PackFileWriter`), so a batch holds no object in memory. No delta search (a batch is new
+/// repacking. Each object is framed in stored blocks and streamed to the pack's temporary file
+/// (`PackFileWriter.deflateAtRest`: deflated once the store is at rest), so a batch holds no
+/// object in memory. No delta search (a batch is new
 /// content; for photos it found nothing and cost most of the CPU); the store's own repacking finds
 /// deltas between versions. Objects are not synced: make them durable before a reference names
 /// them. One thread at a time.
@@ -117,7 +118,7 @@ public final class PackBatch {
     /// The pack being written, started on first use.
     private func openWriter() throws(GitError) -> PackFileWriter {
         if let writer { return writer }
-        let made = try PackFileWriter(packDir: gitDir.appending("objects").appending("pack"))
+        let made = try PackFileWriter(packDir: gitDir.appending("objects").appending("pack"), deflateAtRest: true)
         writer = made
         return made
     }

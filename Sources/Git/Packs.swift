@@ -6,9 +6,15 @@ extension Repository {
     /// Writes every object of the given packs (their `.idx` files) into one new pack in
     /// `objects/pack`, copied as stored (`PackRollUp`). The old packs are left in place: the
     /// caller makes the new one durable, removes them, then calls `reloadObjects`. Returns the new
-    /// pack's name (`pack-<name>.pack`).
-    public func writeCombinedPack(of indexFiles: [FilePath]) throws(GitError) -> String {
-        try PackRollUp.combine(indexFiles, into: gitDir.appending("objects").appending("pack"))
+    /// pack's name (`pack-<name>.pack`). `deflating`: objects a commit left in stored blocks are
+    /// deflated into it (the store is at rest).
+    public func writeCombinedPack(of indexFiles: [FilePath], deflating: Bool) throws(GitError) -> String {
+        try PackRollUp.combine(indexFiles, into: gitDir.appending("objects").appending("pack"), deflating: deflating)
+    }
+
+    /// The share of a pack's bytes a deflating roll-up would deflate (`PackRollUp.deflatableShare`).
+    public static func deflatableShare(packIndex: FilePath) -> Double? {
+        PackRollUp.deflatableShare(packIndex)
     }
 
     /// How many objects the pack index at `packIndex` lists (its fan-out table's last entry, one

@@ -41,6 +41,13 @@ package final class PackFileWriter {
     /// `finish` refuses (the pack is abandoned).
     private var broken: GitError?
 
+    /// Every object is framed in stored blocks as it comes, compressible or not: deflate is left
+    /// for when the store is at rest (`PackRollUp.combine(deflating:)`). Deflate was about half of a
+    /// sending agent's CPU on a folder of documents, and inflating it again twice more on the
+    /// receiving side (the adoption's check, the apply); stored blocks are read as they lie
+    /// (`PackedObjects`). Until then such a pack takes about twice the room for text.
+    package let deflateAtRest: Bool
+
     package var count: Int { entries.count }
 
     /// Room for this many objects' entries, ahead of time.
@@ -52,7 +59,8 @@ package final class PackFileWriter {
     /// Where the object `id` starts, if it was added (a look through every entry).
     package func offset(of id: Oid) -> UInt64? { entries.first { $0.id == id }?.offset }
 
-    package init(packDir: FilePath) throws(GitError) {
+    package init(packDir: FilePath, deflateAtRest: Bool = false) throws(GitError) {
+        self.deflateAtRest = deflateAtRest
         let (fd, path) = try Self.temporary(in: packDir, prefix: "tmp_pack_")
         guard let compressor = libdeflate_alloc_compressor(Self.compression) else {
             close(fd)
@@ -105,7 +113,7 @@ package final class PackFileWriter {
         // Bytes that look random (photos, video, archives: already compressed) are stored as they
         // are: deflate would spend most of a batch's time on them for nothing. The same framing
         // as a streamed object's, in one piece.
-        if Incompressible.looks(data) {
+        if deflateAtRest || Incompressible.looks(data) {
             try begin(type: type, size: UInt64(data.count), stored: true)
             try feed(data)
             return try end(id: id)
@@ -133,6 +141,7 @@ package final class PackFileWriter {
     /// only at `end`: a big file is read, hashed and packed in one pass, never held whole.
     /// `stored`: its bytes look incompressible (`Incompressible`), so deflate only frames them.
     package func begin(type: ObjectType, size objectSize: UInt64, stored: Bool) throws(GitError) {
+        let stored = stored || deflateAtRest
         drop()  // a stream libgit2 opened and never finished or freed is not part of the pack
         if let broken { throw broken }
         if !stored {

@@ -140,7 +140,9 @@ import TestSupport
         }
         #expect(ids["copy.jpg"] == ids["photo.jpg"] && ids["known.txt"] == knownId)
         try batch.flush()
-        #expect(batch.packs == 2, "the photo's pack passed 2 MiB and was finished: \(batch.packs)")
+        // The photo, then the big text (in stored blocks until the store is at rest, 2.6 MB) each
+        // take a pack past 2 MiB, which is then finished.
+        #expect(batch.packs == 3, "a pack per object over 2 MiB: \(batch.packs)")
         var objects = 0
         for idx in try packFiles(t.gitDir) where idx.hasSuffix(".idx") {
             let verify = try git(t.gitDir, ["verify-pack", "-v", t.gitDir.appending("objects/pack").appending(idx).string])
@@ -214,7 +216,7 @@ import TestSupport
         _ = try run(t.gitDir, ["pack-objects", packDir + "/pack"], input: ids[12...].joined(separator: "\n") + "\n")
         let before = try batchTests.packFiles(t.gitDir).filter { $0.hasSuffix(".idx") }
         #expect(before.count == 2)
-        let name = try repo.writeCombinedPack(of: before.map { t.gitDir.appending("objects/pack").appending($0) })
+        let name = try repo.writeCombinedPack(of: before.map { t.gitDir.appending("objects/pack").appending($0) }, deflating: false)
         let idx = t.gitDir.appending("objects/pack").appending("pack-\(name).idx")
         let verify = try run(t.gitDir, ["verify-pack", "-v", idx.string])
         #expect(verify.contains("non delta:"))
@@ -234,6 +236,55 @@ import TestSupport
         #expect(try gitFsck(t.gitDir, full: true) == 0)
     }
 
+    /// A batch frames documents in stored blocks (`deflateAtRest`); a roll-up with `deflating`
+    /// deflates them and copies photos and tiny objects as they are. Every object reads back byte
+    /// for byte from the new pack alone, git verifies it, and it is judged done (share 0), where
+    /// the batch's pack was judged worth it and git's own pack is not.
+    @Test func documentsLeftInStoredBlocksAreDeflatedAtRest() throws {
+        let t = try TempDevice()
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        var rng = SystemRandomNumberGenerator()
+        var contents: [[UInt8]] = (0..<200).map { i in Array(String(repeating: "document \(i), a line of its text\n", count: 250).utf8) }
+        contents += (0..<3).map { _ in (0..<100_000).map { _ in UInt8.random(in: 0...255, using: &rng) } }
+        contents += (0..<5).map { i in Array("tiny \(i)\n".utf8) }
+        let batch = try PackBatch(gitDir: t.gitDir)
+        var ids: [Oid] = []
+        for bytes in contents { ids.append(try bytes.withUnsafeBytes { try batch.write($0) }) }
+        try batch.flush()
+        let packDir = t.gitDir.appending("objects/pack")
+        let before = try batchTests.packFiles(t.gitDir).filter { $0.hasSuffix(".idx") }.map { packDir.appending($0) }
+        #expect(before.count == 1)
+        let stored = try FileManager.default.attributesOfItem(atPath: String(before[0].string.dropLast(4)) + ".pack")[.size] as! Int
+        #expect(stored > contents.reduce(0) { $0 + $1.count }, "a batch stores every object as it is")
+        let share = try #require(Repository.deflatableShare(packIndex: before[0]))
+        #expect(share > 0.5, "the batch's pack is worth deflating: \(share)")
+
+        let name = try repo.writeCombinedPack(of: before, deflating: true)
+        let after = packDir.appending("pack-\(name).idx")
+        let size = try FileManager.default.attributesOfItem(atPath: packDir.appending("pack-\(name).pack").string)[.size] as! Int
+        #expect(size < 300_000 + 200_000, "documents deflated, photos kept: \(stored) -> \(size) bytes")
+        #expect(size > 300_000, "the photos are still all there: \(size)")
+        #expect(Repository.deflatableShare(packIndex: after) == 0, "nothing left to deflate")
+        let verify = try run(t.gitDir, ["verify-pack", "-v", after.string])
+        #expect(verify.contains("non delta: \(contents.count) objects"), "\(verify.suffix(200))")
+        for old in before {
+            try FileManager.default.removeItem(atPath: old.string)
+            try FileManager.default.removeItem(atPath: String(old.string.dropLast(4)) + ".pack")
+        }
+        repo.refreshObjects()
+        for (id, bytes) in zip(ids, contents) {
+            #expect(try repo.blobData(id) == bytes, "libgit2 reads \(id) from the deflated pack")
+        }
+        let shown = try run(t.gitDir, ["cat-file", "blob", ids[7].hex])
+        #expect(Array(shown.utf8) == contents[7])
+        #expect(try gitFsck(t.gitDir, full: true) == 0)
+
+        // A pack git made (deflated as it goes): nothing to do.
+        let gits = try run(t.gitDir, ["pack-objects", packDir.string + "/git"], input: ids.map(\.hex).joined(separator: "\n") + "\n")
+        let gitsIndex = packDir.appending("git-\(gits.trimmingCharacters(in: .whitespacesAndNewlines)).idx")
+        #expect(Repository.deflatableShare(packIndex: gitsIndex) == 0)
+    }
+
     /// A pack whose bytes were damaged on disk is refused (its CRC-32s say so), not copied.
     @Test func aDamagedPackIsNotRolledUp() throws {
         let t = try TempDevice()
@@ -251,7 +302,7 @@ import TestSupport
         try handle.write(contentsOf: Data([0xde, 0xad, 0xbe, 0xef]))
         try handle.close()
         let indexes = try batchTests.packFiles(t.gitDir).filter { $0.hasSuffix(".idx") }.map { t.gitDir.appending("objects/pack").appending($0) }
-        #expect(throws: GitError.self) { try repo.writeCombinedPack(of: indexes) }
+        #expect(throws: GitError.self) { try repo.writeCombinedPack(of: indexes, deflating: false) }
         #expect(try batchTests.packFiles(t.gitDir).count == 4, "no new pack, no temporary left")
     }
 }

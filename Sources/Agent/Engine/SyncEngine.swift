@@ -608,9 +608,9 @@ actor SyncEngine {
             schedule.packPending = slice.more
             if slice.packed > 0 {
                 logger.info("packed \(slice.packed) loose objects of \(config.storePath.display) in \(ContinuousClock.now - started)\(slice.more ? "; more to go" : "")")
-                compactPacks()
                 FreeMemory.returnToSystem()
             }
+            compactPacks()  // (at rest now: also what waits to be deflated)
             setProblem(.loosePack, nil)
         } catch {
             let message = "cannot pack the loose objects of \(config.storePath.display): \(error). Nothing is lost (objects stay loose); it is retried after the next change. Check the disk space and permissions of the store"
@@ -624,20 +624,29 @@ actor SyncEngine {
     /// lookups do not grow with the number of rounds. The new pack is written on a thread of its
     /// own (tens of packs after a big start-up take seconds, and commits must not wait for them);
     /// the engine then removes what it holds. A failure only costs a later retry.
+    /// At rest (no commit or merge for `IdleCare.packIdle`), the roll-up also deflates what
+    /// commits and fetches of many files left in stored blocks, and when there is nothing to roll
+    /// up, one such pack is rewritten deflated (`Store.packToDeflate`), then the next: the time
+    /// deflate takes is spent after the files reached the other devices, not before.
     private func compactPacks() {
         guard !combining else { return }
-        let packs = store.packsToCombine()
-        guard !packs.isEmpty else { return }
+        var chosen = store.packsToCombine()
+        let atRest = ContinuousClock.now - schedule.lastActivity >= IdleCare.packIdle
+        if chosen.isEmpty, atRest, let pack = store.packToDeflate(judged: &deflateJudged) { chosen = [pack] }
+        guard !chosen.isEmpty else { return }
+        let packs = chosen
         combining = true
         let gitDir = config.storePath
         Task {
             let written = await onOwnThread("syncagent-packs") { () -> Result<String, any Error> in
-                Result { try Store.writeCombinedPack(gitDir: gitDir, of: packs) }
+                Result { try Store.writeCombinedPack(gitDir: gitDir, of: packs, deflating: atRest) }
             }
-            finishCompaction(packs, written)
+            finishCompaction(packs, written, deflated: atRest)
         }
     }
     private var combining = false
+    /// Packs found not worth deflating, or written deflated by this agent (`Store.packToDeflate`).
+    private var deflateJudged: Set<String> = []
 
     /// A failure on a helper thread, as text (errors are not Sendable).
     struct StoreFailure: Error, Sendable, CustomStringConvertible {
@@ -645,10 +654,18 @@ actor SyncEngine {
         init(_ description: String) { self.description = description }
     }
 
-    private func finishCompaction(_ packs: [FilePath], _ written: Result<String, any Error>) {
+    private func finishCompaction(_ packs: [FilePath], _ written: Result<String, any Error>, deflated: Bool) {
         combining = false
         do {
-            try store.finishCombining(packs, into: try written.get())
+            let name = try written.get()
+            let before = packs.reduce(Int64(0)) { $0 + ((try? FileStat.of(FilePath($1.string + ".pack")))??.size ?? 0) }
+            try store.finishCombining(packs, into: name)
+            if deflated {
+                deflateJudged.insert("pack-" + name)
+                let dir = packs[0].removingLastComponent()
+                let after = (try? FileStat.of(dir.appending("pack-\(name).pack")))??.size ?? 0
+                logger.info("rewrote \(packs.count) pack(s) of \(config.storePath.display) at rest, deflated: \(before >> 10) KiB -> \(after >> 10) KiB")
+            }
             logger.debug("combined \(packs.count) packs of \(config.storePath.display) into one")
             FreeMemory.returnToSystem()
             setProblem(.rollUp, nil)

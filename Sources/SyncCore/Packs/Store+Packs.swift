@@ -21,7 +21,7 @@ extension Store {
     public func compactPacks(threshold: Int = PackPlan.threshold) throws -> Int {
         let chosen = packsToCombine(threshold: threshold)
         guard !chosen.isEmpty else { return 0 }
-        let name = try repo.writeCombinedPack(of: chosen.map { FilePath($0.string + ".idx") })
+        let name = try repo.writeCombinedPack(of: chosen.map { FilePath($0.string + ".idx") }, deflating: true)
         try finishCombining(chosen, into: name)
         return chosen.count
     }
@@ -40,11 +40,32 @@ extension Store {
         return PackPlan.capped(chosen, objects: objects).map { packs[$0].base }
     }
 
+    /// A pack (`objects/pack/pack-<id>`, no extension) worth rewriting with its documents deflated
+    /// (`PackFileWriter.deflateAtRest`: a commit or fetch of many files frames them in stored
+    /// blocks and leaves deflate for when the store is at rest): the first whose sampled bytes are
+    /// at least `deflateShare` such objects, largest pack first. Packs judged not worth it go into
+    /// `judged` and are not read again (a pack's bytes never change under its name).
+    public func packToDeflate(judged: inout Set<String>) -> FilePath? {
+        for pack in packFiles().sorted(by: { $0.size > $1.size }) {
+            let name = pack.base.lastComponent?.string ?? ""
+            guard !judged.contains(name) else { continue }
+            var index = pack.base
+            index.extension = "idx"
+            if let share = Repository.deflatableShare(packIndex: index), share >= Self.deflateShare { return pack.base }
+            judged.insert(name)
+        }
+        return nil
+    }
+
+    /// A pack is rewritten at rest when at least this share of its bytes would be deflated.
+    public static let deflateShare = 0.25
+
     /// Writes one pack of the objects of these packs into the store at `gitDir`, on the caller's
     /// thread with a repository handle of its own (the slow half of a roll-up, kept off the
-    /// engine: a new pack only adds objects). Returns its name, for `finishCombining`.
-    public static func writeCombinedPack(gitDir: FilePath, of packs: [FilePath]) throws -> String {
-        try Repository.openForReading(gitDir: gitDir).writeCombinedPack(of: packs.map { FilePath($0.string + ".idx") })
+    /// engine: a new pack only adds objects). `deflating`: the store is at rest, so objects left in
+    /// stored blocks are deflated into it. Returns its name, for `finishCombining`.
+    public static func writeCombinedPack(gitDir: FilePath, of packs: [FilePath], deflating: Bool) throws -> String {
+        try Repository.openForReading(gitDir: gitDir).writeCombinedPack(of: packs.map { FilePath($0.string + ".idx") }, deflating: deflating)
     }
 
     /// Makes these new packs durable (pack and index, and the directory naming them) before what
@@ -105,7 +126,7 @@ extension Store {
         // Listed again under the lock: another device may have just rolled them up.
         let chosen = choose()
         guard !chosen.isEmpty else { return 0 }
-        let name = try writeCombinedPack(gitDir: hubGitDir, of: chosen)
+        let name = try writeCombinedPack(gitDir: hubGitDir, of: chosen, deflating: true)
         Durability.flushFileSystem(containing: hubGitDir)
         var kept: [String] = []
         for pack in chosen where pack.lastComponent?.string != "pack-" + name {
