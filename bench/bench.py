@@ -720,6 +720,21 @@ def disk_bytes(path):
     return total
 
 
+def wait_settled(agent, quiet=3.0, timeout=120.0):
+    """Until the store's size on disk has not changed for `quiet` seconds: packs the commits left
+    in stored blocks are rewritten deflated once the store is at rest, after the loose objects."""
+    deadline = time.monotonic() + timeout
+    last, since = disk_bytes(agent.store), time.monotonic()
+    while time.monotonic() - since < quiet:
+        check_running((agent,))
+        if time.monotonic() > deadline:
+            raise BenchError(f"store: its size still changed {timeout:.0f} s after the packing")
+        time.sleep(0.2)
+        now = disk_bytes(agent.store)
+        if now != last:
+            last, since = now, time.monotonic()
+
+
 def bench_store(syncagent, tmp, rows, notes, agents):
     log(f"9/10 the store of a {BIG_FILES}-file tree after {STORE_EDITS} edits (one commit each), "
         f"against the same history after `git gc --aggressive`")
@@ -756,6 +771,7 @@ def bench_store(syncagent, tmp, rows, notes, agents):
     t0 = time.perf_counter()
     wait_packed("the edits")
     packed_edits = time.perf_counter() - t0
+    wait_settled(agent)
     agent.stop()
     after = disk_bytes(agent.store)
     status = json.loads(subprocess.run([syncagent, "status", "--config", agent.config, "--json"],
@@ -775,7 +791,7 @@ def bench_store(syncagent, tmp, rows, notes, agents):
     k = f"{BIG_FILES // 1000}k"
     rows.append((f"store, {k} tree + {STORE_EDITS} edits (MB on disk)", after, gc_bytes, rss_text(agent), ("size", 1.5)))
     notes.append(f"store: {k} files then {STORE_EDITS} one-file commits ({STORE_HOT_FILES} files edited again and "
-                 f"again); right after the initial commit (its blobs in batch packs, its trees loose) {unpacked / 1e6:.1f} MB; before packing the edits {before / 1e6:.1f} MB with {loose_after_edits} loose objects, "
+                 f"again); right after the initial commit (its blobs in batch packs, not yet deflated; its trees loose) {unpacked / 1e6:.1f} MB; before packing the edits {before / 1e6:.1f} MB with {loose_after_edits} loose objects, "
                  f"after {after / 1e6:.1f} MB (status.storeBytes {status.get('storeBytes', 0) / 1e6:.1f} MB); "
                  f"`git gc --aggressive --prune=now` on a copy: {gc_bytes / 1e6:.1f} MB in {gc_time:.1f} s; "
                  f"the agent packed the initial commit's loose objects in {packed_initial:.1f} s and the edits' "

@@ -839,6 +839,16 @@ class Harness:
         files = sorted(p for p, e in listing.items() if e[0] == "file" and p != SETTINGS)
         ops = []
         for _ in range(n):
+            if self.args.bulk and self.rng.random() < self.args.bulk:
+                # a folder of 300 new documents at once: a commit of that many files goes into a
+                # pack in stored blocks, which the agent rewrites deflated once the store is at rest
+                folder = "b%d" % self.next_id
+                for k in range(300):
+                    op = self.plan_write("%s/doc-%d.txt" % (folder, k), "write", self.rng.randint(600, 6000))
+                    op["sleep"] = 0
+                    ops.append(op)
+                    files.append(op["path"])
+                continue
             r = self.rng.random()
             if r < 0.22 or not files:
                 d = self.rng.choice(["", "d0/", "d1/", "d2/", "d3/", "d4/", "d5/", "d6/", "d7/", "n%d/" % self.rng.randint(0, 3)])
@@ -2010,6 +2020,8 @@ def main():
     ap.add_argument("--files", type=int, default=120, help="files written at set-up (default 120)")
     ap.add_argument("--max-delay", type=float, default=2.0, help="the cut comes 0..this many seconds into the activity")
     ap.add_argument("--big-mb", type=int, default=4, help="big files are 1..this many MiB")
+    ap.add_argument("--bulk", type=float, default=0.0,
+                    help="the chance that an operation is a folder of 300 new documents at once (a pack the agent deflates at rest; default 0)")
     ap.add_argument("--timeout", type=int, default=60, help="seconds to converge after a cut")
     ap.add_argument("--debounce-ms", type=int, default=100)
     ap.add_argument("--poll-seconds", type=int, default=2)

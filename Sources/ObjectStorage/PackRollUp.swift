@@ -187,12 +187,13 @@ public struct PackRollUp {
     }
 
     /// The share (0 to 1) of the bytes of the pack whose index is `indexFile` that a roll-up with
-    /// `deflating` would deflate, estimated from at most `samples` of its objects spread over it
-    /// (each object weighs its room in the pack; only the start of each is read). Nil when the
-    /// pack cannot be read. A pack a commit framed for later (`PackFileWriter.deflateAtRest`)
-    /// comes out near 1 for documents and near 0 for photos; a deflated pack, 0.
+    /// `deflating` would deflate, estimated from at most `samples` of its objects spread over the
+    /// index (each weighs its size; only its first 4 KiB are read, and the index is mapped, not
+    /// read whole). Nil when the pack cannot be read. A pack a commit framed for later
+    /// (`PackFileWriter.deflateAtRest`) comes out near 1 for documents and near 0 for photos; a
+    /// deflated pack, 0.
     public static func deflatableShare(_ indexFile: FilePath, samples: Int = 32) -> Double? {
-        guard let entries = try? Index(indexFile).entries, !entries.isEmpty else { return nil }
+        guard let index = MappedPackIndex(indexFile), index.count > 0 else { return nil }
         let packPath = FilePath(String(indexFile.string.dropLast(4)) + ".pack")
         let fd = packPath.withPlatformString { open($0, O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else { return nil }
@@ -202,19 +203,27 @@ public struct PackRollUp {
         let end = UInt64(st.st_size) - 20
         var head = [UInt8](repeating: 0, count: 16 + 7 + 4096)
         var deflatable = 0.0, seen = 0.0
-        let picks = Set((0..<min(samples, entries.count)).map { $0 * entries.count / min(samples, entries.count) })
-        for i in picks.sorted() {
-            let offset = entries[i].offset
-            let next = i + 1 < entries.count ? entries[i + 1].offset : end
-            guard offset >= 12, next > offset, next <= end else { return nil }
-            let length = Int(next - offset)
-            let want = min(length, head.count)
+        let n = min(samples, index.count)
+        for k in 0..<n {
+            guard let offset = index.offset(atPosition: k * index.count / n), offset >= 12, offset < end else { return nil }
+            let want = Int(min(UInt64(head.count), end - offset))
             let got = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(offset)) }
-            guard got == want else { return nil }
-            seen += Double(length)
-            if worthDeflating(head[..<got]) { deflatable += Double(length) }
+            guard got == want, let (_, size, _) = PackedObjects.Pack.entryHeader(head[..<min(got, 16)]) ?? deltaHeader(head[..<min(got, 16)]) else {
+                return nil
+            }
+            let weight = Double(max(size, 1))
+            seen += weight
+            if worthDeflating(head[..<got]) { deflatable += weight }
         }
         return seen > 0 ? deflatable / seen : 0
+    }
+
+    /// A delta's entry header read for its size only (type 6 or 7).
+    static func deltaHeader(_ bytes: ArraySlice<UInt8>) -> (ObjectType, Int, Int)? {
+        guard let first = bytes.first, (first >> 4) & 7 >= 6 else { return nil }
+        var patched = Array(bytes)
+        patched[0] = (first & 0x8f) | (3 << 4)  // read as a blob's header: same size encoding
+        return PackedObjects.Pack.entryHeader(patched[...])
     }
 
     /// Whether the start of an entry (header, then data) is a whole object `deflate` would take:

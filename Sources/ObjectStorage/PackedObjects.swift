@@ -236,6 +236,16 @@ package final class MappedPackIndex {
 
     private func be32(_ at: Int) -> UInt32 { UInt32(bigEndian: base.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
 
+    /// Where the `position`-th object of the index (in the order of ids) starts in the pack.
+    package func offset(atPosition position: Int) -> UInt64? {
+        guard position >= 0, position < count else { return nil }
+        let small = be32(8 + 1024 + count * 24 + position * 4)
+        guard small & 0x8000_0000 != 0 else { return UInt64(small) }
+        let at = 8 + 1024 + count * 28 + Int(small & 0x7fff_ffff) * 8
+        guard at + 8 <= length - 40 else { return nil }
+        return UInt64(bigEndian: base.loadUnaligned(fromByteOffset: at, as: UInt64.self))
+    }
+
     /// Where object `id` starts in the pack, if this index lists it.
     package func offset(of id: Oid) -> UInt64? {
         id.withBytes { want -> UInt64? in
@@ -247,13 +257,7 @@ package final class MappedPackIndex {
             while low < high {
                 let middle = (low + high) / 2
                 let order = memcmp(base + ids + middle * 20, want.baseAddress!, 20)
-                if order == 0 {
-                    let small = be32(ids + count * 24 + middle * 4)
-                    guard small & 0x8000_0000 != 0 else { return UInt64(small) }
-                    let at = ids + count * 28 + Int(small & 0x7fff_ffff) * 8
-                    guard at + 8 <= length - 40 else { return nil }
-                    return UInt64(bigEndian: base.loadUnaligned(fromByteOffset: at, as: UInt64.self))
-                }
+                if order == 0 { return offset(atPosition: middle) }
                 if order < 0 { low = middle + 1 } else { high = middle }
             }
             return nil
