@@ -12,21 +12,25 @@ package enum Incompressible {
     /// Below this size the sample says too little (and zlib's cost is small).
     package static let minimumSize = 512
 
+    /// The ranges of an object of `count` bytes that `looks` samples: all of it up to 4 KiB,
+    /// else eight 512-byte pieces spread from its start to its end. A reader that has only some
+    /// of the bytes at hand (`PackRollUp.deflatableShare`) gathers these and asks `looks` of them:
+    /// the same bytes counted, the same answer.
+    package static func samples(count: Int) -> [Range<Int>] {
+        if count <= 4096 { return [0..<count] }
+        let piece = 512, pieces = 8
+        let gap = (count - piece) / (pieces - 1)
+        return (0..<pieces).map { (($0 * gap)..<($0 * gap + piece)) }
+    }
+
     package static func looks(_ data: UnsafeRawBufferPointer) -> Bool {
         guard data.count >= minimumSize else { return false }
         return withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 256) { counts -> Bool in
             counts.initialize(repeating: 0)
             var sampled = 0
-            func take(_ range: Range<Int>) {
+            for range in samples(count: data.count) {
                 for i in range { counts[Int(data[i])] &+= 1 }
                 sampled += range.count
-            }
-            if data.count <= 4096 {
-                take(0..<data.count)
-            } else {
-                let piece = 512, pieces = 8
-                let gap = (data.count - piece) / (pieces - 1)
-                for k in 0..<pieces { take((k * gap)..<(k * gap + piece)) }
             }
             // H = log2(n) - (1/n) * sum(c * log2(c)), plus Miller-Madow's (k - 1) / (2n ln 2) for
             // the k byte values seen: counted from a small sample, entropy comes out low (512

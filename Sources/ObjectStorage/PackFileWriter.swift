@@ -253,6 +253,47 @@ package final class PackFileWriter {
         return start
     }
 
+    /// `appendRaw` for an object read from `fd` (another pack) at `offset`, `length` bytes, in
+    /// pieces: a big object is never held whole. Its bytes must have the CRC-32 `expected` (the
+    /// other pack's index says so); when they do not, nothing more goes into this pack and
+    /// `finish` refuses (what was copied already cannot be told apart from the rest).
+    @discardableResult
+    package func appendRaw(from fd: Int32, offset: UInt64, length: Int, id: Oid, crc expected: UInt32,
+                           source: FilePath) throws(GitError) -> UInt64 {
+        drop()
+        if let broken { throw broken }
+        let start = size
+        var crc: UInt32 = 0
+        var chunk = [UInt8](repeating: 0, count: min(length, 1 << 20))
+        var done = 0
+        while done < length {
+            let want = min(chunk.count, length - done)
+            let n = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(offset) + off_t(done)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                let error = GitError(code: GitError.Code.generic, errorClass: 0,
+                                     message: "cannot read \(source)\(n < 0 ? ": " + String(cString: strerror(errno)) : ": it ends early")",
+                                     call: "PackFileWriter.appendRaw", osError: n < 0 ? errno : nil)
+                broken = error
+                throw error
+            }
+            chunk.withUnsafeBytes { crc = Checksum.crc32(crc, UnsafeRawBufferPointer(rebasing: $0[..<n])) }
+            pending.append(contentsOf: chunk[..<n])
+            size += UInt64(n)
+            done += n
+            if pending.count >= 1 << 18 { try writePending() }
+        }
+        guard crc == expected else {
+            let error = GitError(code: GitError.Code.generic, errorClass: 0,
+                                 message: "\(source): object \(id) does not match its CRC-32 (the pack is damaged on disk); the packs were left as they are. Check the store with `git --git-dir=<store> fsck --full` and restore a damaged pack from a peer or a backup",
+                                 call: "PackFileWriter.appendRaw")
+            broken = error
+            throw error
+        }
+        entries.append(Entry(offset: start, id: id, crc: crc))
+        return start
+    }
+
     /// Finishes the pack and its index and puts both in `objects/pack`; returns the pack's name
     /// (`pack-<checksum>`). `tick` is called as the pack is read back for its checksum; returning
     /// false abandons it (this throws).

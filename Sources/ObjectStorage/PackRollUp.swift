@@ -50,7 +50,11 @@ public struct PackRollUp {
         /// bytes (header and compressed data) from its offset to the next one's, checked against
         /// its CRC-32, handed to `body` with their length (`buffer` may be longer). Objects `skip`
         /// names are not read. Throws when the pack cannot be what the index says.
-        public func forEachObject(in packPath: FilePath, skip: (Int, Oid) -> Bool = { _, _ in false },
+        /// `big`: a whole object (not a delta) whose entry is longer than `bigFrom` is handed to it
+        /// instead, unread (position, id, the open pack, offset, length, the CRC-32 it must have),
+        /// so that it is copied in pieces, never held whole.
+        public func forEachObject(in packPath: FilePath, skip: (Int, Oid) -> Bool = { _, _ in false }, bigFrom: Int = Int.max,
+                           big: ((Int, Oid, Int32, UInt64, Int, UInt32) throws(GitError) -> Void)? = nil,
                            _ body: (Int, Oid, [UInt8], Int) throws(GitError) -> Void) throws(GitError) {
             let fd = packPath.withPlatformString { open($0, O_RDONLY | O_CLOEXEC) }
             guard fd >= 0 else { throw PackRollUp.ioFailed("cannot open", packPath, errno) }
@@ -66,6 +70,14 @@ public struct PackRollUp {
                 }
                 if skip(i, entry.id) { continue }
                 let length = Int(next - entry.offset)
+                if length > bigFrom, let big {
+                    var first = [UInt8](repeating: 0, count: 1)
+                    try PackRollUp.readExactly(fd, into: &first, count: 1, at: entry.offset, path: packPath)
+                    if (1...4).contains((first[0] >> 4) & 7) {
+                        try big(i, entry.id, fd, entry.offset, length, entry.crc)
+                        continue
+                    }
+                }
                 if buffer.count < length { buffer = [UInt8](repeating: 0, count: length) }
                 try PackRollUp.readExactly(fd, into: &buffer, count: length, at: entry.offset, path: packPath)
                 let crc = buffer.withUnsafeBytes { Checksum.crc32(0, UnsafeRawBufferPointer(rebasing: $0[..<length])) }
@@ -126,7 +138,14 @@ public struct PackRollUp {
                 moved[i] = there  // a copy from an earlier pack: deltas here use that one
                 return true
             }
-            try index.forEachObject(in: packPath, skip: alreadyWritten) { (i, id, buffer, length) throws(GitError) in
+            // An object too big to deflate is copied in pieces (a video a batch streamed in).
+            func copyBig(_ i: Int, _ id: Oid, _ fd: Int32, _ offset: UInt64, _ length: Int, _ crc: UInt32) throws(GitError) {
+                moved[i] = try writer.appendRaw(from: fd, offset: offset, length: length, id: id, crc: crc, source: packPath)
+                let key = id.prefix64
+                if shared.contains(key), written[key] == nil { written[key] = Int32(writer.count - 1) }
+            }
+            try index.forEachObject(in: packPath, skip: alreadyWritten, bigFrom: deflateLimit + (deflateLimit >> 8) + 64,
+                                    big: copyBig) { (i, id, buffer, length) throws(GitError) in
                 let entry = (id: id, offset: index.entries[i].offset)
                 // The header: type in bits 4-6 of the first byte, then the size, 7 bits a byte.
                 var at = 0
@@ -188,10 +207,11 @@ public struct PackRollUp {
 
     /// The share (0 to 1) of the bytes of the pack whose index is `indexFile` that a roll-up with
     /// `deflating` would deflate, estimated from at most `samples` of its objects spread over the
-    /// index (each weighs its size; only its first 4 KiB are read, and the index is mapped, not
-    /// read whole). Nil when the pack cannot be read. A pack a commit framed for later
-    /// (`PackFileWriter.deflateAtRest`) comes out near 1 for documents and near 0 for photos; a
-    /// deflated pack, 0.
+    /// index, each weighing its size. Of each, only its header and the bytes `Incompressible`
+    /// samples are read (found through its stored blocks' headers), so the judgement is the one
+    /// `deflate` makes of that object; the index is mapped, not read whole. Nil when the pack
+    /// cannot be read. A pack a commit framed for later (`PackFileWriter.deflateAtRest`) comes out
+    /// near 1 for documents and near 0 for photos; a deflated pack, 0.
     public static func deflatableShare(_ indexFile: FilePath, samples: Int = 32) -> Double? {
         guard let index = MappedPackIndex(indexFile), index.count > 0 else { return nil }
         let packPath = FilePath(String(indexFile.string.dropLast(4)) + ".pack")
@@ -201,45 +221,69 @@ public struct PackRollUp {
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_size >= 32 else { return nil }
         let end = UInt64(st.st_size) - 20
-        var head = [UInt8](repeating: 0, count: 16 + 7 + 4096)
         var deflatable = 0.0, seen = 0.0
         let n = min(samples, index.count)
         for k in 0..<n {
             guard let offset = index.offset(atPosition: k * index.count / n), offset >= 12, offset < end else { return nil }
-            let want = Int(min(UInt64(head.count), end - offset))
-            let got = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(offset)) }
-            guard got == want, let (_, size, _) = PackedObjects.Pack.entryHeader(head[..<min(got, 16)]) ?? deltaHeader(head[..<min(got, 16)]) else {
-                return nil
-            }
+            guard let (size, worth) = judge(fd, at: offset, end: end) else { return nil }
             let weight = Double(max(size, 1))
             seen += weight
-            if worthDeflating(head[..<got]) { deflatable += weight }
+            if worth { deflatable += weight }
         }
         return seen > 0 ? deflatable / seen : 0
     }
 
-    /// A delta's entry header read for its size only (type 6 or 7).
-    static func deltaHeader(_ bytes: ArraySlice<UInt8>) -> (ObjectType, Int, Int)? {
-        guard let first = bytes.first, (first >> 4) & 7 >= 6 else { return nil }
-        var patched = Array(bytes)
-        patched[0] = (first & 0x8f) | (3 << 4)  // read as a blob's header: same size encoding
-        return PackedObjects.Pack.entryHeader(patched[...])
-    }
-
-    /// Whether the start of an entry (header, then data) is a whole object `deflate` would take:
-    /// stored blocks, a size it deflates, a first block that looks compressible.
-    static func worthDeflating(_ entry: ArraySlice<UInt8>) -> Bool {
-        guard let (type, size, h) = PackedObjects.Pack.entryHeader(entry.prefix(16)), type.rawValue > 0,
-              size >= Incompressible.minimumSize, size <= deflateLimit else { return false }
-        let data = entry.dropFirst(h)
-        guard data.count >= 2 + 5, let first = data.first, first & 0x0f == 8, first >> 4 <= 7,
-              (Int(first) << 8 | Int(data[data.startIndex + 1])) % 31 == 0 else { return false }
-        let block = data.startIndex + 2
-        guard data[block] & 0b110 == 0, data[block] >> 3 == 0 else { return false }  // not a stored block: deflated already
-        let blockLength = Int(data[block + 1]) | Int(data[block + 2]) << 8
-        let bytes = data[(block + 5)..<min(data.endIndex, block + 5 + blockLength)]
-        guard bytes.count >= Incompressible.minimumSize else { return false }
-        return !Array(bytes).withUnsafeBytes { Incompressible.looks($0) }
+    /// The size of the object whose entry starts at `offset` (a delta's too), and whether
+    /// `deflate` would deflate it; nil when the entry cannot be read.
+    static func judge(_ fd: Int32, at offset: UInt64, end: UInt64) -> (Int, Bool)? {
+        func read(_ count: Int, at: UInt64) -> [UInt8]? {
+            guard at < end else { return nil }
+            var bytes = [UInt8](repeating: 0, count: Int(min(UInt64(count), end - at)))
+            let got = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(at)) }
+            return got == bytes.count ? bytes : nil
+        }
+        guard let head = read(16 + 2, at: offset), let first = head.first else { return nil }
+        var size = Int(first & 0x0f), shift = 4, h = 0
+        var byte = first
+        while byte & 0x80 != 0 {
+            h += 1
+            guard h < 16, shift < 56 else { return nil }
+            byte = head[h]
+            size |= Int(byte & 0x7f) << shift
+            shift += 7
+        }
+        h += 1
+        let type = (first >> 4) & 7
+        guard (1...4).contains(type), size >= Incompressible.minimumSize, size <= deflateLimit, h + 2 <= head.count,
+              head[h] & 0x0f == 8, head[h] >> 4 <= 7, head[h + 1] & 0x20 == 0, (Int(head[h]) << 8 | Int(head[h + 1])) % 31 == 0 else {
+            return (size, false)
+        }
+        // Walk the stored blocks (their lengths follow the pieces the object was written in),
+        // gathering the ranges `Incompressible` samples.
+        let wanted = Incompressible.samples(count: size)
+        var gathered: [UInt8] = []
+        gathered.reserveCapacity(4096)
+        var at = offset + UInt64(h + 2), payload = 0, next = 0
+        while next < wanted.count {
+            guard let block = read(5, at: at), block.count == 5 else { return nil }
+            guard block[0] & 0b110 == 0, block[0] >> 3 == 0 else { return (size, false) }  // a compressed block: not ours
+            let length = Int(block[1]) | Int(block[2]) << 8
+            guard length ^ (Int(block[3]) | Int(block[4]) << 8) == 0xffff else { return nil }
+            let covers = payload..<(payload + length)
+            while next < wanted.count, wanted[next].lowerBound < covers.upperBound {
+                let part = wanted[next].clamped(to: covers)
+                if !part.isEmpty {
+                    guard let bytes = read(part.count, at: at + 5 + UInt64(part.lowerBound - payload)), bytes.count == part.count else { return nil }
+                    gathered += bytes
+                }
+                if wanted[next].upperBound <= covers.upperBound { next += 1 } else { break }
+            }
+            payload += length
+            at += 5 + UInt64(length)
+            if block[0] & 1 == 1 { break }
+        }
+        guard payload >= (wanted.last?.upperBound ?? 0) else { return nil }
+        return (size, !gathered.withUnsafeBytes { Incompressible.looks($0) })
     }
 
     /// Whole objects bigger than this stay as they are in a roll-up that deflates: `PackFileWriter`

@@ -671,6 +671,9 @@ actor SyncEngine {
             setProblem(.rollUp, nil)
             compactPacks()  // a roll-up takes at most `PackPlan.maxObjects` objects: the next ones now
         } catch {
+            // A pack that could not be rewritten at rest is not tried again by this agent: the
+            // next would meet the same damage or the same full disk, and the others would wait.
+            if deflated { for pack in packs { deflateJudged.insert(pack.lastComponent?.string ?? "") } }
             let message = "cannot combine the pack files of \(config.storePath.display): \(error). Nothing is lost; it is retried after the next sync. Check the disk space and permissions of the store"
             if problems[.rollUp] != message { logger.warning("\(message)") }
             setProblem(.rollUp, message)

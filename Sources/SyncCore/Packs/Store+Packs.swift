@@ -51,7 +51,8 @@ extension Store {
             guard !judged.contains(name) else { continue }
             var index = pack.base
             index.extension = "idx"
-            if let share = Repository.deflatableShare(packIndex: index), share >= Self.deflateShare { return pack.base }
+            guard let share = Repository.deflatableShare(packIndex: index) else { continue }  // (asked again next time)
+            if share >= Self.deflateShare { return pack.base }
             judged.insert(name)
         }
         return nil
