@@ -45,12 +45,22 @@ extension Store {
     /// blocks and leaves deflate for when the store is at rest): the first whose sampled bytes are
     /// at least `deflateShare` such objects, largest pack first. Packs judged not worth it go into
     /// `judged` and are not read again (a pack's bytes never change under its name).
+    /// A pack of more than `PackPlan.maxObjects` objects is left as it is (a roll-up holds a list
+    /// of every object until the new index is written: a first commit of 100k tiny files would
+    /// cost the agent about 10 MB for a moment, to save little).
     public func packToDeflate(judged: inout Set<String>) -> FilePath? {
-        for pack in packFiles().sorted(by: { $0.size > $1.size }) {
+        let packs = packFiles()
+        judged.formIntersection(packs.map { $0.base.lastComponent?.string ?? "" })  // (removed packs are forgotten)
+        for pack in packs.sorted(by: { $0.size > $1.size }) {
             let name = pack.base.lastComponent?.string ?? ""
             guard !judged.contains(name) else { continue }
             var index = pack.base
             index.extension = "idx"
+            guard let objects = Repository.objectCount(packIndex: index) else { continue }
+            guard objects <= PackPlan.maxObjects else {
+                judged.insert(name)
+                continue
+            }
             guard let share = Repository.deflatableShare(packIndex: index) else { continue }  // (asked again next time)
             if share >= Self.deflateShare { return pack.base }
             judged.insert(name)
