@@ -138,11 +138,15 @@ public struct PackRollUp {
                 moved[i] = there  // a copy from an earlier pack: deltas here use that one
                 return true
             }
-            // An object too big to deflate is copied in pieces (a video a batch streamed in).
-            func copyBig(_ i: Int, _ id: Oid, _ fd: Int32, _ offset: UInt64, _ length: Int, _ crc: UInt32) throws(GitError) {
-                moved[i] = try writer.appendRaw(from: fd, offset: offset, length: length, id: id, crc: crc, source: packPath)
+            // Object i of this pack is now the writer's last, at `offset`.
+            func note(_ i: Int, _ id: Oid, at offset: UInt64) {
+                moved[i] = offset
                 let key = id.prefix64
                 if shared.contains(key), written[key] == nil { written[key] = Int32(writer.count - 1) }
+            }
+            // An object too big to deflate is copied in pieces (a video a batch streamed in).
+            func copyBig(_ i: Int, _ id: Oid, _ fd: Int32, _ offset: UInt64, _ length: Int, _ crc: UInt32) throws(GitError) {
+                note(i, id, at: try writer.appendRaw(from: fd, offset: offset, length: length, id: id, crc: crc, source: packPath))
             }
             try index.forEachObject(in: packPath, skip: alreadyWritten, bigFrom: deflateLimit + (deflateLimit >> 8) + 64,
                                     big: copyBig) { (i, id, buffer, length) throws(GitError) in
@@ -186,19 +190,14 @@ public struct PackRollUp {
                     if deflating, type != 7,
                        let deflated = try deflate(buffer, length: length, dataAt: at, type: ObjectType(rawValue: Int32(type))!,
                                                   id: entry.id, into: writer, scratch: &payload) {
-                        moved[i] = deflated
-                        let key = entry.id.prefix64
-                        if shared.contains(key), written[key] == nil { written[key] = Int32(writer.count - 1) }
-                        return
+                        return note(i, entry.id, at: deflated)
                     }
                     let result: Result<UInt64, GitError> = buffer.withUnsafeBytes { raw in
                         Result { () throws(GitError) in try writer.appendRaw(UnsafeRawBufferPointer(rebasing: raw[0..<length]), id: entry.id) }
                     }
                     newOffset = try result.get()
                 }
-                moved[i] = newOffset
-                let key = entry.id.prefix64
-                if shared.contains(key), written[key] == nil { written[key] = Int32(writer.count - 1) }
+                note(i, entry.id, at: newOffset)
             }
         }
         written = [:]  // not needed for the index: its memory goes before the index is written
@@ -242,20 +241,9 @@ public struct PackRollUp {
             let got = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(at)) }
             return got == bytes.count ? bytes : nil
         }
-        guard let head = read(16 + 2, at: offset), let first = head.first else { return nil }
-        var size = Int(first & 0x0f), shift = 4, h = 0
-        var byte = first
-        while byte & 0x80 != 0 {
-            h += 1
-            guard h < 16, shift < 56 else { return nil }
-            byte = head[h]
-            size |= Int(byte & 0x7f) << shift
-            shift += 7
-        }
-        h += 1
-        let type = (first >> 4) & 7
+        guard let head = read(16 + 2, at: offset), let (type, size, h) = PackedObjects.Pack.anyEntryHeader(head.prefix(16)) else { return nil }
         guard (1...4).contains(type), size >= Incompressible.minimumSize, size <= deflateLimit, h + 2 <= head.count,
-              head[h] & 0x0f == 8, head[h] >> 4 <= 7, head[h + 1] & 0x20 == 0, (Int(head[h]) << 8 | Int(head[h + 1])) % 31 == 0 else {
+              StoredZlib.isHeader(head[h], head[h + 1]) else {
             return (size, false)
         }
         // Walk the stored blocks (their lengths follow the pieces the object was written in),

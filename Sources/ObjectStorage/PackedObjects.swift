@@ -187,10 +187,15 @@ package final class PackedObjects {
         /// A whole object's entry header (type 1-4, size, the header's length); nil for a delta
         /// or what is not a header.
         static func entryHeader(_ bytes: ArraySlice<UInt8>) -> (ObjectType, Int, Int)? {
+            guard let (raw, size, length) = anyEntryHeader(bytes), let type = ObjectType(rawValue: Int32(raw)) else { return nil }
+            return (type, size, length)
+        }
+
+        /// Any entry's header, a delta's too: its type number (bits 4-6), size and length.
+        static func anyEntryHeader(_ bytes: ArraySlice<UInt8>) -> (UInt8, Int, Int)? {
             var at = bytes.startIndex
             guard at < bytes.endIndex else { return nil }
             var byte = bytes[at]
-            guard let type = ObjectType(rawValue: Int32((byte >> 4) & 7)) else { return nil }
             var size = Int(byte & 0x0f)
             var shift = 4
             while byte & 0x80 != 0 {
@@ -200,7 +205,7 @@ package final class PackedObjects {
                 size |= Int(byte & 0x7f) << shift
                 shift += 7
             }
-            return (type, size, at - bytes.startIndex + 1)
+            return ((bytes[bytes.startIndex] >> 4) & 7, size, at - bytes.startIndex + 1)
         }
     }
 }
@@ -266,12 +271,16 @@ package final class MappedPackIndex {
 }
 
 extension StoredZlib {
+    /// A zlib header we read: deflate, a window of at most 32 KiB, no preset dictionary, its check.
+    package static func isHeader(_ cmf: UInt8, _ flg: UInt8) -> Bool {
+        cmf & 0x0f == 8 && cmf >> 4 <= 7 && flg & 0x20 == 0 && (Int(cmf) << 8 | Int(flg)) % 31 == 0
+    }
+
     /// Where the bytes of a zlib stream made only of stored blocks lie in `stream` (which may go on
     /// past its end), when they are exactly `size` bytes and their Adler-32 matches the stream's
     /// trailer; nil otherwise (compressed blocks, a dictionary, damage: decode it as any stream).
     package static func blocks(in stream: UnsafeRawBufferPointer, size: Int) -> [Range<Int>]? {
-        guard stream.count >= 2 + 5 + 4, stream[0] & 0x0f == 8, stream[0] >> 4 <= 7, stream[1] & 0x20 == 0,
-              (Int(stream[0]) << 8 | Int(stream[1])) % 31 == 0 else { return nil }
+        guard stream.count >= 2 + 5 + 4, isHeader(stream[0], stream[1]) else { return nil }
         var at = 2
         var ranges: [Range<Int>] = []
         var total = 0
