@@ -658,7 +658,7 @@ actor SyncEngine {
         combining = false
         do {
             let name = try written.get()
-            let before = packs.reduce(Int64(0)) { $0 + ((try? FileStat.of(FilePath($1.string + ".pack")))??.size ?? 0) }
+            let before = deflated ? packs.reduce(Int64(0)) { $0 + ((try? FileStat.of(FilePath($1.string + ".pack")))??.size ?? 0) } : 0
             try store.finishCombining(packs, into: name)
             if deflated {
                 deflateJudged.insert("pack-" + name)
@@ -674,7 +674,7 @@ actor SyncEngine {
             // A pack that could not be rewritten at rest is not tried again by this agent: the
             // next would meet the same damage or the same full disk, and the others would wait.
             if deflated { for pack in packs { deflateJudged.insert(pack.lastComponent?.string ?? "") } }
-            let message = "cannot combine the pack files of \(config.storePath.display): \(error). Nothing is lost; it is retried after the next sync. Check the disk space and permissions of the store"
+            let message = "cannot combine the pack files of \(config.storePath.display): \(error). Nothing is lost; \(deflated && packs.count == 1 ? "the pack stays as it is, and the agent tries again when it next starts" : "it is retried after the next sync"). Check the disk space and permissions of the store"
             if problems[.rollUp] != message { logger.warning("\(message)") }
             setProblem(.rollUp, message)
         }
