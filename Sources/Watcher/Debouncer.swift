@@ -40,6 +40,13 @@ public struct WatchBatch: Sendable, Equatable {
 /// appended to) may so be committed as it was at its first close, and an app's temporary not
 /// among the ignored names may be committed if the app pauses over 5 ms between closing it and
 /// renaming it: the next commit has the final state.
+/// A file written to (`IN_MODIFY`, a truncation too) and not closed since is not taken when quiet
+/// passes: `cp` over a file truncates it, and on a busy machine the quiet may pass before its
+/// first write, which would commit (and send) an empty version. Such a file waits for its close,
+/// or for `maxDelay` after the first write of the files left open (a log or a database kept open
+/// still goes out that often); the other files of the batch go at quiet without it. A file only
+/// made (`IN_CREATE`: a symbolic link, a hard link, a new empty file) or found by a walk is not
+/// held past quiet.
 /// A pure state machine: time is passed in.
 public struct Debouncer: Sendable {
     public typealias Instant = ContinuousClock.Instant
@@ -70,6 +77,10 @@ public struct Debouncer: Sendable {
     private var batch = WatchBatch()
     /// Paths of the batch written (or made) and not closed since: a slice leaves them pending.
     private var writing: Set<FilePath> = []
+    /// Paths of `writing` written to (not only made): quiet leaves them pending too.
+    private var open: Set<FilePath> = []
+    /// When `open` last went from empty to not empty: the open files wait at most `maxDelay` from it.
+    private var openSince: Instant?
     private var firstChange: Instant?
     private var lastChange: Instant?
     /// Paths made within this batch (kept only while `removes` is false).
@@ -93,15 +104,25 @@ public struct Debouncer: Sendable {
     public var pendingCount: Int { batch.paths.count }
     public var isEmpty: Bool { batch.isEmpty }
 
-    /// - Parameter writing: true when the event says the file is being written (`IN_CREATE`,
-    ///   `IN_MODIFY`), false when it is whole (`IN_CLOSE_WRITE`, moved in), nil when it says
-    ///   neither (`IN_ATTRIB`).
-    public mutating func add(_ path: FilePath, at now: Instant, change: Change = .changed, writing: Bool? = nil) {
+    /// - Parameters:
+    ///   - writing: true when the event says the file is being written (`IN_CREATE`,
+    ///     `IN_MODIFY`), false when it is whole (`IN_CLOSE_WRITE`, moved in), nil when it says
+    ///     neither (`IN_ATTRIB`).
+    ///   - wrote: the event says bytes were written or cut (`IN_MODIFY`): the file is held past
+    ///     quiet until its close (or `maxDelay`).
+    public mutating func add(_ path: FilePath, at now: Instant, change: Change = .changed, writing: Bool? = nil,
+                             wrote: Bool = false) {
         batch.paths.insert(path)
         if change == .removed || writing == false {
             self.writing.remove(path)
-        } else if writing == true {
+            open.remove(path)
+            if open.isEmpty { openSince = nil }
+        } else if writing == true || wrote {
             self.writing.insert(path)
+            if wrote {
+                if open.isEmpty { openSince = now }
+                open.insert(path)
+            }
         }
         switch change {
         case .created:
@@ -133,11 +154,22 @@ public struct Debouncer: Sendable {
         lastEvent = max(lastEvent ?? now, now)
     }
 
+    /// The latest the batch may wait: `maxDelay` after its first change, or after the first write
+    /// of the files still open when that came earlier (a slice restarts the batch's clock).
+    private var latest: Instant? {
+        guard let firstChange else { return nil }
+        return min(firstChange, openSince ?? firstChange) + maxDelay
+    }
+
+    /// Only files written and still open are pending, and the batch may wait for them.
+    private var onlyOpenFiles: Bool { !batch.rescan && !open.isEmpty && batch.paths.count == open.count }
+
     /// When the pending batch (or a slice of it) becomes due; nil when nothing is pending.
     public var deadline: Instant? {
-        guard let firstChange, let lastChange else { return nil }
+        guard let firstChange, let lastChange, let latest else { return nil }
+        if onlyOpenFiles { return latest }
         if !removes, !batch.rescan, batch.paths.count >= maxPaths { return lastChange }
-        let due = min(lastChange + quiet, firstChange + maxDelay)
+        let due = min(lastChange + quiet, latest)
         if let settle, afterQuiet, !removes, !batch.rescan, writing.isEmpty {
             // (whole files that keep coming still go as a slice)
             return min(due, lastChange + settle, slice.map { firstChange + $0 } ?? due)
@@ -149,17 +181,39 @@ public struct Debouncer: Sendable {
     /// The pending batch if it is due at `now`, emptying the debouncer; or, due as a slice only,
     /// its closed files, the files still being written left pending.
     public mutating func takeIfDue(at now: Instant) -> WatchBatch? {
-        guard let deadline, now >= deadline else { return nil }
-        if !writing.isEmpty, let firstChange, let lastChange, now < lastChange + quiet, now < firstChange + maxDelay,
-           batch.paths.count < maxPaths {
-            let closed = batch.paths.subtracting(writing)
-            batch.paths = writing
-            made.formIntersection(writing)  // the others are committed: their removal is a deletion
+        guard let deadline, now >= deadline, let lastChange, let latest else { return nil }
+        // Before quiet: a slice leaves every file being written; after it, those written to and
+        // not closed (never past `latest`, never a rescan).
+        let left = now < lastChange + quiet && batch.paths.count < maxPaths ? writing
+            : !batch.rescan && now < latest ? open : []
+        if !left.isEmpty, now < latest {
+            let closed = batch.paths.subtracting(left)
+            if closed.isEmpty { return nil }  // (the deadline is `latest` then: not reached)
+            batch.paths = left
+            writing.formIntersection(left)
+            made.formIntersection(left)  // the others are committed: their removal is a deletion
+            removes = false  // any removal went with the closed files
             self.firstChange = now
             afterQuiet = false  // a writer that does not stop: the rest waits for quiet
             return WatchBatch(paths: closed)
         }
         return flush()
+    }
+
+    /// The pending batch whether due or not, except files written to and still open (a merge's
+    /// drain: a truncated file is not committed because a peer's change came); nil when only those
+    /// (or nothing) are pending.
+    public mutating func flush(keepingOpen: Bool) -> WatchBatch? {
+        guard keepingOpen, !batch.rescan, !open.isEmpty, let lastChange else { return flush() }
+        if batch.paths.count == open.count { return nil }
+        let closed = batch.paths.subtracting(open)
+        batch.paths = open
+        writing = open
+        made.formIntersection(open)
+        removes = false
+        firstChange = min(lastChange, openSince ?? lastChange)
+        afterQuiet = false
+        return WatchBatch(paths: closed)
     }
 
     /// The pending batch whether due or not (shutdown, "sync now"); nil when empty.
@@ -171,6 +225,8 @@ public struct Debouncer: Sendable {
             lastChange = nil
             made = []
             writing = []
+            open = []
+            openSince = nil
             removes = false
             afterQuiet = false
         }

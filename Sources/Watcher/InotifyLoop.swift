@@ -19,7 +19,7 @@ final class Loop: @unchecked Sendable {
     let ready = Mutex<WatchBatch>(WatchBatch())
 
     /// Callers of `drain`, waiting for the pending batch; nil once the loop has ended.
-    private let drainers = Mutex<[CheckedContinuation<WatchBatch, Never>]?>([])
+    private let drainers = Mutex<[(CheckedContinuation<WatchBatch, Never>, keepOpen: Bool)]?>([])
 
     private let root: FilePath
     private let hub: InotifyHub
@@ -133,11 +133,11 @@ final class Loop: @unchecked Sendable {
     }
 
     /// Reads what the kernel holds and returns the pending batch to the caller instead of the stream.
-    func drain() async -> WatchBatch {
+    func drain(keepingOpen: Bool) async -> WatchBatch {
         await withCheckedContinuation { (c: CheckedContinuation<WatchBatch, Never>) in
             let queued = drainers.withLock { list -> Bool in
                 guard list != nil else { return false }
-                list!.append(c)
+                list!.append((c, keepOpen: keepingOpen))
                 return true
             }
             if queued { request(.drain) } else { c.resume(returning: WatchBatch()) }
@@ -146,7 +146,7 @@ final class Loop: @unchecked Sendable {
 
     private func endDrainers() {
         let waiting = drainers.withLock { list in defer { list = nil }; return list ?? [] }
-        for c in waiting { c.resume(returning: WatchBatch()) }
+        for (c, _) in waiting { c.resume(returning: WatchBatch()) }
     }
 
     // MARK: the thread
@@ -178,8 +178,11 @@ final class Loop: @unchecked Sendable {
                 }
                 if pendingRequests & Request.drain.rawValue != 0 {
                     drainKernelQueue()
-                    var batch = debouncer.flush() ?? WatchBatch()
-                    pending.store(0, ordering: .relaxed)
+                    let waiting = drainers.withLock { list in defer { if list != nil { list = [] } }; return list ?? [] }
+                    // Files written to and still open stay pending when every caller allows it.
+                    let keepOpen = !waiting.isEmpty && waiting.allSatisfy(\.keepOpen)
+                    var batch = (keepOpen ? debouncer.flush(keepingOpen: true) : debouncer.flush()) ?? WatchBatch()
+                    pending.store(debouncer.pendingCount, ordering: .relaxed)
                     if handoff {
                         batch = ready.withLock { r in
                             r.merge(batch)
@@ -187,8 +190,7 @@ final class Loop: @unchecked Sendable {
                             return r
                         }
                     }
-                    let waiting = drainers.withLock { list in defer { if list != nil { list = [] } }; return list ?? [] }
-                    for (i, c) in waiting.enumerated() { c.resume(returning: i == 0 ? batch : WatchBatch()) }
+                    for (i, (c, _)) in waiting.enumerated() { c.resume(returning: i == 0 ? batch : WatchBatch()) }
                 }
                 if pendingRequests & Request.stop.rawValue != 0 {
                     drainKernelQueue()
@@ -217,8 +219,9 @@ final class Loop: @unchecked Sendable {
         output.yield(batch)
     }
 
-    private func changed(_ path: FilePath, _ change: Debouncer.Change = .changed, writing: Bool? = nil) {
-        debouncer.add(path, at: .now, change: change, writing: writing)
+    private func changed(_ path: FilePath, _ change: Debouncer.Change = .changed, writing: Bool? = nil,
+                         wrote: Bool = false) {
+        debouncer.add(path, at: .now, change: change, writing: writing, wrote: wrote)
         pending.store(debouncer.pendingCount, ordering: .relaxed)
     }
 
@@ -298,7 +301,8 @@ final class Loop: @unchecked Sendable {
             : mask & UInt32(IN_CLOSE_WRITE | IN_MOVED_TO) != 0 ? false
             : mask & UInt32(IN_CREATE | IN_MODIFY) != 0 ? true : nil
         changed(path, mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 ? .removed
-                      : mask & UInt32(IN_CREATE) != 0 ? .created : .changed, writing: writing)
+                      : mask & UInt32(IN_CREATE) != 0 ? .created : .changed, writing: writing,
+                wrote: writing == true && mask & UInt32(IN_MODIFY) != 0)
         guard mask & UInt32(IN_ISDIR) != 0 else { return }
         if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
             // Files made before the new watch existed sent no event: report everything inside.

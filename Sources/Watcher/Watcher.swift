@@ -84,7 +84,9 @@ public final class Watcher: Sendable {
     /// `batches`), without waiting for the quiet period: the sync engine commits these before it
     /// merges a peer. Returns an empty batch once the watcher has stopped.
     /// Before `start()` it waits for the start (the kernel's queue is read from then on).
-    public func drain() async -> WatchBatch { await loop.drain() }
+    /// - Parameter keepingOpen: files written to and still open (`Debouncer`) stay pending: a merge
+    ///   need not wait for them (its apply leaves any file changed on disk as it is).
+    public func drain(keepingOpen: Bool = false) async -> WatchBatch { await loop.drain(keepingOpen: keepingOpen) }
 
     /// Whether `start()` (or `stop()`) was called: `drain` answers without waiting for a start.
     public var hasStarted: Bool { started.load(ordering: .acquiring) }

@@ -95,6 +95,43 @@ import Watcher
         #expect(r.takeIfDue(at: t0 + .milliseconds(1010))?.paths == ["a", "tracked"])
     }
 
+    /// `cp` over a file truncates it (`IN_MODIFY`) before its first write; on a busy machine the
+    /// quiet may pass in between. The truncated file is not taken at quiet: the rest of the batch
+    /// goes, it waits for its close, so no empty version is committed.
+    @Test func aFileWrittenAndStillOpenWaitsPastQuietForItsClose() {
+        var d = Debouncer(quiet: .milliseconds(100), maxDelay: .seconds(2), slice: .milliseconds(250),
+                          settle: .milliseconds(5))
+        d.add("b.txt", at: t0, writing: true, wrote: true)  // the truncation
+        d.add("other", at: t0 + .milliseconds(10), writing: false)
+        d.add("gone", at: t0 + .milliseconds(20), change: .removed)
+        #expect(d.takeIfDue(at: t0 + .milliseconds(119)) == nil)
+        #expect(d.takeIfDue(at: t0 + .milliseconds(120)) == WatchBatch(paths: ["other", "gone"]),
+                "quiet takes the closed files and the removal, not the open one")
+        #expect(d.deadline == t0 + .seconds(2), "alone, the open file waits for its close or max delay")
+        #expect(d.takeIfDue(at: t0 + .milliseconds(900)) == nil)
+        d.add("b.txt", at: t0 + .milliseconds(1000), writing: true, wrote: true)  // the write
+        d.add("b.txt", at: t0 + .milliseconds(1001), writing: false)  // the close
+        // Closed, it goes at once as a slice (the rest's slice began when quiet took the others).
+        #expect(d.takeIfDue(at: t0 + .milliseconds(1001)) == WatchBatch(paths: ["b.txt"]))
+        #expect(d.isEmpty)
+    }
+
+    /// A file kept open (a log, a database) still goes out `maxDelay` after its first write; a file
+    /// only made (a symbolic link: no close ever comes) or found by a walk is not held past quiet.
+    @Test func aFileKeptOpenGoesAtMaxDelayAndOnlyMadeOnesAtQuiet() {
+        var d = Debouncer(quiet: .milliseconds(100), maxDelay: .seconds(2))
+        d.add("app.db", at: t0, writing: true, wrote: true)
+        d.add("app.db", at: t0 + .milliseconds(500), writing: true, wrote: true)
+        #expect(d.takeIfDue(at: t0 + .milliseconds(1999)) == nil)
+        #expect(d.takeIfDue(at: t0 + .seconds(2)) == WatchBatch(paths: ["app.db"]))
+        d.add("link", at: t0 + .seconds(3), change: .created, writing: true)
+        #expect(d.takeIfDue(at: t0 + .milliseconds(3100)) == WatchBatch(paths: ["link"]))
+        // A rescan takes everything at quiet, open files too (the walk reads what is there).
+        d.add("app.db", at: t0 + .seconds(4), writing: true, wrote: true)
+        d.requestRescan(at: t0 + .seconds(4))
+        #expect(d.takeIfDue(at: t0 + .milliseconds(4100)) == WatchBatch(paths: ["app.db"], rescan: true))
+    }
+
     /// An editor's temporary renamed over its file within the batch deletes nothing tracked.
     @Test func aTemporaryMadeAndRenamedInTheBatchIsNoRemoval() {
         var d = Debouncer(quiet: .seconds(1), maxDelay: .seconds(60), maxPaths: 10)

@@ -255,9 +255,11 @@ actor SyncEngine {
     }
 
     /// Commits what the watcher has seen so far (or, with no watcher, what a scan finds).
-    private func commitPendingLocal() async {
+    /// - Parameter keepingOpen: files written to and still open stay pending (before a merge: the
+    ///   apply leaves a file changed on disk as it is, and a half-written file is not committed).
+    private func commitPendingLocal(keepingOpen: Bool = false) async {
         if let watcher {
-            let batch = await watcher.drain()
+            let batch = await watcher.drain(keepingOpen: keepingOpen)
             if !batch.isEmpty || !failedBatch.isEmpty { commit(batch) }
         } else {
             commit(WatchBatch(rescan: true))
@@ -524,7 +526,7 @@ actor SyncEngine {
     /// the devices are merged one by one afterwards either way (what was folded is then up to date).
     func integrateFolded(hub: String, devices: [String]) async -> (peer: String, result: IntegrateResult)? {
         guard devices.count > 1, rootIsPresent() else { return nil }
-        await commitPendingLocal()
+        await commitPendingLocal(keepingOpen: true)
         guard let peer = try? store.foldJoins(hub: hub, devices: devices) else { return nil }
         // Events and logs name the hub: the fold's pseudo-peer is no device a user knows.
         return (peer, await integrate(peer: peer, shownAs: hub))
@@ -540,7 +542,7 @@ actor SyncEngine {
     func integrate(peer: String, shownAs: String? = nil) async -> IntegrateResult {
         defer { progress.finish(Store.mergeTask) }  // also when it fails half-way
         guard rootIsPresent() else { return .paused(DeletionHold.rootMissing(config.data).message) }
-        await commitPendingLocal()
+        await commitPendingLocal(keepingOpen: true)
         if let hold { return .paused("merges wait while deletions are held: \(hold.message)") }
         if !heldDeletes.isEmpty {
             return .paused("merges wait until the deletion spell under way ends: \(heldDeletes.count) deleted paths go once no deletion has come for \(DeletionSpell.quiet)")
