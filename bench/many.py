@@ -92,8 +92,8 @@ def wait_for(cond, agents, what, timeout=SETTLE_TIMEOUT_S):
     raise bench.BenchError(f"{len(agents)} devices: {what} not within {timeout:.0f} s ({distinct} different mains)")
 
 
-def run_one(syncagent, tmp, n, agents_out):
-    base = os.path.join(tmp, f"many-{n}")
+def make_fleet(syncagent, base, n, agents_out, label):
+    """N agents, each with the bare repository `base`/hub.git as its hub (by path), not started."""
     hub = os.path.join(base, "hub.git")
     os.makedirs(base)
     bench.git(["init", "-q", "--bare", hub])
@@ -102,7 +102,7 @@ def run_one(syncagent, tmp, n, agents_out):
         name = f"d{i:02d}"
         d = os.path.join(base, name)
         os.makedirs(d)
-        a = bench.Agent(syncagent, d, f"many{n}/{name}", device=name, peers=[("hub", hub)])
+        a = bench.Agent(syncagent, d, f"{label}/{name}", device=name, peers=[("hub", hub)])
         with open(a.config) as f:
             text = f.read()
         text = text.replace('name = "hub"\n', 'name = "hub"\nhub = true\n', 1)
@@ -114,6 +114,12 @@ def run_one(syncagent, tmp, n, agents_out):
             f.write(text)
         agents.append(a)
         agents_out.append(a)
+    return hub, agents
+
+
+def run_one(syncagent, tmp, n, agents_out):
+    base = os.path.join(tmp, f"many-{n}")
+    hub, agents = make_fleet(syncagent, base, n, agents_out, f"many{n}")
     with open(os.path.join(agents[0].data, "start.txt"), "w") as f:
         f.write("the family's first file\n")
     for a in agents:
@@ -130,6 +136,11 @@ def run_one(syncagent, tmp, n, agents_out):
     if os.environ.get("MANY_PROFILE"):
         prof = subprocess.Popen(["perf", "record", "-F", "499", "-a", "-g", "-o", os.environ["MANY_PROFILE"]],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if os.environ.get("MANY_STRACE"):  # MANY_STRACE=FILE: every syscall of the middle device through the burst
+        traced = agents[n // 2]
+        tracer = subprocess.Popen(["strace", "-f", "-tt", "-y", "-o", os.environ["MANY_STRACE"], "-p", str(traced.proc.pid)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1)
     t0 = time.perf_counter()
     for a in agents:
         for k in range(3):
@@ -145,6 +156,9 @@ def run_one(syncagent, tmp, n, agents_out):
     if os.environ.get("MANY_PROFILE"):
         prof.send_signal(2)
         prof.wait()
+    if os.environ.get("MANY_STRACE"):
+        tracer.send_signal(2)
+        tracer.wait()
     commits = agents[0].commits() - before_commits
     grew = disk_bytes(hub) - before_hub
     for a in agents:
@@ -154,6 +168,116 @@ def run_one(syncagent, tmp, n, agents_out):
     if not os.environ.get("MANY_KEEP"):
         shutil.rmtree(base, ignore_errors=True)
     return {"n": n, "idle_cpu": idle_cpu, "files_s": t_files, "main_s": t_main, "cpu_s": cpu, "commits": commits, "hub_bytes": grew}
+
+
+def run_churn(syncagent, tmp, n, seconds, agents_out, period=3.0):
+    """Churn: N devices through one hub on a path, each rewriting a file of its own every `period`
+    seconds (the devices take turns, evenly spread) for `seconds`. Per minute: the changes made,
+    how long each took to be on every other device (settle), the agents' CPU per change, the hub's
+    size and one device's store size. Flat is the goal: the last minute costs what the second
+    did (the first has the start in it)."""
+    import threading
+    base = os.path.join(tmp, f"churn-{n}")
+    hub, agents = make_fleet(syncagent, base, n, agents_out, f"churn{n}")
+    names = [a.name.split("/")[-1] for a in agents]
+    for a, name in zip(agents, names):
+        with open(os.path.join(a.data, f"{name}.txt"), "w") as f:
+            f.write(f"{name} 0\n")
+    for a in agents:
+        a.start()
+    wait_for(lambda: holds_all(agents, [f"{x}.txt" for x in names]) and agreed(agents), agents, "the first agreement")
+
+    def version(a, name):
+        try:
+            with open(os.path.join(a.data, f"{name}.txt")) as f:
+                parts = f.read().split()
+            return int(parts[1]) if len(parts) == 2 and parts[0] == name else -1
+        except (OSError, ValueError):
+            return -1
+
+    pending = []  # [t_write, writer index, version]
+    settled = []  # (t_write, seconds)
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def checker():
+        while not stop.is_set() or pending:
+            with lock:
+                todo = list(pending)
+            done = []
+            for item in todo:
+                t_w, i, v = item
+                if all(version(b, names[i]) >= v for j, b in enumerate(agents) if j != i):
+                    done.append(item)
+                    settled.append((t_w, time.perf_counter() - t_w))
+            with lock:
+                for item in done:
+                    pending.remove(item)
+            if stop.is_set() and time.perf_counter() > stop_deadline:
+                break
+            time.sleep(0.01)
+
+    stop_deadline = float("inf")
+    watcher = threading.Thread(target=checker, daemon=True)
+    watcher.start()
+    t0 = time.perf_counter()
+    minutes = max(1, int(round(seconds / 60)))
+    marks = [(t0, sum(cpu_seconds(a) for a in agents), disk_bytes(hub), disk_bytes(agents[0].store))]
+    k = 0
+    while True:
+        i, rnd = k % n, k // n
+        due = t0 + rnd * period + i * period / n
+        if due >= t0 + seconds:
+            break
+        while True:
+            now = time.perf_counter()
+            if now >= due:
+                break
+            if now >= marks[-1][0] + 60 and len(marks) <= minutes:
+                marks.append((marks[-1][0] + 60, sum(cpu_seconds(a) for a in agents), disk_bytes(hub), disk_bytes(agents[0].store)))
+                continue
+            time.sleep(min(0.05, due - now))
+        for a in agents:
+            if a.proc.poll() is not None:
+                raise bench.BenchError(a.unexpected_exit())
+        v = rnd + 1
+        with open(os.path.join(agents[i].data, f"{names[i]}.txt"), "w") as f:
+            f.write(f"{names[i]} {v}\n")
+        with lock:
+            pending.append([time.perf_counter(), i, v])
+        k += 1
+    while len(marks) <= minutes:
+        time.sleep(max(0.0, marks[-1][0] + 60 - time.perf_counter()))
+        marks.append((marks[-1][0] + 60, sum(cpu_seconds(a) for a in agents), disk_bytes(hub), disk_bytes(agents[0].store)))
+    stop_deadline = time.perf_counter() + SETTLE_TIMEOUT_S
+    stop.set()
+    watcher.join()
+    if pending:
+        raise bench.BenchError(f"churn, {n} devices: {len(pending)} change(s) never reached every device")
+    wait_for(lambda: agreed(agents), agents, "the same main after the churn")
+    for a in agents:
+        a.stop()
+    for a in agents:
+        bench.verify_store(a.store, a.data, a.name)
+    per_minute = []
+    for m in range(minutes):
+        start, cpu0, _, _ = marks[m]
+        end, cpu1, hub1, store1 = marks[m + 1]
+        times = sorted(s for t_w, s in settled if start <= t_w < end)
+        per_minute.append({"minute": m + 1, "changes": len(times), "settle_p50": bench.median(times) if times else float("nan"),
+                           "settle_max": times[-1] if times else float("nan"),
+                           "cpu_per_change": (cpu1 - cpu0) / max(1, len(times)), "hub_bytes": hub1, "store_bytes": store1})
+    if not os.environ.get("MANY_KEEP"):
+        shutil.rmtree(base, ignore_errors=True)
+    return {"n": n, "period": period, "minutes": per_minute, "hub_start": marks[0][2]}
+
+
+def churn_table(result):
+    lines = [f"  {'minute':>6} {'changes':>8} {'settle p50':>11} {'settle max':>11} {'CPU/change':>11} {'hub size':>9} {'d00 store':>10}"]
+    for r in result["minutes"]:
+        lines.append(f"  {r['minute']:>6} {r['changes']:>8} {r['settle_p50'] * 1e3:>8.0f} ms {r['settle_max'] * 1e3:>8.0f} ms"
+                     f" {r['cpu_per_change'] * 1e3:>8.1f} ms {r['hub_bytes'] / 1e6:>6.2f} MB {r['store_bytes'] / 1e6:>7.2f} MB")
+    return "\n".join(lines)
 
 
 def table(results):
