@@ -1584,7 +1584,7 @@ def target_text(target, a, g, rss):
         ratio = a / g if g > 0 else (0.0 if a <= 0 else float("inf"))
         return f"<= {value:g}x {'met' if ratio <= value else 'MISSED'}"
     if kind == "time":
-        return f"<= {value * 1e3:.0f} ms {'met' if a <= value else 'MISSED'}"
+        return f"<= {fmt_time(value)} {'met' if a <= value else 'MISSED'}"
     if kind == "mb":
         return f"<= {value} MB {'met' if a * 1e3 <= value else 'MISSED'}"
     if kind == "per-min":

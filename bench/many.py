@@ -136,10 +136,14 @@ def run_one(syncagent, tmp, n, agents_out):
     if os.environ.get("MANY_PROFILE"):
         prof = subprocess.Popen(["perf", "record", "-F", "499", "-a", "-g", "-o", os.environ["MANY_PROFILE"]],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tracer = None
     if os.environ.get("MANY_STRACE"):  # MANY_STRACE=FILE: every syscall of the middle device through the burst
-        traced = agents[n // 2]
-        tracer = subprocess.Popen(["strace", "-f", "-tt", "-y", "-o", os.environ["MANY_STRACE"], "-p", str(traced.proc.pid)],
+        tracer = subprocess.Popen(["strace", "-f", "-tt", "-y", "-o", os.environ["MANY_STRACE"], "-p", str(agents[n // 2].proc.pid)],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1)
+    elif os.environ.get("MANY_PERF"):  # MANY_PERF=FILE: the middle device's profile (call graphs) through the burst
+        tracer = subprocess.Popen(["perf", "record", "--call-graph", "dwarf,16384", "-F", "499", "-o", os.environ["MANY_PERF"],
+                                   "-p", str(agents[n // 2].proc.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1)
     t0 = time.perf_counter()
     for a in agents:
@@ -156,7 +160,7 @@ def run_one(syncagent, tmp, n, agents_out):
     if os.environ.get("MANY_PROFILE"):
         prof.send_signal(2)
         prof.wait()
-    if os.environ.get("MANY_STRACE"):
+    if tracer:
         tracer.send_signal(2)
         tracer.wait()
     commits = agents[0].commits() - before_commits
@@ -224,7 +228,15 @@ def run_churn(syncagent, tmp, n, seconds, agents_out, period=3.0):
     minutes = max(1, int(round(seconds / 60)))
     marks = [(t0, sum(cpu_seconds(a) for a in agents), disk_bytes(hub), disk_bytes(agents[0].store))]
     k = 0
+    # CHURN_PERF=FILE (CHURN_PERF_AT=S, default 120): the middle device's profile (call graphs) for 20 s
+    # from S seconds into the churn.
+    perf_at = t0 + float(os.environ.get("CHURN_PERF_AT", "120")) if os.environ.get("CHURN_PERF") else None
     while True:
+        if perf_at is not None and time.perf_counter() >= perf_at:
+            subprocess.Popen(["perf", "record", "--call-graph", "dwarf,16384", "-F", "499", "-o", os.environ["CHURN_PERF"],
+                              "-p", str(agents[n // 2].proc.pid), "--", "sleep", "20"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            perf_at = None
         i, rnd = k % n, k // n
         due = t0 + rnd * period + i * period / n
         if due >= t0 + seconds:

@@ -1,11 +1,41 @@
 import ObjectStorage
+import Synchronization
+import SystemPackage
+
+/// The `CommitGraph` of one store, shared by every handle this process opens on it (the engine's,
+/// and the short-lived ones of each fetch and push on their own threads): a push asked whether
+/// `main` still holds what it pushed before, and with a new handle each time the answer read the
+/// whole history again (a churn of ten devices through one hub: half of each agent's CPU, growing
+/// with every commit). A question holds the lock while it walks; after the first, walks are short.
+final class SharedCommitGraph: Sendable {
+    private let state: Mutex<CommitGraph>
+    private static let registry = Mutex<[FilePath: SharedCommitGraph]>([:])
+
+    init(limit: Int = 200_000) { state = Mutex(CommitGraph(limit: limit)) }
+
+    /// The graph of the store at `gitDir` (one per path for the life of the process).
+    static func of(_ gitDir: FilePath) -> SharedCommitGraph {
+        registry.withLock { all in
+            if let known = all[gitDir] { return known }
+            let made = SharedCommitGraph()
+            all[gitDir] = made
+            return made
+        }
+    }
+
+    func isReachable(_ target: Oid, fromAny descendants: [Oid], read: (Oid) throws(GitError) -> [Oid]) throws(GitError) -> Bool {
+        try state.withLock { graph throws(GitError) -> Bool in try graph.isReachable(target, fromAny: descendants, read: read) }
+    }
+}
+
 /// The parents and generation numbers of the commits one repository handle has read. Commits never
 /// change, so each is read from disk once per handle; a reachability question then walks memory,
 /// and only the commits above the generation of the one asked about. (libgit2 1.5 answers
 /// `git_graph_reachable_from_any` with a new walk per call that reads every commit again, down
 /// to the root: with 50 devices through one hub that was a quarter of each agent's work.)
 /// Generation: 1 for a root, else one more than the highest of its parents'.
-final class CommitGraph {
+/// Used only under `SharedCommitGraph`'s lock (hence unchecked: it keeps nothing of a caller's).
+final class CommitGraph: @unchecked Sendable {
     private var parents: [Oid: [Oid]] = [:]
     private var generations: [Oid: Int] = [:]
     /// Past this many commits the memory is given back before the next question (never during

@@ -13,8 +13,8 @@ public final class Repository {
     private var cachedIndex: Index?
     /// Ids of the objects written since `recordWrites()`, while recording (`WrittenObjects.swift`).
     var writeLog: [Oid]?
-    /// Parents and generations of the commits read through this handle (`isReachable`).
-    var graph = CommitGraph()
+    /// Parents and generations of the commits read through any handle on this store (`isReachable`).
+    var graph: SharedCommitGraph
     /// An object database of this store's loose objects that writes them without compression
     /// (`looseOdb(for:)`), made at first use.
     private var storedOdb: OpaquePointer?
@@ -25,6 +25,7 @@ public final class Repository {
         self.handle = handle
         self.gitDir = gitDir
         self.workdir = workdir
+        self.graph = SharedCommitGraph.of(gitDir)
     }
 
     deinit {

@@ -266,7 +266,7 @@ import TestSupport
         defer { withExtendedLifetime(t) {} }  // its directory lives as long as the test
         var chain: [Oid] = []
         for i in 0..<40 { chain.append(try Self.commit(i, parents: chain.suffix(1), tree: tree, in: repo)) }
-        repo.graph = CommitGraph(limit: 10)
+        repo.graph = SharedCommitGraph(limit: 10)
         for _ in 0..<3 {
             #expect(try repo.isReachable(chain[0], fromAny: [chain[39]]))
             #expect(try !repo.isReachable(chain[39], fromAny: [chain[0]]))
@@ -303,13 +303,16 @@ import TestSupport
             }
             commits.append(try Self.commit(i, parents: Array(parents).sorted(), tree: tree, in: repo))
         }
-        // A handle of its own for libgit2's answers, so neither side warms the other.
+        // A handle of its own for libgit2's answers (libgit2 keeps no graph between calls).
         let reference = try Repository.open(gitDir: t.gitDir, workdir: t.data)
         for target in commits {
             for _ in 0..<6 {
                 let from = (0..<(1 + draw(3))).map { _ in commits[draw(commits.count)] }
                 #expect(try repo.isReachable(target, fromAny: from) == reference.isReachableByLibgit2(target, fromAny: from),
                         "is \(target) reachable from \(from)")
+                let other = commits[draw(commits.count)]
+                #expect(try repo.isDescendant(other, of: target) == reference.isDescendantByLibgit2(other, of: target),
+                        "is \(other) a descendant of \(target)")
             }
         }
         #expect(try !repo.isReachable(commits[0], fromAny: []))
