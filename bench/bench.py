@@ -45,7 +45,8 @@ PEERS=1 adds the table of bench/peers.py (the same workloads through Unison, ins
 packages when missing); PEERS=only runs only that table.
 BENCH_SCALE (default 1.0) scales the file counts down for a quick smoke run, BENCH_ONLY=bulk,sync runs
 only the named rows (latency, bulk, propagation, sync, syncdocs, big, huge, hub, hubssh, hubsealed, store, many, churn, idle,
-durability, peers). MANY_DEVICES (6,12,24,50,100), CHURN_DEVICES (10) and CHURN_S (600 x BENCH_SCALE) size those rows.
+durability, peers). MANY_DEVICES (6,12,24,50,100), CHURN_DEVICES (10), CHURN_S (600 x BENCH_SCALE) and CHURN_PERIOD
+(3 s) size those rows; CHURN_MESH=1 makes the churn a mesh of path peers (CHURN_DEVICES=2: a phone and a watch).
 BENCH_IDLE_S (default 600 x BENCH_SCALE) is how long the idle row watches two agents with nothing to do.
 Standard library only.
 """
@@ -1078,8 +1079,9 @@ def bench_churn(syncagent, tmp, rows, notes, agents):
     import many
     n = int(os.environ.get("CHURN_DEVICES", "10"))
     seconds = float(os.environ.get("CHURN_S", str(600 * SCALE)))
-    log(f"churn: {n} devices through one hub, each rewriting a file every 3 s, for {seconds:.0f} s")
-    result = many.run_churn(syncagent, tmp, n, seconds, agents)
+    log(f"churn: {n} devices ({'path peers' if os.environ.get('CHURN_MESH') == '1' else 'through one hub'}), "
+        f"each rewriting a file every {os.environ.get('CHURN_PERIOD', '3')} s, for {seconds:.0f} s")
+    result = many.run_churn(syncagent, tmp, n, seconds, agents, period=float(os.environ.get("CHURN_PERIOD", "3")))
     churn_table.append(result)
     per = result["minutes"]
     base = per[1] if len(per) >= 3 else per[0]
@@ -1672,7 +1674,7 @@ def main():
         import many
         for result in churn_table:
             print()
-            print(f"  churn: {result['n']} devices through one hub on a path, each rewriting a file every {result['period']:g} s; "
+            print(f"  churn: {result['n']} devices {'(path peers)' if result.get('mesh') else 'through one hub on a path'}, each rewriting a file every {result['period']:g} s; "
                   "target: flat (the last minute within 1.5x the second)")
             print(many.churn_table(result))
     print()

@@ -92,16 +92,24 @@ def wait_for(cond, agents, what, timeout=SETTLE_TIMEOUT_S):
     raise bench.BenchError(f"{len(agents)} devices: {what} not within {timeout:.0f} s ({distinct} different mains)")
 
 
-def make_fleet(syncagent, base, n, agents_out, label):
-    """N agents, each with the bare repository `base`/hub.git as its hub (by path), not started."""
+def make_fleet(syncagent, base, n, agents_out, label, mesh=False):
+    """N agents, each with the bare repository `base`/hub.git as its hub (by path), not started.
+    With `mesh`, no hub: every agent has every other's store as a path peer (a phone and a watch)."""
     hub = os.path.join(base, "hub.git")
     os.makedirs(base)
     bench.git(["init", "-q", "--bare", hub])
     agents = []
+    names = [f"d{i:02d}" for i in range(n)]
     for i in range(n):
-        name = f"d{i:02d}"
+        name = names[i]
         d = os.path.join(base, name)
         os.makedirs(d)
+        if mesh:
+            others = [(o, os.path.join(base, o, "state", "store.git")) for o in names if o != name]
+            a = bench.Agent(syncagent, d, f"{label}/{name}", device=name, peers=others)
+            agents.append(a)
+            agents_out.append(a)
+            continue
         a = bench.Agent(syncagent, d, f"{label}/{name}", device=name, peers=[("hub", hub)])
         with open(a.config) as f:
             text = f.read()
@@ -181,8 +189,9 @@ def run_churn(syncagent, tmp, n, seconds, agents_out, period=3.0):
     size and one device's store size. Flat is the goal: the last minute costs what the second
     did (the first has the start in it)."""
     import threading
+    mesh = os.environ.get("CHURN_MESH") == "1"  # CHURN_MESH=1: path peers, no hub (a phone and a watch: CHURN_DEVICES=2)
     base = os.path.join(tmp, f"churn-{n}")
-    hub, agents = make_fleet(syncagent, base, n, agents_out, f"churn{n}")
+    hub, agents = make_fleet(syncagent, base, n, agents_out, f"churn{n}", mesh=mesh)
     names = [a.name.split("/")[-1] for a in agents]
     for a, name in zip(agents, names):
         with open(os.path.join(a.data, f"{name}.txt"), "w") as f:
@@ -281,7 +290,7 @@ def run_churn(syncagent, tmp, n, seconds, agents_out, period=3.0):
                            "cpu_per_change": (cpu1 - cpu0) / max(1, len(times)), "hub_bytes": hub1, "store_bytes": store1})
     if not os.environ.get("MANY_KEEP"):
         shutil.rmtree(base, ignore_errors=True)
-    return {"n": n, "period": period, "minutes": per_minute, "hub_start": marks[0][2]}
+    return {"n": n, "period": period, "minutes": per_minute, "hub_start": marks[0][2], "mesh": mesh}
 
 
 def churn_table(result):

@@ -1117,8 +1117,15 @@ async def serve_control(fs, path, logf, lock):
     except FileNotFoundError:
         pass
     sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
-    await sock.bind(path)
+    # Bound aside and renamed into place once listening: whoever sees the path can connect.
+    aside = path + ".binding"
+    try:
+        os.unlink(aside)
+    except FileNotFoundError:
+        pass
+    await sock.bind(aside)
     sock.listen(16)
+    os.rename(aside, path)
     listener = trio.SocketListener(sock)
 
     async def one(stream):

@@ -233,7 +233,17 @@ class CutFS:
                 raise SetupError("cutfs did not mount %s within %d s\n%s" % (self.mountpoint, timeout, tail(self.out)))
             time.sleep(0.05)
         os.stat(self.mountpoint)
-        self.command("ping")
+        # The socket file appears at bind, before cutfs listens on it: a refused connect until then.
+        while True:
+            try:
+                self.command("ping")
+                break
+            except (ConnectionRefusedError, FileNotFoundError) as e:
+                if self.proc.poll() is not None:
+                    raise SetupError("cutfs exited at mount: %s\n%s" % (describe_rc(self.proc.returncode), tail(self.out)))
+                if time.monotonic() > deadline:
+                    raise SetupError("cutfs did not answer on %s within %d s (%s)\n%s" % (self.control, timeout, e, tail(self.out)))
+                time.sleep(0.05)
 
     def command(self, cmd, timeout=120):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
