@@ -38,8 +38,11 @@ final class SharedCommitGraph: Sendable {
 final class CommitGraph: @unchecked Sendable {
     private var parents: [Oid: [Oid]] = [:]
     private var generations: [Oid: Int] = [:]
-    /// Past this many commits the memory is given back before the next question (never during
-    /// one: a generation needs every ancestor's at once, so one question may go past it).
+    /// Past this many commits, the older half (by generation) is forgotten before the next
+    /// question (never during one: a generation needs every ancestor's at once, so one question
+    /// may go past it). Questions are about recent commits: their generations come from their
+    /// parents', which are kept, so nothing is read again. (Forgetting everything made every
+    /// question after the 200,000th commit read the whole history again.)
     let limit: Int
 
     init(limit: Int = 200_000) { self.limit = limit }
@@ -72,14 +75,25 @@ final class CommitGraph: @unchecked Sendable {
         return generations[id] ?? 1
     }
 
+    /// Keeps the newest `limit / 2` commits by generation (and their parents); the rest is read
+    /// again if a question goes that far back. Generations stay exact: each is only ever computed
+    /// from its parents'.
+    private func forgetOlderHalf() {
+        let keep = limit / 2
+        guard generations.count > keep else {
+            parents = parents.filter { generations[$0.key] != nil }
+            return
+        }
+        let cutoff = generations.values.sorted(by: >)[keep]
+        generations = generations.filter { $0.value > cutoff }
+        parents = parents.filter { generations[$0.key] != nil }
+    }
+
     /// Whether `target` is one of `descendants` or in the history of any of them. A commit whose
     /// generation is not above the target's cannot have it in its history, so the walk stops there.
     func isReachable(_ target: Oid, fromAny descendants: [Oid], read: (Oid) throws(GitError) -> [Oid]) throws(GitError) -> Bool {
         if descendants.contains(target) { return true }
-        if parents.count > limit {
-            parents.removeAll(keepingCapacity: false)
-            generations.removeAll(keepingCapacity: false)
-        }
+        if parents.count > limit { forgetOlderHalf() }
         let floor = try generation(of: target, read: read)
         var seen: Set<Oid> = []
         var queue = descendants

@@ -43,8 +43,9 @@ public struct WatchBatch: Sendable, Equatable {
 /// A file written to (`IN_MODIFY`, a truncation too) and not closed since is not taken when quiet
 /// passes: `cp` over a file truncates it, and on a busy machine the quiet may pass before its
 /// first write, which would commit (and send) an empty version. Such a file waits for its close,
-/// or for `maxDelay` after the first write of the files left open (a log or a database kept open
-/// still goes out that often); the other files of the batch go at quiet without it. A file only
+/// or for `maxDelay` after its own first write since it was last closed (a log or a database kept
+/// open still goes out that often; one kept open beside it does not cut its wait short); the
+/// other files of the batch go at quiet without it. A file only
 /// made (`IN_CREATE`: a symbolic link, a hard link, a new empty file) or found by a walk is not
 /// held past quiet.
 /// A pure state machine: time is passed in.
@@ -77,10 +78,9 @@ public struct Debouncer: Sendable {
     private var batch = WatchBatch()
     /// Paths of the batch written (or made) and not closed since: a slice leaves them pending.
     private var writing: Set<FilePath> = []
-    /// Paths of `writing` written to (not only made): quiet leaves them pending too.
-    private var open: Set<FilePath> = []
-    /// When `open` last went from empty to not empty: the open files wait at most `maxDelay` from it.
-    private var openSince: Instant?
+    /// Paths of `writing` written to (not only made), each with its first write since its last
+    /// close: quiet leaves them pending, each until `maxDelay` after that write.
+    private var open: [FilePath: Instant] = [:]
     private var firstChange: Instant?
     private var lastChange: Instant?
     /// Paths made within this batch (kept only while `removes` is false).
@@ -115,14 +115,10 @@ public struct Debouncer: Sendable {
         batch.paths.insert(path)
         if change == .removed || writing == false {
             self.writing.remove(path)
-            open.remove(path)
-            if open.isEmpty { openSince = nil }
+            open[path] = nil
         } else if writing == true || wrote {
             self.writing.insert(path)
-            if wrote {
-                if open.isEmpty { openSince = now }
-                open.insert(path)
-            }
+            if wrote, open[path] == nil { open[path] = now }
         }
         switch change {
         case .created:
@@ -154,22 +150,20 @@ public struct Debouncer: Sendable {
         lastEvent = max(lastEvent ?? now, now)
     }
 
-    /// The latest the batch may wait: `maxDelay` after its first change, or after the first write
-    /// of the files still open when that came earlier (a slice restarts the batch's clock).
-    private var latest: Instant? {
-        guard let firstChange else { return nil }
-        return min(firstChange, openSince ?? firstChange) + maxDelay
-    }
-
     /// Only files written and still open are pending, and the batch may wait for them.
     private var onlyOpenFiles: Bool { !batch.rescan && !open.isEmpty && batch.paths.count == open.count }
 
+    /// The open files that may still wait at `now` (their first write less than `maxDelay` ago).
+    private func held(at now: Instant) -> Set<FilePath> {
+        batch.rescan ? [] : Set(open.lazy.filter { now < $0.value + maxDelay }.map(\.key))
+    }
+
     /// When the pending batch (or a slice of it) becomes due; nil when nothing is pending.
     public var deadline: Instant? {
-        guard let firstChange, let lastChange, let latest else { return nil }
-        if onlyOpenFiles { return latest }
+        guard let firstChange, let lastChange else { return nil }
+        if onlyOpenFiles { return open.values.min()! + maxDelay }
         if !removes, !batch.rescan, batch.paths.count >= maxPaths { return lastChange }
-        let due = min(lastChange + quiet, latest)
+        let due = min(lastChange + quiet, firstChange + maxDelay)
         if let settle, afterQuiet, !removes, !batch.rescan, writing.isEmpty {
             // (whole files that keep coming still go as a slice)
             return min(due, lastChange + settle, slice.map { firstChange + $0 } ?? due)
@@ -181,16 +175,19 @@ public struct Debouncer: Sendable {
     /// The pending batch if it is due at `now`, emptying the debouncer; or, due as a slice only,
     /// its closed files, the files still being written left pending.
     public mutating func takeIfDue(at now: Instant) -> WatchBatch? {
-        guard let deadline, now >= deadline, let lastChange, let latest else { return nil }
-        // Before quiet: a slice leaves every file being written; after it, those written to and
-        // not closed (never past `latest`, never a rescan).
-        let left = now < lastChange + quiet && batch.paths.count < maxPaths ? writing
-            : !batch.rescan && now < latest ? open : []
-        if !left.isEmpty, now < latest {
+        guard let deadline, now >= deadline, let firstChange, let lastChange else { return nil }
+        // Before quiet (and the batch's `maxDelay`): a slice leaves every file being written;
+        // after it, those written to and not closed, each until `maxDelay` after its first write
+        // (never in a rescan).
+        let held = held(at: now)
+        let left = now < lastChange + quiet && now < firstChange + maxDelay && batch.paths.count < maxPaths
+            ? writing.subtracting(open.keys.filter { !held.contains($0) }) : held
+        if !left.isEmpty {
             let closed = batch.paths.subtracting(left)
-            if closed.isEmpty { return nil }  // (the deadline is `latest` then: not reached)
+            if closed.isEmpty { return nil }  // (only open files: the deadline is the first one's wait)
             batch.paths = left
             writing.formIntersection(left)
+            open = open.filter { left.contains($0.key) }
             made.formIntersection(left)  // the others are committed: their removal is a deletion
             removes = false  // any removal went with the closed files
             self.firstChange = now
@@ -204,14 +201,15 @@ public struct Debouncer: Sendable {
     /// drain: a truncated file is not committed because a peer's change came); nil when only those
     /// (or nothing) are pending.
     public mutating func flush(keepingOpen: Bool) -> WatchBatch? {
-        guard keepingOpen, !batch.rescan, !open.isEmpty, let lastChange else { return flush() }
+        guard keepingOpen, !batch.rescan, !open.isEmpty else { return flush() }
         if batch.paths.count == open.count { return nil }
-        let closed = batch.paths.subtracting(open)
-        batch.paths = open
-        writing = open
-        made.formIntersection(open)
+        let kept = Set(open.keys)
+        let closed = batch.paths.subtracting(kept)
+        batch.paths = kept
+        writing = kept
+        made.formIntersection(kept)
         removes = false
-        firstChange = min(lastChange, openSince ?? lastChange)
+        firstChange = open.values.min()
         afterQuiet = false
         return WatchBatch(paths: closed)
     }
@@ -225,8 +223,7 @@ public struct Debouncer: Sendable {
             lastChange = nil
             made = []
             writing = []
-            open = []
-            openSince = nil
+            open = [:]
             removes = false
             afterQuiet = false
         }

@@ -176,11 +176,14 @@ final class Loop: @unchecked Sendable {
                     rewatchEverything()
                     debouncer.requestRescan(at: .now)
                 }
-                if pendingRequests & Request.drain.rawValue != 0 {
+                if pendingRequests & Request.drain.rawValue != 0,
+                   case let waiting = drainers.withLock({ list in defer { if list != nil { list = [] } }; return list ?? [] }),
+                   !waiting.isEmpty {
+                    // (A drainer that came after the last round's snapshot was served by it: its
+                    // request bit alone brings no one to hand the batch to, so nothing is taken.)
                     drainKernelQueue()
-                    let waiting = drainers.withLock { list in defer { if list != nil { list = [] } }; return list ?? [] }
                     // Files written to and still open stay pending when every caller allows it.
-                    let keepOpen = !waiting.isEmpty && waiting.allSatisfy(\.keepOpen)
+                    let keepOpen = waiting.allSatisfy(\.keepOpen)
                     var batch = (keepOpen ? debouncer.flush(keepingOpen: true) : debouncer.flush()) ?? WatchBatch()
                     pending.store(debouncer.pendingCount, ordering: .relaxed)
                     if handoff {
@@ -214,7 +217,7 @@ final class Loop: @unchecked Sendable {
     }
 
     private func emit(_ batch: WatchBatch) {
-        pending.store(0, ordering: .relaxed)
+        pending.store(debouncer.pendingCount, ordering: .relaxed)  // (a slice leaves files still open)
         if handoff { ready.withLock { $0.merge(batch) } }
         output.yield(batch)
     }

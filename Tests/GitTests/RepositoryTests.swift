@@ -274,6 +274,33 @@ import TestSupport
         }
     }
 
+    /// A history that grows past the limit, asked about its newest commits as it grows (what an
+    /// agent does for months): past the limit the older half is forgotten, not everything, so
+    /// each question reads only the commits new since the last one; an old commit is still
+    /// answered right (read again).
+    @Test func aGrowingHistoryPastTheLimitIsNotReadAgainAtEachQuestion() throws {
+        let (t, repo, tree) = try Self.storeWithOneTree()
+        defer { withExtendedLifetime(t) {} }
+        let graph = CommitGraph(limit: 40)
+        var reads = 0
+        let read: (Oid) throws(GitError) -> [Oid] = { id throws(GitError) in
+            reads += 1
+            return try repo.commit(id).parents
+        }
+        var chain: [Oid] = []
+        for i in 0..<300 {
+            chain.append(try Self.commit(i, parents: chain.suffix(1), tree: tree, in: repo))
+            if i >= 3 {
+                #expect(try graph.isReachable(chain[i - 3], fromAny: [chain[i]], read: read))
+                #expect(try !graph.isReachable(chain[i], fromAny: [chain[i - 1]], read: read))
+            }
+        }
+        // Each commit read about once (forgetting everything read the chain again at each question).
+        #expect(reads < 2 * chain.count, "\(reads) commit reads for a chain of \(chain.count)")
+        #expect(try graph.isReachable(chain[5], fromAny: [chain[299]], read: read))
+        #expect(try !graph.isReachable(chain[299], fromAny: [chain[5]], read: read))
+    }
+
     /// A new store whose one tree (a file `f`) every test commit uses: the histories are the point.
     static func storeWithOneTree() throws -> (TempDevice, Repository, Oid) {
         let t = try TempDevice()

@@ -132,6 +132,35 @@ import Watcher
         #expect(d.takeIfDue(at: t0 + .milliseconds(4100)) == WatchBatch(paths: ["app.db"], rescan: true))
     }
 
+    /// Each open file waits `maxDelay` from its own first write: a log kept open beside a file
+    /// that `cp` just truncated does not take the truncated file out with it.
+    @Test func eachOpenFileWaitsFromItsOwnFirstWrite() {
+        var d = Debouncer(quiet: .milliseconds(100), maxDelay: .seconds(2))
+        d.add("app.log", at: t0, writing: true, wrote: true)
+        d.add("photo.jpg", at: t0 + .milliseconds(1950), writing: true, wrote: true)  // truncated
+        #expect(d.deadline == t0 + .seconds(2))
+        #expect(d.takeIfDue(at: t0 + .seconds(2)) == WatchBatch(paths: ["app.log"]), "the log's wait is over, not the photo's")
+        #expect(d.deadline == t0 + .milliseconds(3950))
+        d.add("photo.jpg", at: t0 + .milliseconds(2500), writing: true, wrote: true)
+        d.add("photo.jpg", at: t0 + .milliseconds(2600), writing: false)
+        #expect(d.takeIfDue(at: t0 + .milliseconds(2700)) == WatchBatch(paths: ["photo.jpg"]))
+        // Written again after its close: a new wait from the new first write.
+        d.add("app.log", at: t0 + .seconds(5), writing: true, wrote: true)
+        #expect(d.deadline == t0 + .seconds(7))
+    }
+
+    /// A merge's drain takes everything but the open files; they keep their own waits.
+    @Test func aDrainKeepingOpenFilesLeavesThemPending() {
+        var d = Debouncer(quiet: .milliseconds(100), maxDelay: .seconds(2))
+        d.add("b.txt", at: t0, writing: true, wrote: true)
+        d.add("a.txt", at: t0 + .milliseconds(10), writing: false)
+        d.add("gone", at: t0 + .milliseconds(20), change: .removed)
+        #expect(d.flush(keepingOpen: true) == WatchBatch(paths: ["a.txt", "gone"]))
+        #expect(d.flush(keepingOpen: true) == nil, "only the open file is left")
+        #expect(d.deadline == t0 + .seconds(2))
+        #expect(d.flush() == WatchBatch(paths: ["b.txt"]), "a plain flush (stop) takes it too")
+    }
+
     /// An editor's temporary renamed over its file within the batch deletes nothing tracked.
     @Test func aTemporaryMadeAndRenamedInTheBatchIsNoRemoval() {
         var d = Debouncer(quiet: .seconds(1), maxDelay: .seconds(60), maxPaths: 10)

@@ -256,7 +256,8 @@ actor SyncEngine {
 
     /// Commits what the watcher has seen so far (or, with no watcher, what a scan finds).
     /// - Parameter keepingOpen: files written to and still open stay pending (before a merge: the
-    ///   apply leaves a file changed on disk as it is, and a half-written file is not committed).
+    ///   apply leaves a file changed on disk as it is). A merge that changes such a path still
+    ///   commits the file as it stands then, as a local change meeting the peer's (a conflict).
     private func commitPendingLocal(keepingOpen: Bool = false) async {
         if let watcher {
             let batch = await watcher.drain(keepingOpen: keepingOpen)
