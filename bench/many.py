@@ -7,7 +7,8 @@ added to `main` and how much the hub grew.
 
     SYNCAGENT=.build/release/syncagent python3 bench/many.py 6 12 24 50
 
-`make bench` runs it for 6, 12, 24 and 50 devices (BENCH_ONLY=many)."""
+`make bench` runs it for 6, 12, 24, 50 and 100 devices (BENCH_ONLY=many), and `run_churn` for the
+churn row (BENCH_ONLY=churn: 10 devices, each rewriting a file every 3 s for 10 minutes)."""
 import os
 import shutil
 import subprocess
