@@ -809,11 +809,9 @@ def wait_serving(url, env, failure):
         time.sleep(0.05)
 
 
-def hub_latencies(syncagent, base, label, url, hub_lines, poll, env, agents):
-    """A phone and a watch agent through the hub at `url` (`hub_lines` added to the hub's [[peer]],
-    polled every `poll` s): HUB_CHANGES changes timed from the phone's write to the watch's bytes,
-    each beside the same change by hand (commit, `git push`, `git pull` in a clone, with `env`).
-    Returns (agent latencies, git latencies, phone, watch); both agents are stopped and checked."""
+def hub_pair(syncagent, base, label, url, hub_lines, poll, agents):
+    """A phone and a watch agent (not started) in base/phone and base/watch, each with the hub at
+    `url` as its peer: `hub_lines` added to the hub's [[peer]], polled every `poll` s."""
     pair = []
     for name in ("phone", "watch"):
         d = os.path.join(base, name)
@@ -829,7 +827,15 @@ def hub_latencies(syncagent, base, label, url, hub_lines, poll, env, agents):
             f.write(text)
         agents.append(a)
         pair.append(a)
-    phone, watch = pair
+    return pair
+
+
+def hub_latencies(syncagent, base, label, url, hub_lines, poll, env, agents):
+    """A phone and a watch agent through the hub at `url` (`hub_lines` added to the hub's [[peer]],
+    polled every `poll` s): HUB_CHANGES changes timed from the phone's write to the watch's bytes,
+    each beside the same change by hand (commit, `git push`, `git pull` in a clone, with `env`).
+    Returns (agent latencies, git latencies, phone, watch); both agents are stopped and checked."""
+    phone, watch = hub_pair(syncagent, base, label, url, hub_lines, poll, agents)
     make_tree(phone.data, PROPAGATION_FILES)
     phone.start()
     watch.start()
@@ -1353,23 +1359,8 @@ def bench_idle(syncagent, tmp, rows, notes, agents):
         url = f"ssh://{user}@127.0.0.1:{port}{hub}"
         env = dict(GIT_ENV, GIT_SSH_COMMAND=f"ssh -i {key} -o BatchMode=yes -o UserKnownHostsFile={known}")
         wait_serving(url, env, f"idle: sshd did not come up (see {hubbase}/ssh/sshd.log)")
-        hub_pair = []
-        for name in ("phone", "watch"):
-            d = os.path.join(hubbase, name)
-            os.makedirs(d)
-            a = Agent(syncagent, d, f"idle-hub/{name}", device=name, peers=[("hub", url)])
-            with open(a.config) as f:
-                text = f.read()
-            hub_lines = f'hub = true\nnotify = "ssh"\nidentity = "{key}"\nknown_hosts = "{known}"\n'
-            text = text.replace('name = "hub"\n', 'name = "hub"\n' + hub_lines, 1)
-            text = text.replace("# poll_seconds = 30\n", "poll_seconds = 3600\n", 1)
-            if hub_lines not in text or "\npoll_seconds = 3600\n" not in text:
-                raise BenchError(f"{a.config}: could not set the hub's keys and poll_seconds = 3600")
-            with open(a.config, "w") as f:
-                f.write(text)
-            agents.append(a)
-            hub_pair.append(a)
-        hphone, hwatch = hub_pair
+        hub_lines = f'hub = true\nnotify = "ssh"\nidentity = "{key}"\nknown_hosts = "{known}"\n'
+        hphone, hwatch = hub_pair(syncagent, hubbase, "idle-hub", url, hub_lines, 3600, agents)
         make_tree(hphone.data, 20)
         hphone.start()
         hwatch.start()

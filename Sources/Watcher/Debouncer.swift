@@ -183,18 +183,23 @@ public struct Debouncer: Sendable {
         let left = now < lastChange + quiet && now < firstChange + maxDelay && batch.paths.count < maxPaths
             ? writing.subtracting(open.keys.filter { !held.contains($0) }) : held
         if !left.isEmpty {
-            let closed = batch.paths.subtracting(left)
-            if closed.isEmpty { return nil }  // (only open files: the deadline is the first one's wait)
-            batch.paths = left
-            writing.formIntersection(left)
-            open = open.filter { left.contains($0.key) }
-            made.formIntersection(left)  // the others are committed: their removal is a deletion
-            removes = false  // any removal went with the closed files
-            self.firstChange = now
-            afterQuiet = false  // a writer that does not stop: the rest waits for quiet
-            return WatchBatch(paths: closed)
+            if left.count == batch.paths.count { return nil }  // (only open files: the deadline is the first one's wait)
+            return takeAll(but: left, restartingAt: now)
         }
         return flush()
+    }
+
+    /// Hands out every pending path but `left`, which stays pending as a batch begun at `start`.
+    private mutating func takeAll(but left: Set<FilePath>, restartingAt start: Instant?) -> WatchBatch {
+        let taken = batch.paths.subtracting(left)
+        batch.paths = left
+        writing.formIntersection(left)
+        open = open.filter { left.contains($0.key) }
+        made.formIntersection(left)  // the others are committed: their removal is a deletion
+        removes = false  // any removal went with the others
+        firstChange = start
+        afterQuiet = false  // a writer that does not stop: the rest waits for quiet
+        return WatchBatch(paths: taken)
     }
 
     /// The pending batch whether due or not, except files written to and still open (a merge's
@@ -203,15 +208,7 @@ public struct Debouncer: Sendable {
     public mutating func flush(keepingOpen: Bool) -> WatchBatch? {
         guard keepingOpen, !batch.rescan, !open.isEmpty else { return flush() }
         if batch.paths.count == open.count { return nil }
-        let kept = Set(open.keys)
-        let closed = batch.paths.subtracting(kept)
-        batch.paths = kept
-        writing = kept
-        made.formIntersection(kept)
-        removes = false
-        firstChange = open.values.min()
-        afterQuiet = false
-        return WatchBatch(paths: closed)
+        return takeAll(but: Set(open.keys), restartingAt: open.values.min())
     }
 
     /// The pending batch whether due or not (shutdown, "sync now"); nil when empty.
