@@ -151,7 +151,7 @@ def run_one(syncagent, tmp, n, agents_out):
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1)
     elif os.environ.get("MANY_PERF"):  # MANY_PERF=FILE: the middle device's profile (call graphs) through the burst
-        tracer = subprocess.Popen(["perf", "record", "--call-graph", "dwarf,16384", "-F", "499", "-o", os.environ["MANY_PERF"],
+        tracer = subprocess.Popen(["perf", "record", "--call-graph", "dwarf,16384", "-F", os.environ.get("MANY_PERF_HZ", "499"), "-o", os.environ["MANY_PERF"],
                                    "-p", str(agents[n // 2].proc.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1)
     t0 = time.perf_counter()
@@ -243,7 +243,7 @@ def run_churn(syncagent, tmp, n, seconds, agents_out, period=3.0):
     perf_at = t0 + float(os.environ.get("CHURN_PERF_AT", "120")) if os.environ.get("CHURN_PERF") else None
     while True:
         if perf_at is not None and time.perf_counter() >= perf_at:
-            subprocess.Popen(["perf", "record", "--call-graph", "dwarf,16384", "-F", "499", "-o", os.environ["CHURN_PERF"],
+            subprocess.Popen(["perf", "record", "--call-graph", "dwarf,16384", "-F", os.environ.get("MANY_PERF_HZ", "499"), "-o", os.environ["CHURN_PERF"],
                               "-p", str(agents[n // 2].proc.pid), "--", "sleep", "20"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             perf_at = None

@@ -26,6 +26,22 @@ final class SharedCommitGraph: Sendable {
     func isReachable(_ target: Oid, fromAny descendants: [Oid], read: (Oid) throws(GitError) -> [Oid]) throws(GitError) -> Bool {
         try state.withLock { graph throws(GitError) -> Bool in try graph.isReachable(target, fromAny: descendants, read: read) }
     }
+
+    /// The commits read lately, whole (a commit's bytes never change): a hub's round asks for the
+    /// tip of every device (is it a wrapper, a join, how new), and each round's fetch opens a new
+    /// handle, so each of those was a read and an inflate again, every round, for every device.
+    private let infos = Mutex<[Oid: CommitInfo]>([:])
+    static let infoLimit = 8192
+
+    func info(_ id: Oid, read: (Oid) throws(GitError) -> CommitInfo) throws(GitError) -> CommitInfo {
+        if let known = infos.withLock({ $0[id] }) { return known }
+        let found = try read(id)
+        infos.withLock { all in
+            if all.count >= Self.infoLimit { all.removeAll(keepingCapacity: true) }
+            all[id] = found
+        }
+        return found
+    }
 }
 
 /// The parents and generation numbers of the commits one repository handle has read. Commits never

@@ -79,10 +79,15 @@ extension Repository {
     /// make what the report lists durable before a reference names it.
     /// `progress` is called after each object; returning false abandons the copy (it throws).
     @discardableResult
+    /// `refTips`: tips of refs of this store the caller has read already (a hub's mirror): a commit
+    /// met that they reach is whole without reading every ref of the store; one they do not reach
+    /// is asked of every ref, as without them.
     public func copyMissingObjects(from source: Repository, tips: [Oid], limits: ObjectCopyLimits = ObjectCopyLimits(),
+                                   refTips: [Oid]? = nil,
                                    progress: @escaping (ObjectCopyReport) -> Bool = { _ in true }) throws(GitError) -> ObjectCopyReport {
         var copier = try ObjectCopier(from: source, to: self, limits: limits, progress: progress)
         defer { copier.close() }
+        copier.knownRefTips = refTips
         try copier.copy(tips: tips)
         return copier.report
     }
@@ -117,6 +122,8 @@ private struct ObjectCopier: ~Copyable {
     var batch: PackBatch?
     /// Lookups of objects this store lacks, made cheap once there are many (`has`).
     let misses = Misses()
+    /// Some of this store's ref tips, known to the caller (`copyMissingObjects(refTips:)`).
+    var knownRefTips: [Oid]?
 
     /// libgit2 asks the file system once per missing object (`access` of its loose path): half of
     /// a 10k-object copy. Past `listAfter` misses, the loose objects are listed once (a `readdir`
@@ -240,8 +247,13 @@ private struct ObjectCopier: ~Copyable {
     /// on what it fetched from here): those cost a set lookup or a short walk; only a commit found
     /// nowhere near a ref asks the whole history.
     func isWhole(_ id: Oid, tips: inout [Oid]?) -> Bool {
+        if tips == nil, let known = knownRefTips, Self.reaches(known, id, in: target) { return true }
         if tips == nil { tips = ((try? target.references(matching: "refs/*")) ?? []).map(\.target) }
-        let refs = tips!
+        return Self.reaches(tips!, id, in: target)
+    }
+
+    /// Whether these ref tips reach `id`: a set lookup or a short walk for a commit near them.
+    static func reaches(_ refs: [Oid], _ id: Oid, in target: Repository) -> Bool {
         if refs.contains(id) { return true }
         var frontier = refs, seen = Set(refs), steps = 0
         while !frontier.isEmpty, steps < Self.nearTips {

@@ -150,6 +150,10 @@ public final class Repository {
 
     /// Reads a commit's tree, parents, author and message.
     public func commit(_ id: Oid) throws(GitError) -> CommitInfo {
+        try graph.info(id) { id throws(GitError) in try readCommit(id) }
+    }
+
+    private func readCommit(_ id: Oid) throws(GitError) -> CommitInfo {
         var commit: OpaquePointer?
         var raw = id.raw
         try check(git_commit_lookup(&commit, handle, &raw), "git_commit_lookup(\(id))")

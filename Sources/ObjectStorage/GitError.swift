@@ -20,6 +20,10 @@ public struct GitError: Error, Sendable, CustomStringConvertible, Equatable {
     public enum Code {
         public static let notFound: Int32 = -3
         public static let modified: Int32 = -15
+        /// A reference to create exists already (`GIT_EEXISTS`).
+        public static let exists: Int32 = -4
+        /// Another writer holds the lock (`GIT_ELOCKED`).
+        public static let locked: Int32 = -14
         public static let conflict: Int32 = -13
         public static let directory: Int32 = -23
         public static let unbornBranch: Int32 = -9

@@ -42,6 +42,7 @@ import Testing
             (GitError.Code.ambiguous, GIT_EAMBIGUOUS), (GitError.Code.auth, GIT_EAUTH),
             (GitError.Code.certificate, GIT_ECERTIFICATE), (GitError.Code.invalid, GIT_EINVALID),
             (GitError.Code.cancelled, GIT_EUSER), (GitError.Code.generic, GIT_ERROR),
+            (GitError.Code.exists, GIT_EEXISTS), (GitError.Code.locked, GIT_ELOCKED),
         ]
         for (ours, theirs) in codes { #expect(ours == theirs.rawValue) }
         let classes: [(Int32, git_error_t)] = [

@@ -33,6 +33,11 @@ final class PeerSyncer: Sendable {
         /// A hub: since when a push that would only tell the others "I have it all" waits for the
         /// hub to go quiet (`pushToHub`).
         var ackWaitingSince: ContinuousClock.Instant?
+        /// A hub: each device's state as of its last merge that went through. A device still in
+        /// that state has nothing new: a round merges only the devices that moved, so with 100
+        /// devices a round costs what moved, not 99 merges. Empty at start: the first round merges
+        /// every device.
+        var merged: [String: HubDevice] = [:]
     }
 
     struct Waiter: Sendable {
@@ -288,7 +293,7 @@ final class PeerSyncer: Sendable {
     /// The first round's fetch, when it was started with the agent (`fetchEarly`).
     private struct EarlyFetch: Sendable {
         let attempt: FetchRunner.Attempt
-        let task: Task<[String], any Error>
+        let task: Task<[HubDevice], any Error>
         /// A `sync` was asked for after it began, or the peer's refs moved before they were watched.
         var stale = false
         /// A peer on this machine: its own refs as the early fetch began, to compare once they
@@ -323,7 +328,7 @@ final class PeerSyncer: Sendable {
 
     /// Fetches from the peer (a hub: every device's branch); returns the hub's devices with new
     /// work (none for a direct peer).
-    private func fetch(attempt: FetchRunner.Attempt) async throws -> [String] {
+    private func fetch(attempt: FetchRunner.Attempt) async throws -> [HubDevice] {
         if link.localGitDir == nil { try await FetchRunner.probe(url: link.configuredURL, timeout: .seconds(5)) }
         let (board, name) = (engine.progress, link.name)
         let transfer: Transfer = { objects, total, bytes in
@@ -368,7 +373,7 @@ final class PeerSyncer: Sendable {
         if case .failure(let problem) = link.hubKey { return await finish(problem, unreachable: false) }
         var attempt = FetchRunner.Attempt()
         var merges = [link.name]
-        var hubDevices: [String] = []
+        var hubDevices: [HubDevice] = []
         do {
             if let started = early.withLock({ slot in defer { slot = nil }; return slot }) {
                 // The first round's fetch, started with the agent (`fetchEarly`); again when a
@@ -392,7 +397,15 @@ final class PeerSyncer: Sendable {
                 }
                 hubDevices = try await fetch(attempt: attempt)
             }
-            if link.hub { merges = hubDevices.map { Store.hubPeer(link.name, device: $0) } }
+            if link.hub {
+                // Only the devices that moved since their last merge that went through.
+                let merged = state.withLock { s in
+                    s.merged = s.merged.filter { name, _ in hubDevices.contains { $0.name == name } }
+                    return s.merged
+                }
+                hubDevices = hubDevices.filter { merged[$0.name] != $0 }
+                merges = hubDevices.map { Store.hubPeer(link.name, device: $0.name) }
+            }
         } catch {
             // Only a fetch abandoned after its timeout can still have a thread blocked in libgit2. A
             // probe that failed started none: counting it as stuck made three refused connections
@@ -411,11 +424,16 @@ final class PeerSyncer: Sendable {
         }
         var problem: SyncError?
         // Many devices with new work (a burst through the hub): one merge of all that joins cleanly.
-        if link.hub, let folded = await engine.integrateFolded(hub: link.name, devices: hubDevices) {
+        if link.hub, let folded = await engine.integrateFolded(hub: link.name, devices: hubDevices.map(\.name)) {
             if let why = await merge(folded.peer, result: folded.result, shownAs: "\(link.name) (its devices' new work in one step)") { problem = why }
         }
-        for peer in merges {
-            if let why = await merge(peer) { problem = problem ?? why }
+        for (index, peer) in merges.enumerated() {
+            if let why = await merge(peer) {
+                problem = problem ?? why
+            } else if link.hub {
+                let device = hubDevices[index]
+                state.withLock { $0.merged[device.name] = device }
+            }
         }
         // An encrypted hub's branches refused on their own (the others were merged): told.
         if let refusal = sealedRefusals.withLock({ $0.first }) {
@@ -497,7 +515,7 @@ final class PeerSyncer: Sendable {
             let transfer: Transfer = { objects, total, bytes in board.update("send", peer: hub, done: objects, total: total, bytes: bytes) }
             defer { board.finish("send", peer: hub) }
             let result = try await FetchRunner.perform(label: "push-\(hub)", url: url, timeout: fetchTimeout, attempt: attempt) { cancel in
-                try Store.hubPush(gitDir: gitDir, data: data, hub: hub, url: url, device: device, auth: auth, shouldCancel: cancel,
+                try Store.hubPush(gitDir: gitDir, data: data, hub: hub, url: url, device: device, localGitDir: hubDir, auth: auth, shouldCancel: cancel,
                                   transfer: transfer, key: key, stamp: stamp)
             }
             if case .pushed(let id) = result {

@@ -50,12 +50,13 @@ extension Store {
     /// A copy that fails or is cancelled flushes the file system too: the packs it put in place
     /// stay, and a later copy, finding their objects here, would not write (nor flush) them again.
     @discardableResult
-    static func copyDurably(into repo: Repository, gitDir: FilePath, from source: Repository, tips: [Oid],
+    static func copyDurably(into repo: Repository, gitDir: FilePath, from source: Repository, tips: [Oid], refTips: [Oid]? = nil,
+                            limits: ObjectCopyLimits = ObjectCopyLimits(),
                             shouldCancel: @escaping () -> Bool, transfer: Transfer? = nil) throws(GitError) -> Int {
         let before = packFiles(in: gitDir)
         let report: ObjectCopyReport
         do {
-            report = try repo.copyMissingObjects(from: source, tips: tips, progress: { made in
+            report = try repo.copyMissingObjects(from: source, tips: tips, limits: limits, refTips: refTips, progress: { made in
                 transfer?(made.objects, nil, made.bytes)
                 return !shouldCancel()
             })

@@ -25,6 +25,14 @@ public struct HubRefusal: Error, Sendable, CustomStringConvertible {
     }
 }
 
+/// A device seen through a hub: what its tracking refs name after a fetch (its `main`, unwrapped,
+/// and its conflict records). Equal states need no merge again once one went through.
+public struct HubDevice: Sendable, Equatable {
+    public let name: String
+    public let main: ObjectID?
+    public let records: ObjectID?
+}
+
 /// What one push to a hub did.
 public enum HubPush: Sendable, Equatable {
     case upToDate
@@ -69,35 +77,36 @@ extension Store {
     }
 
     /// Fetches every device's branch and conflict records from the hub and points each device's
-    /// tracking refs at them. Returns the other devices seen, the one whose `main` covers the most
-    /// first (`mergeOrder`). An empty hub is no error.
+    /// tracking refs at them. Returns the other devices seen with what their tracking refs name,
+    /// the one whose `main` covers the most first (`mergeOrder`). An empty hub is no error.
     public static func hubFetch(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String, localGitDir: FilePath? = nil,
                                 auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false },
                                 transfer: Transfer? = nil, key: HubKey? = nil, stamp: String? = nil,
-                                refused: (SealedHubError) -> Void = { _ in }) throws -> [String] {
+                                refused: (SealedHubError) -> Void = { _ in }) throws -> [HubDevice] {
         if let key {
             return try sealedHubFetch(gitDir: gitDir, data: data, hub: hub, url: url, stamp: stamp ?? url, device: device, key: key,
                                       auth: auth, shouldCancel: shouldCancel, transfer: transfer, refused: refused)
         }
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         if let localGitDir {
-            try copyFromLocalHub(repo, gitDir: gitDir, hub: hub, source: localGitDir, shouldCancel: shouldCancel, transfer: transfer)
-            return try mergeOrder(repo, hub: hub, devices: try hubDevices(repo, hub: hub, device: device, updateTracking: true))
+            let mirror = try copyFromLocalHub(repo, gitDir: gitDir, hub: hub, source: localGitDir, shouldCancel: shouldCancel, transfer: transfer)
+            return try mergeOrder(repo, devices: try hubDevices(repo, hub: hub, device: device, mirror: mirror))
         }
         try durably(gitDir: gitDir) { () throws(GitError) in
             try repo.fetch(url: url, refspecs: ["+refs/heads/devices/*:refs/hubs/\(hub)/heads/*",
                                                 "+refs/syncagent/devices/*:refs/hubs/\(hub)/records/*"],
                            auth: auth?.remote, shouldCancel: shouldCancel, transfer: transfer)
         }
-        return try mergeOrder(repo, hub: hub, devices: try hubDevices(repo, hub: hub, device: device, updateTracking: true))
+        return try mergeOrder(repo, devices: try hubDevices(repo, hub: hub, device: device))
     }
 
     /// A hub on this machine, like a path peer (`Store.fetch`): its devices' branches and records
     /// read straight from its refs, only the objects this store lacks copied (no pack built and
     /// indexed per fetch: with many devices, every push meant one such fetch on every device),
-    /// the refs moved once the copies are durable.
+    /// the refs moved once the copies are durable. Returns the mirror as it now stands
+    /// (`refs/hubs/<hub>/*`, name to tip).
     private static func copyFromLocalHub(_ repo: Repository, gitDir: FilePath, hub: String, source path: FilePath,
-                                         shouldCancel: @escaping () -> Bool, transfer: Transfer?) throws(GitError) {
+                                         shouldCancel: @escaping () -> Bool, transfer: Transfer?) throws(GitError) -> [String: Oid] {
         let source = try Repository.openForReading(gitDir: path)
         var wanted: [(ref: String, tip: Oid)] = []
         for (name, tip) in try source.references(matching: "refs/heads/devices/*") {
@@ -106,20 +115,28 @@ extension Store {
         for (name, tip) in try source.references(matching: "refs/syncagent/devices/*") {
             wanted.append(("refs/hubs/\(hub)/records/" + name.dropFirst("refs/syncagent/devices/".count), tip))
         }
-        var moved: [(ref: String, tip: Oid)] = []
-        for item in wanted where try repo.resolveReference(item.ref) != item.tip { moved.append(item) }
-        guard !moved.isEmpty else { return }
-        try copyDurably(into: repo, gitDir: gitDir, from: source, tips: moved.map(\.tip), shouldCancel: shouldCancel, transfer: transfer)
-        for item in moved { try repo.setReference(item.ref, to: item.tip, message: "syncagent: copy from \(hub)") }
+        // What this store mirrors (`KnownRefs`: read from disk at the first round only).
+        var mirrored = try KnownRefs.under("refs/hubs/\(hub)/", in: repo)
+        let moved = wanted.filter { mirrored[$0.ref] != $0.tip }
+        guard !moved.isEmpty else { return mirrored }
+        // The mirror's tips and `main` are refs of this store: a commit they reach is whole here.
+        let refTips = Array(mirrored.values) + [try repo.resolveReference(mainRef)].compactMap { $0 }
+        try copyDurably(into: repo, gitDir: gitDir, from: source, tips: moved.map(\.tip), refTips: refTips,
+                        shouldCancel: shouldCancel, transfer: transfer)
+        for item in moved {
+            try KnownRefs.set(repo, item.ref, to: item.tip)
+            mirrored[item.ref] = item.tip
+        }
+        return mirrored
     }
 
     /// The order to merge the devices in: a join of many devices' work first (it covers the most;
     /// the devices it covers are then up to date, not one merge each), then the newest, then by
     /// name. With many devices after a burst, most tips are joins of most of the burst.
-    static func mergeOrder(_ repo: Repository, hub: String, devices: [String]) throws(GitError) -> [String] {
-        var keyed: [(covers: Int, time: Int64, name: String)] = []
+    static func mergeOrder(_ repo: Repository, devices: [HubDevice]) throws(GitError) -> [HubDevice] {
+        var keyed: [(covers: Int, time: Int64, device: HubDevice)] = []
         for other in devices {
-            guard let tip = try repo.resolveReference(trackingRef(hubPeer(hub, device: other))) else {
+            guard let tip = other.main?.oid else {
                 keyed.append((0, 0, other))
                 continue
             }
@@ -127,8 +144,8 @@ extension Store {
             let covers = info.author.email == joinEmail ? info.parents.count : 1
             keyed.append((covers, info.author.time, other))
         }
-        return keyed.sorted { ($0.covers, $0.time) != ($1.covers, $1.time) ? ($0.covers, $0.time) > ($1.covers, $1.time) : $0.name < $1.name }
-            .map(\.name)
+        return keyed.sorted { ($0.covers, $0.time) != ($1.covers, $1.time) ? ($0.covers, $0.time) > ($1.covers, $1.time) : $0.device.name < $1.device.name }
+            .map(\.device)
     }
 
     /// When the newest commit a peer's tracking ref names was made (ISO 8601), if there is one.
@@ -140,25 +157,37 @@ extension Store {
 
     /// The other devices the hub had at the last fetch (for `status`, also when the agent is stopped).
     public func hubDevices(hub: String) throws -> [String] {
-        try Self.hubDevices(repo, hub: hub, device: device, updateTracking: false)
+        let prefix = "refs/hubs/\(hub)/heads/"
+        return try repo.references(matching: prefix + "*").map { String($0.name.dropFirst(prefix.count)) }
+            .filter { $0 != device && Config.isValidName($0) }.sorted()
     }
 
-    static func hubDevices(_ repo: Repository, hub: String, device: String, updateTracking: Bool) throws(GitError) -> [String] {
-        let prefix = "refs/hubs/\(hub)/heads/"
-        var devices: [String] = []
-        for (name, target) in try repo.references(matching: prefix + "*") {
-            let other = String(name.dropFirst(prefix.count))
+    /// The other devices this store mirrors of the hub, by name, with their tracking refs pointed
+    /// at the mirror (a device's `main` unwrapped, its records). `mirror`: the mirror's refs as
+    /// the caller has them (a copy from a hub on this machine), else read here in one pass. A
+    /// tracking ref this process set already is not read again (`KnownRefs`): with 100 devices,
+    /// a round read and compared 200 of them.
+    static func hubDevices(_ repo: Repository, hub: String, device: String, mirror: [String: Oid]? = nil) throws(GitError) -> [HubDevice] {
+        var refs: [String: Oid] = [:]
+        if let mirror { refs = mirror } else {
+            for (name, tip) in try repo.references(matching: "refs/hubs/\(hub)/*") { refs[name] = tip }
+        }
+        let heads = "refs/hubs/\(hub)/heads/"
+        var devices: [HubDevice] = []
+        for (name, target) in refs where name.hasPrefix(heads) {
+            let other = String(name.dropFirst(heads.count))
             // A branch name that is no device name (or is ours) is not merged.
             guard other != device, Config.isValidName(other) else { continue }
-            devices.append(other)
-            guard updateTracking else { continue }
             let peer = hubPeer(hub, device: other)
-            try repo.setReference(trackingRef(peer), to: try unwrap(repo, target), message: "syncagent: \(other) through \(hub)")
-            if let records = try repo.resolveReference(hubRecords(hub, other)) {
-                try repo.setReference(ConflictBook.peerRef(peer), to: records, message: "syncagent: \(other)'s records through \(hub)")
+            let main = try unwrap(repo, target)
+            try KnownRefs.set(repo, trackingRef(peer), to: main)
+            let records = refs[hubRecords(hub, other)]
+            if let records {
+                try KnownRefs.set(repo, ConflictBook.peerRef(peer), to: records)
             }
+            devices.append(HubDevice(name: other, main: main.id, records: records?.id))
         }
-        return devices.sorted()
+        return devices.sorted { $0.name < $1.name }
     }
 
     /// Pushes `main` and the conflict records to this device's branch on the hub, never forced.
@@ -166,7 +195,9 @@ extension Store {
     /// top of both (first parent the branch, second `main`, `main`'s tree), so it stays a
     /// fast-forward; the others merge the wrapped `main`. A branch on the hub that this device did
     /// not push belongs to another device with the same name: `HubRefusal`, and nothing is pushed.
-    public static func hubPush(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String,
+    /// `localGitDir`: the hub is that repository on this machine: the objects are copied into it
+    /// and its refs moved directly (`pushToLocalHub`), as for a fetch from it.
+    public static func hubPush(gitDir: FilePath, data: FilePath, hub: String, url: String, device: String, localGitDir: FilePath? = nil,
                                auth: PeerAuth? = nil, shouldCancel: @escaping () -> Bool = { false },
                                transfer: Transfer? = nil, key: HubKey? = nil, stamp: String? = nil) throws -> HubPush {
         if let key {
@@ -216,9 +247,11 @@ extension Store {
             }
         }
         var refspecs: [String] = []
+        var updates: [(ref: String, to: Oid)] = []
         if target != onHub {
             try repo.setReference(hubPushing(hub), to: target, message: "syncagent: to push to \(hub)")
             refspecs.append("\(hubPushing(hub)):refs/heads/devices/\(device)")
+            updates.append(("refs/heads/devices/\(device)", target))
         }
         var records = book
         if let book, let recordsOnHub, book != recordsOnHub, !(try repo.isDescendant(book, of: recordsOnHub)) {
@@ -237,10 +270,17 @@ extension Store {
         if let records, records != recordsOnHub {
             try repo.setReference("refs/hubs/\(hub)/pushing-records", to: records, message: "syncagent: to push to \(hub)")
             refspecs.append("refs/hubs/\(hub)/pushing-records:refs/syncagent/devices/\(device)/conflicts")
+            updates.append(("refs/syncagent/devices/\(device)/conflicts", records))
         }
         guard !refspecs.isEmpty else { return .upToDate }
         Durability.flushFileSystem(containing: gitDir)
-        let refused = try repo.push(url: url, refspecs: refspecs, auth: auth?.remote, shouldCancel: shouldCancel, transfer: transfer)
+        let refused = if let localGitDir {
+            try pushToLocalHub(repo, hubGitDir: localGitDir, updates: updates,
+                               wereOnHub: Array(try KnownRefs.under("refs/hubs/\(hub)/", in: repo).values),
+                               shouldCancel: shouldCancel, transfer: transfer)
+        } else {
+            try repo.push(url: url, refspecs: refspecs, auth: auth?.remote, shouldCancel: shouldCancel, transfer: transfer)
+        }
         if let first = refused.first {
             let said = first.serverSaid.suffix(3).joined(separator: "; ")
             // What the server refused for is only in its words; they are shown, never read. A
@@ -254,18 +294,55 @@ extension Store {
         if target != onHub {
             try repo.setReference(hubPushed(hub), to: target, message: "syncagent: pushed to \(hub)")
             try repo.setReference(hubBranch(hub, device), to: target, message: "syncagent: pushed to \(hub)")
+            KnownRefs.note(repo, hubBranch(hub, device), target)
             // What the hub accepted is what the next push starts from: on disk before anything
             // else is done (a cut that takes it back leaves a tip this device would not know).
             flushRefs([hubPushed(hub), hubBranch(hub, device)], under: gitDir)
         }
         if let records, refspecs.contains(where: { $0.hasPrefix("refs/hubs/\(hub)/pushing-records") }) {
             try repo.setReference(hubRecords(hub, device), to: records, message: "syncagent: pushed to \(hub)")
+            KnownRefs.note(repo, hubRecords(hub, device), records)
         }
         return .pushed(target.id)
     }
 }
 
 extension Store {
+    /// A push to a hub on this machine: the objects its refs lack copied into it (into packs, as a
+    /// push leaves them, which `compactHubPacks` rolls up) and made durable, then each ref moved
+    /// only if it is still what was read and the move is a fast-forward, and made durable. What
+    /// libgit2's push to a path did, without building a pack with a delta search, indexing it
+    /// again on the other side, and listing every ref of the hub first (with 100 devices, a sixth
+    /// of each agent's work in a burst). Returns the refs refused, in `PushRefusal`'s terms.
+    /// `wereOnHub`: tips the hub's refs had at some time (its objects are never removed, so what
+    /// they reach is whole there): a commit they reach needs no look at every ref of the hub.
+    static func pushToLocalHub(_ repo: Repository, hubGitDir: FilePath, updates: [(ref: String, to: Oid)], wereOnHub: [Oid],
+                               shouldCancel: @escaping () -> Bool, transfer: Transfer?) throws(GitError) -> [PushRefusal] {
+        let hub = try Repository.openForReading(gitDir: hubGitDir)
+        _ = try copyDurably(into: hub, gitDir: hubGitDir, from: repo, tips: updates.map(\.to), refTips: wereOnHub,
+                            limits: ObjectCopyLimits(looseLimit: 0), shouldCancel: shouldCancel, transfer: transfer)
+        var refused: [PushRefusal] = []
+        var moved: [String] = []
+        for update in updates {
+            let current = try hub.resolveReference(update.ref)
+            if current == update.to { continue }
+            var fastForward = true
+            if let current { fastForward = repo.hasObject(current) ? try repo.isDescendant(update.to, of: current) : false }
+            if !fastForward {
+                refused.append(PushRefusal(ref: update.ref, reason: "cannot push non-fastforwardable reference"))
+                continue
+            }
+            do {
+                try hub.updateReference(update.ref, to: update.to, expected: current, message: "push")
+                moved.append(update.ref)
+            } catch where [GitError.Code.modified, GitError.Code.exists, GitError.Code.locked].contains(error.code) {
+                refused.append(PushRefusal(ref: update.ref, reason: "another push moved it meanwhile"))
+            }
+        }
+        flushRefs(moved, under: hubGitDir)
+        return refused
+    }
+
     /// Whether the hub already holds everything `main` stands for: every real tip behind it (a
     /// join stands for its parents) is in the history of some device's branch there, as last
     /// fetched, or of what this device pushed. Then pushing `main` only tells the others that this

@@ -245,7 +245,7 @@ extension Store {
     /// other devices' branches are taken as usual.
     public static func sealedHubFetch(gitDir: FilePath, data: FilePath, hub: String, url: String, stamp: String, device: String,
                                       key: HubKey, auth: PeerAuth?, shouldCancel: @escaping () -> Bool, transfer: Transfer?,
-                                      refused: (SealedHubError) -> Void) throws -> [String] {
+                                      refused: (SealedHubError) -> Void) throws -> [HubDevice] {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         let (sealed, sealedPath) = try openSealed(gitDir: gitDir, hub: hub, stamp: stamp, key: key)
         // What the last fetch saw is forgotten first: a branch deleted on the hub is gone here too.
@@ -289,7 +289,7 @@ extension Store {
             pending = waiting.map { ($0.branch, $0.tip) }
         }
         for left in waiting { refused(left.error) }
-        return try mergeOrder(repo, hub: hub, devices: try hubDevices(repo, hub: hub, device: device, updateTracking: true))
+        return try mergeOrder(repo, devices: try hubDevices(repo, hub: hub, device: device))
     }
 
     /// One device's new pushes on the hub: checked, opened, applied (its tracking refs moved) or,
@@ -395,7 +395,7 @@ extension Store {
             // reached the hub, or the whole sealed side), or another device using the same name.
             let theirs = m.main.flatMap(Oid.init(hex:))
             let mine = try repo.resolveReference(Store.mainRef)
-            let ownHistory = theirs.map { t in repo.hasObject(t) && ((try? mine.map { try repo.isDescendant($0, of: t) || $0 == t }) ?? false) ?? false } ?? true
+            let ownHistory = theirs.map { t in repo.hasObject(t) && ((try? mine.map { try repo.isDescendant($0, of: t) || $0 == t }) ?? false) } ?? true
             guard ownHistory || (out == nil && mine == nil) else {
                 throw HubRefusal(hub: hub, url: "", device: device, detail: "pushes under this name hold a main this device never had")
             }

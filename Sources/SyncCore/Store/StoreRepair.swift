@@ -152,7 +152,10 @@ extension Store {
                 dropped.append(name)
             }
         }
-        if !dropped.isEmpty { Durability.flushFileSystem(containing: gitDir) }
+        if !dropped.isEmpty {
+            Durability.flushFileSystem(containing: gitDir)
+            KnownRefs.forget(gitDir)
+        }
         return dropped
     }
 }

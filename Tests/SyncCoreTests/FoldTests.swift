@@ -1,0 +1,153 @@
+import Foundation
+import Git
+@testable import ObjectStorage
+import PropertyBased
+import SystemPackage
+import Testing
+@testable import SyncCore
+import TestSupport
+
+/// `FoldPlan`: which tips a fold may take without a three-way merge.
+@Suite struct FoldPlanTests {
+    static let blob = ConflictSide(oid: Oid(hex: String(repeating: "ab", count: 20))!, mode: 0o100644)
+    static let tree = ConflictSide(oid: Oid(hex: String(repeating: "cd", count: 20))!, mode: 0o040000)
+
+    func added(_ paths: String...) -> [TreeChange] { paths.map { TreeChange(path: FilePath($0), old: nil, new: Self.blob) } }
+
+    @Test(arguments: [
+        // (changed by the fold so far, the tip's new files, disjoint)
+        (["a/1", "b/2"], ["c/3", "a/4", "5"], true),    // other files, in the same directories too
+        (["a/1"], ["a/1"], false),                      // the same file
+        (["a"], ["a/1"], false),                        // under a path changed (a file that was, or is, there)
+        (["a/b/1"], ["a/b"], false),                    // a file where a changed path's directory is
+        (["a/b/1"], ["a"], false),                      // ... at any depth
+        ([], [".syncagent-keep", "d/.syncagent-keep"], false),  // a directory's marker: a merge decides
+        ([String](), [String](), true),
+    ] as [([String], [String], Bool)])
+    func aTipIsDisjointOnlyClearOfEveryChangedPath(changed: [String], tip: [String], disjoint: Bool) {
+        let plan = FoldPlan(changed.map { FilePath($0) })
+        #expect(plan.isDisjoint(tip.map { TreeChange(path: FilePath($0), old: nil, new: Self.blob) }) == disjoint)
+    }
+
+    @Test func aDeletionOrADirectoryIsNeverTakenWithoutAMerge() {
+        let plan = FoldPlan([])
+        #expect(!plan.isDisjoint([TreeChange(path: "gone.txt", old: Self.blob, new: nil)]))
+        #expect(!plan.isDisjoint([TreeChange(path: "dir", old: nil, new: Self.tree)]))
+        #expect(plan.isDisjoint([TreeChange(path: "kept.txt", old: Self.blob, new: Self.blob)]))
+    }
+
+    @Test func whatATipAddsIsChangedForTheNextTip() {
+        var plan = FoldPlan([])
+        #expect(plan.isDisjoint(added("x/1")))
+        plan.add([FilePath("x/1")])
+        #expect(!plan.isDisjoint(added("x/1")))
+        #expect(!plan.isDisjoint(added("x")))
+        #expect(plan.isDisjoint(added("x/2")))
+    }
+}
+
+/// `Store.foldJoins` takes tips that only add or rewrite files no one else changed without a
+/// three-way merge each: on random bursts of devices through a hub on this machine (files made,
+/// rewritten and deleted, directories deleted whole, emptied or made empty, the same file changed
+/// by two devices), it folds the same tips into the same tree as merging each tip in turn does.
+@Suite struct FoldTests {
+    enum Op {
+        case write(String), remove(String), removeDirectory(String), makeDirectory(String)
+    }
+
+    @Test func aFoldMakesWhatMergingEachTipInTurnMakes() async throws {
+        await propertyCheck(count: 12, input: Gen.int(in: 0...1_000_000).array(of: 80...80)) { draws in
+            do {
+                try Self.check(Self.ops(from: draws))
+            } catch {
+                Issue.record("draws \(draws): \(error)")
+            }
+        }
+    }
+
+    /// A directory this device made empty (its marker) gets a file from another device: the
+    /// merge drops the marker, and so must the fold.
+    @Test func aMarkerAboveAnotherDevicesNewFileGoesAsInAMerge() throws {
+        try Self.check([[.makeDirectory("a/m")], [.write("a/m/x")], [.write("z")], [.write("c/y")], [.write("a/m/w")]])
+        try Self.check([[.write("q")], [.makeDirectory("k")], [.write("k/x")], [.write("z")], [.makeDirectory("a/m")]])
+    }
+
+    static let baseFiles = ["a/1", "a/2", "a/b/3", "c/4", "5", "e/6", "e/f/7"]
+
+    static func ops(from draws: [Int]) -> [[Op]] {
+        var next = draws.makeIterator()
+        func draw(_ n: Int) -> Int { (next.next() ?? 0) % n }
+        return (0..<5).map { i in
+            (0..<(1 + draw(3))).map { k -> Op in
+                let dirs = ["", "a/", "a/b/", "c/", "e/", "x\(i)/", "a/m/"]
+                switch draw(7) {
+                case 0, 1: return .write(dirs[draw(dirs.count)] + "n\(i)-\(k)")
+                case 2: return .write(baseFiles[draw(baseFiles.count)])
+                case 3: return .remove(baseFiles[draw(baseFiles.count)])
+                case 4: return .removeDirectory(["e", "a/b", "c"][draw(3)])
+                case 5: return .makeDirectory(["a/m", "m\(i)", "e/f"][draw(3)])
+                default: return .write("c/4")  // the same file on many devices: a conflict, merged on its own
+                }
+            }
+        }
+    }
+
+    /// Five devices through a hub on a path: the first commits the base files, the others take
+    /// them; each then does its `ops` and commits, the others push, and the first folds what it
+    /// fetched both ways.
+    static func check(_ ops: [[Op]]) throws {
+        let t = try TwoDevices()
+        let hub = t.root.appending("hub.git")
+        #expect(try runProgram("/usr/bin/git", ["init", "-q", "--bare", hub.string]).status == 0)
+        let devices = [t.phone] + (1..<ops.count).map { try! TwoDevices.Device("d\($0)", root: t.root) }
+        func push(_ d: TwoDevices.Device) throws {
+            _ = try Store.hubPush(gitDir: d.gitDir, data: d.data, hub: "hub", url: "file://\(hub)", device: d.name, localGitDir: hub)
+        }
+        func fetch(_ d: TwoDevices.Device) throws -> [String] {
+            try Store.hubFetch(gitDir: d.gitDir, data: d.data, hub: "hub", url: "file://\(hub)", device: d.name, localGitDir: hub).map(\.name)
+        }
+        let first = devices[0]
+        for file in baseFiles { try first.write(file, "base \(file)\n") }
+        _ = try first.store.commit(paths: Set(baseFiles.map { FilePath($0) }))
+        try push(first)
+        for d in devices.dropFirst() {
+            _ = try fetch(d)
+            _ = try d.store.integrate(peer: Store.hubPeer("hub", device: first.name))
+        }
+        // Each device's burst (the first one's stays its own: the fold's `ours`).
+        for (i, d) in devices.enumerated() {
+            var paths: Set<FilePath> = []
+            for op in ops[i] {
+                switch op {
+                case .write(let rel):
+                    try d.write(rel, "\(rel) from \(d.name) (\(paths.count))\n")
+                    paths.insert(FilePath(rel))
+                case .remove(let rel):
+                    if d.read(rel) != nil { try d.dirs.remove(rel) }
+                    paths.insert(FilePath(rel))
+                case .removeDirectory(let dir):
+                    if (try? FileManager.default.contentsOfDirectory(atPath: d.data.appending(dir).string)) != nil { try d.dirs.remove(dir) }
+                    paths.insert(FilePath(dir))
+                case .makeDirectory(let dir):
+                    try FileManager.default.createDirectory(atPath: d.data.appending(dir).string, withIntermediateDirectories: true)
+                    paths.insert(FilePath(dir))
+                }
+            }
+            _ = try d.store.commit(paths: paths)
+            if i > 0 { try push(d) }
+        }
+        let names = try fetch(first)
+        #expect(names.count == devices.count - 1)
+        let repo = first.store.repo
+        func folded(byMerges: Bool) throws -> CommitInfo? {
+            guard let peer = try first.store.foldJoins(hub: "hub", devices: names, byMerges: byMerges),
+                  let tip = try repo.resolveReference(Store.trackingRef(peer)) else { return nil }
+            return try repo.commit(tip)
+        }
+        let reference = try folded(byMerges: true)
+        let quick = try folded(byMerges: false)
+        #expect(quick?.tree == reference?.tree, "\(ops)")
+        #expect(quick?.parents == reference?.parents, "\(ops)")
+        #expect(try gitFsck(first.gitDir) == 0)
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import Git
+@testable import ObjectStorage
+import SystemPackage
+import Testing
+@testable import SyncCore
+import TestSupport
+
+/// A push to a hub on this machine copies the objects and moves the hub's refs itself
+/// (`Store.pushToLocalHub`): fast-forwards only, never over a tip it does not hold, the objects
+/// whole in the hub before a ref names them.
+@Suite struct LocalHubPushTests {
+    @Test func onlyFastForwardsMoveTheHubsRefs() throws {
+        let t = try TwoDevices()
+        let hub = t.root.appending("hub.git")
+        #expect(try runProgram("/usr/bin/git", ["init", "-q", "--bare", hub.string]).status == 0)
+        let repo = t.phone.store.repo
+        let ref = "refs/heads/devices/phone"
+        func push(_ id: Oid) throws -> [PushRefusal] {
+            try Store.pushToLocalHub(repo, hubGitDir: hub, updates: [(ref, id)], wereOnHub: [], shouldCancel: { false }, transfer: nil)
+        }
+        func onHub() throws -> Oid? { try Repository.openForReading(gitDir: hub).resolveReference(ref) }
+        try t.phone.write("a.txt", "one\n")
+        try t.phone.commit("a.txt")
+        let first = try #require(try t.phone.store.head())
+        #expect(try push(first).isEmpty)
+        #expect(try onHub() == first)
+        try t.phone.write("b/c.txt", "two\n")
+        try t.phone.commit("b/c.txt")
+        let second = try #require(try t.phone.store.head())
+        #expect(try push(second).isEmpty)
+        #expect(try onHub() == second)
+        #expect(try gitFsck(hub) == 0)
+        // Back to the first: no fast-forward, refused, the hub keeps the second.
+        let refused = try push(first)
+        #expect(refused.map(\.ref) == [ref])
+        #expect(try onHub() == second)
+        // A tip this store does not hold (another device under this name): refused too.
+        try t.watch.write("w.txt", "watch\n")
+        try t.watch.commit("w.txt")
+        let theirs = try #require(try t.watch.store.head())
+        #expect(try Store.pushToLocalHub(t.watch.store.repo, hubGitDir: hub, updates: [("refs/heads/devices/w", theirs)], wereOnHub: [],
+                                         shouldCancel: { false }, transfer: nil).isEmpty)
+        #expect(try git(hub, ["update-ref", ref, theirs.hex]).status == 0)
+        #expect(try push(second).map(\.ref) == [ref])
+        #expect(try onHub() == theirs)
+        #expect(try gitFsck(hub) == 0)
+    }
+}
