@@ -45,7 +45,7 @@ PEERS=1 adds the table of bench/peers.py (the same workloads through Unison, ins
 packages when missing); PEERS=only runs only that table.
 BENCH_SCALE (default 1.0) scales the file counts down for a quick smoke run, BENCH_ONLY=bulk,sync runs
 only the named rows (latency, bulk, propagation, sync, syncdocs, big, huge, hub, hubssh, hubsealed, store, many, churn, idle,
-durability, peers). MANY_DEVICES (6,12,24,50,100), CHURN_DEVICES (10), CHURN_S (600 x BENCH_SCALE) and CHURN_PERIOD
+durability, peers). MANY_DEVICES (6,12,24,50,100; the largest MANY_RUNS (3) times, its target rows the median), CHURN_DEVICES (10), CHURN_S (600 x BENCH_SCALE) and CHURN_PERIOD
 (3 s) size those rows; CHURN_MESH=1 makes the churn a mesh of path peers (CHURN_DEVICES=2: a phone and a watch).
 BENCH_IDLE_S (default 600 x BENCH_SCALE) is how long the idle row watches two agents with nothing to do.
 Standard library only.
@@ -1057,16 +1057,26 @@ def bench_many(syncagent, tmp, rows, notes, agents):
     commits for 6, 12, 24, 50 and 100 devices, and how each grows with N."""
     import many
     counts = [int(x) for x in os.environ.get("MANY_DEVICES", "6,12,24,50,100").split(",")]
-    results = []
+    # The largest fleet runs MANY_RUNS times (3): one burst's figures vary by half from run to run
+    # (how the pushes interleave decides how many rounds each device makes); its rows take the median.
+    runs = max(1, int(os.environ.get("MANY_RUNS", "3")))
+    results, largest = [], []
     for n in counts:
-        log(f"10/10 {n} devices through one hub: 3 new files each, at once")
-        results.append(many.run_one(syncagent, tmp, n, agents))
+        for k in range(runs if n == counts[-1] else 1):
+            log(f"10/10 {n} devices through one hub: 3 new files each, at once" + (f" (run {k + 1} of {runs})" if n == counts[-1] and runs > 1 else ""))
+            results.append(many.run_one(syncagent, tmp, n, agents))
+            if n == counts[-1]:
+                largest.append(results[-1])
     many_table.extend(results)
     first, last = results[0], results[-1]
     # Issue 45's targets, for the largest fleet: 100 devices settle a burst within 10 s, with at
     # most 0.1 s of CPU per device.
-    rows.append((f"{last['n']} devices via a hub: burst to one main", last["main_s"], float("nan"), "-", ("time", 10.0)))
-    rows.append((f"{last['n']} devices via a hub: CPU per device", last["cpu_s"] / last["n"], float("nan"), "-", ("time", 0.1)))
+    n = last["n"]
+    median_main = median([r["main_s"] for r in largest])
+    median_cpu = median([r["cpu_s"] / n for r in largest])
+    label = f" (median of {len(largest)})" if len(largest) > 1 else ""
+    rows.append((f"{n} devices via a hub: burst to one main{label}", median_main, float("nan"), "-", ("time", 10.0)))
+    rows.append((f"{n} devices via a hub: CPU per device{label}", median_cpu, float("nan"), "-", ("time", 0.1)))
     if len(results) > 1:
         grow = last["n"] / first["n"]
         notes.append(f"many devices: from {first['n']} to {last['n']} devices ({grow:.1f}x): settle x{last['main_s'] / first['main_s']:.1f}, "
