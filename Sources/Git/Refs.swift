@@ -26,6 +26,10 @@ extension Repository {
     /// devices moves 200 such refs. Only for refs nothing reads the history of, that this process
     /// alone moves (a hub's mirror, tracking refs); like libgit2's, the write is not flushed.
     public func writeLooseRef(_ name: String, to id: Oid) throws(GitError) {
+        var valid: Int32 = 0
+        guard git_reference_name_is_valid(&valid, name) == 0, valid == 1, name.hasPrefix("refs/"), !name.hasSuffix(".lock") else {
+            throw GitError(code: GitError.Code.invalid, errorClass: 0, message: "not a valid reference name: \(name)", call: "writeLooseRef")
+        }
         let path = gitDir.appending(name), lock = gitDir.appending(name + ".lock")
         let line = Array((id.hex + "\n").utf8)
         func fail(_ errno: Errno, _ what: String) -> GitError {

@@ -349,3 +349,30 @@ import TestSupport
 /// setfsuid(2) (Swift's Glibc module does not declare it): this thread's file-system user id.
 @_silgen_name("setfsuid")
 private func linuxSetfsuid(_ uid: UInt32) -> Int32
+
+/// `writeLooseRef`: git's lock protocol without libgit2's machinery; git reads what it wrote.
+@Suite struct LooseRefTests {
+    @Test func aLooseRefIsWrittenReadAndRefusedWhenLockedOrMisnamed() throws {
+        let (t, repo, tree) = try CommitGraphTests.storeWithOneTree()
+        defer { withExtendedLifetime(t) {} }
+        let a = try CommitGraphTests.commit(1, parents: [], tree: tree, in: repo)
+        let b = try CommitGraphTests.commit(2, parents: [a], tree: tree, in: repo)
+        try repo.writeLooseRef("refs/hubs/h/heads/d01", to: a)  // (its directories made)
+        #expect(try repo.resolveReference("refs/hubs/h/heads/d01") == a)
+        try repo.writeLooseRef("refs/hubs/h/heads/d01", to: b)
+        #expect(try repo.resolveReference("refs/hubs/h/heads/d01") == b)
+        let shown = try git(t.gitDir, ["rev-parse", "refs/hubs/h/heads/d01"])
+        #expect(String(decoding: shown.out, as: UTF8.self) == b.hex + "\n")
+        // Another writer's lock: nothing written, the lock left to its owner.
+        let lock = t.gitDir.appending("refs/hubs/h/heads/d01.lock")
+        try TempDirectory.write("x", at: lock)
+        #expect(throws: GitError.self) { try repo.writeLooseRef("refs/hubs/h/heads/d01", to: a) }
+        #expect(try repo.resolveReference("refs/hubs/h/heads/d01") == b)
+        #expect(FileManager.default.fileExists(atPath: lock.string))
+        // A name git would refuse (a hostile hub's ref name) never reaches the file system.
+        for bad in ["refs/hubs/h/records/../../../../x", "refs/hubs/h/x.lock", "refs//x", "HEAD2"] {
+            #expect(throws: GitError.self) { try repo.writeLooseRef(bad, to: a) }
+        }
+        #expect(!FileManager.default.fileExists(atPath: t.gitDir.appending("x").string))
+    }
+}

@@ -428,11 +428,15 @@ final class PeerSyncer: Sendable {
             if let why = await merge(folded.peer, result: folded.result, shownAs: "\(link.name) (its devices' new work in one step)") { problem = why }
         }
         for (index, peer) in merges.enumerated() {
-            if let why = await merge(peer) {
+            var merged: SyncOutcome?
+            if let why = await merge(peer, done: { merged = $0 }) {
                 problem = problem ?? why
-            } else if link.hub {
-                let device = hubDevices[index]
-                state.withLock { $0.merged[device.name] = device }
+            } else if link.hub, let merged {
+                // What the merge read, not what the fetch saw: they differ only if something moved
+                // the tracking refs in between (a fetch abandoned earlier, finishing late), and
+                // then the next round merges again.
+                let name = hubDevices[index].name
+                state.withLock { $0.merged[name] = HubDevice(name: name, main: merged.peerMain, records: merged.peerRecords) }
             }
         }
         // An encrypted hub's branches refused on their own (the others were merged): told.
@@ -452,12 +456,15 @@ final class PeerSyncer: Sendable {
     }
 
     /// Merges what was fetched from `peer` (a direct peer, or a device seen through the hub).
-    private func merge(_ peer: String, result: SyncEngine.IntegrateResult? = nil, shownAs: String? = nil) async -> SyncError? {
+    /// `done`: called with the outcome of a merge that went through.
+    private func merge(_ peer: String, result: SyncEngine.IntegrateResult? = nil, shownAs: String? = nil,
+                       done: (SyncOutcome) -> Void = { _ in }) async -> SyncError? {
         let integrated: SyncEngine.IntegrateResult
         if let result { integrated = result } else { integrated = await engine.integrate(peer: peer) }
         let peer = shownAs ?? peer
         switch integrated {
         case .done(let outcome):
+            done(outcome)
             switch outcome.action {
             case .upToDate: break
             case .fastForward: logger.info("updated from \(peer) to \(outcome.head?.hex.prefix(12) ?? "-")")

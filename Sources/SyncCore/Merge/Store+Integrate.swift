@@ -22,6 +22,10 @@ public struct SyncOutcome: Sendable {
     public var opened: [ConflictRecord] = []
     /// Records that were open here and are resolved now (here or by a peer).
     public var resolved: [ConflictRecord] = []
+    /// What the peer's tracking refs named when this merge read them (its `main`, its records):
+    /// what is now merged, whatever they name by the time the caller looks.
+    public var peerMain: ObjectID?
+    public var peerRecords: ObjectID?
 
     init(action: Action, head: Oid?, newConflicts: [ConflictRecord] = [], notes: [String] = [], applied: ApplyReport = ApplyReport()) {
         self.action = action
@@ -48,10 +52,15 @@ extension Store {
     /// first; a file that changed on disk since is left as it is (see `ApplyReport.localChanges`).
     public func integrate(peer: String, now: Date = Date()) throws -> SyncOutcome {
         let theirBookTip = try repo.resolveReference(ConflictBook.peerRef(peer))
-        if let same = try alreadyHeld(peer: peer, theirBookTip: theirBookTip) { return same }
+        let theirMain = try repo.resolveReference(Self.trackingRef(peer))
+        if var same = try alreadyHeld(peer: peer, theirs: theirMain, theirBookTip: theirBookTip) {
+            (same.peerMain, same.peerRecords) = (theirMain?.id, theirBookTip?.id)
+            return same
+        }
         let ourBook = try ConflictBook.load(repo)
         var book = ConflictBook.union(ourBook, try ConflictBook.load(repo, ref: ConflictBook.peerRef(peer)))
-        var outcome = try integrateMain(peer: peer, book: &book, now: Int64(now.timeIntervalSince1970))
+        var outcome = try integrateMain(peer: peer, theirs: theirMain, book: &book, now: Int64(now.timeIntervalSince1970))
+        (outcome.peerMain, outcome.peerRecords) = (theirMain?.id, theirBookTip?.id)
         try ConflictBook.save(repo, book, device: device, message: "\(device): conflict records from \(peer)",
                               adopt: theirBookTip.map { [$0] } ?? [])
         let madeHere = Set(outcome.newConflicts.map(\.id))
@@ -69,9 +78,9 @@ extension Store {
     /// Nothing to do: `main` already holds the peer's, and its conflict records are ours (the same
     /// tree). Checked before any book is read, so a device among many idle ones costs two ref
     /// reads and an ancestry check per peer, not a load and a rewrite of every record.
-    private func alreadyHeld(peer: String, theirBookTip: Oid?) throws -> SyncOutcome? {
+    private func alreadyHeld(peer: String, theirs: Oid?, theirBookTip: Oid?) throws -> SyncOutcome? {
         let ours = try head()
-        if let theirs = try repo.resolveReference(Self.trackingRef(peer)) {
+        if let theirs {
             guard let ours, try covers(ours, theirs) else { return nil }
         }
         if let theirBookTip {
@@ -81,8 +90,7 @@ extension Store {
         return SyncOutcome(action: .upToDate, head: ours)
     }
 
-    private func integrateMain(peer: String, book: inout [String: ConflictRecord], now: Int64) throws -> SyncOutcome {
-        let theirs = try repo.resolveReference(Self.trackingRef(peer))
+    private func integrateMain(peer: String, theirs: Oid?, book: inout [String: ConflictRecord], now: Int64) throws -> SyncOutcome {
         let ours = try head()
         let step = try MergeStep.decide(
             hasOurs: ours != nil, hasTheirs: theirs != nil,

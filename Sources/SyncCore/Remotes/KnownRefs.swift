@@ -19,13 +19,17 @@ enum KnownRefs {
 
     /// Points `ref` at `id` unless this process knows it does already (`writeLooseRef`: no
     /// reflog; read first when this process has not seen it, nothing written when equal).
+    /// Under the lock, so that two threads (a fetch abandoned after its timeout that finishes
+    /// late, and the next one) never leave the memo saying other than the file.
     static func set(_ repo: Repository, _ ref: String, to id: Oid) throws(GitError) {
-        let was = known.withLock { $0[repo.gitDir]?.refs[ref] }
-        if was == id { return }
-        var differs = true
-        if was == nil { differs = try repo.resolveReference(ref) != id }
-        if differs { try repo.writeLooseRef(ref, to: id) }
-        known.withLock { $0[repo.gitDir, default: Known()].refs[ref] = id }
+        try known.withLock { all throws(GitError) in
+            let was = all[repo.gitDir]?.refs[ref]
+            if was == id { return }
+            var differs = true
+            if was == nil { differs = try repo.resolveReference(ref) != id }
+            if differs { try repo.writeLooseRef(ref, to: id) }
+            all[repo.gitDir, default: Known()].refs[ref] = id
+        }
     }
 
     /// Notes that `ref` points at `id` now (moved by other means, e.g. after a push).

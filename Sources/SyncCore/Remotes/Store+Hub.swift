@@ -31,6 +31,12 @@ public struct HubDevice: Sendable, Equatable {
     public let name: String
     public let main: ObjectID?
     public let records: ObjectID?
+
+    public init(name: String, main: ObjectID?, records: ObjectID?) {
+        self.name = name
+        self.main = main
+        self.records = records
+    }
 }
 
 /// What one push to a hub did.
@@ -181,9 +187,11 @@ extension Store {
             let peer = hubPeer(hub, device: other)
             let main = try unwrap(repo, target)
             try KnownRefs.set(repo, trackingRef(peer), to: main)
-            let records = refs[hubRecords(hub, other)]
+            var records = refs[hubRecords(hub, other)]
             if let records {
                 try KnownRefs.set(repo, ConflictBook.peerRef(peer), to: records)
+            } else {
+                records = try repo.resolveReference(ConflictBook.peerRef(peer))  // (what a merge reads)
             }
             devices.append(HubDevice(name: other, main: main.id, records: records?.id))
         }
@@ -276,7 +284,7 @@ extension Store {
         Durability.flushFileSystem(containing: gitDir)
         let refused = if let localGitDir {
             try pushToLocalHub(repo, hubGitDir: localGitDir, updates: updates,
-                               wereOnHub: Array(try KnownRefs.under("refs/hubs/\(hub)/", in: repo).values),
+                               wereOnHub: try onHubAtLastLook(repo, hub: hub),
                                shouldCancel: shouldCancel, transfer: transfer)
         } else {
             try repo.push(url: url, refspecs: refspecs, auth: auth?.remote, shouldCancel: shouldCancel, transfer: transfer)
@@ -314,6 +322,16 @@ extension Store {
     /// libgit2's push to a path did, without building a pack with a delta search, indexing it
     /// again on the other side, and listing every ref of the hub first (with 100 devices, a sixth
     /// of each agent's work in a burst). Returns the refs refused, in `PushRefusal`'s terms.
+    /// Tips the hub's own refs had: its branches and records as last fetched, and what a push
+    /// confirmed (never what an attempt only tried to send: `pushing` may name a tip whose history
+    /// never all reached the hub).
+    static func onHubAtLastLook(_ repo: Repository, hub: String) throws(GitError) -> [Oid] {
+        let prefix = "refs/hubs/\(hub)/"
+        return try KnownRefs.under(prefix, in: repo).filter { name, _ in
+            name.hasPrefix(prefix + "heads/") || name.hasPrefix(prefix + "records/") || name == hubPushed(hub)
+        }.map(\.value)
+    }
+
     /// `wereOnHub`: tips the hub's refs had at some time (its objects are never removed, so what
     /// they reach is whole there): a commit they reach needs no look at every ref of the hub.
     static func pushToLocalHub(_ repo: Repository, hubGitDir: FilePath, updates: [(ref: String, to: Oid)], wereOnHub: [Oid],
