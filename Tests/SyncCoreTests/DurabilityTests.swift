@@ -1,4 +1,4 @@
-import FileSystem
+@testable import FileSystem
 import Foundation
 import SystemPackage
 import Testing
@@ -45,5 +45,32 @@ import TestSupport
         #expect(try openDescriptors(under: t.root) == 0)
         // A listed directory that is a file, not a directory, cannot be flushed as one.
         #expect(!Durability.flushFiles([all[0]], andDirectories: [all[1]]))
+    }
+    /// Objects and packs never change once written: one flushed by this process is not flushed
+    /// again (a fetch relied on two minutes of young objects, and flushed each at every fetch),
+    /// unless the file at that name is another one now (removed and written again).
+    @Test func anImmutableFileFlushedOnceIsSkippedUntilItIsWrittenAgain() throws {
+        let t = try TempDirectory()
+        let all = try files(t, count: 5)
+        #expect(DurableFiles.notYetDurable(all) == all)
+        #expect(Durability.flushImmutable(all, andDirectories: [t.root]))
+        #expect(DurableFiles.notYetDurable(all).isEmpty)
+        #expect(try openDescriptors(under: t.root) == 0)
+        // Written again under the same name (a loose object packed away, then written loose again):
+        // another inode, flushed again.
+        try FileManager.default.removeItem(atPath: all[2].string)
+        try t.write("d2/f2", "object 2")
+        #expect(DurableFiles.notYetDurable(all) == [all[2]])
+        #expect(Durability.flushImmutable(all))
+        #expect(DurableFiles.notYetDurable(all).isEmpty)
+        // A file that cannot be flushed is a failure, and nothing of that call is remembered.
+        let more = try (5 ..< 8).map { i in
+            try t.write("e/f\(i)", "object \(i)")
+            return t.root.appending("e/f\(i)")
+        }
+        #expect(!Durability.flushImmutable(more + [t.root.appending("e/gone")]))
+        #expect(DurableFiles.notYetDurable(more) == more)
+        #expect(Durability.flushExistingImmutable(more + [t.root.appending("e/gone")]))
+        #expect(DurableFiles.notYetDurable(more).isEmpty)
     }
 }

@@ -41,7 +41,7 @@ struct ConflictBook {
         for candidate in candidates.sorted(by: >) where try repo.commit(candidate).tree == tree {
             // The peer's book came with a fetch, which made its objects durable; the tree and blobs
             // written above may be loose.
-            if !Durability.flushExisting((entries.map(\.blob) + [tree]).map(repo.looseObjectPath), andDirectories: [objects]) {
+            if !Durability.flushExistingImmutable((entries.map(\.blob) + [tree]).map(repo.looseObjectPath), andDirectories: [objects]) {
                 Durability.flushFileSystem(containing: repo.gitDir)
             }
             try repo.updateReference(ref, to: candidate, expected: current, message: "syncagent: adopt conflict records")
@@ -54,7 +54,7 @@ struct ConflictBook {
         let commit = try repo.createCommit(tree: tree, parents: Array(Set(parents)).sorted(), author: sig,
                                            committer: sig, message: message, updateRef: nil)
         // Exactly what was written (a loose file each, unless it was packed already), then the ref.
-        if !Durability.flushExisting((entries.map(\.blob) + [tree, commit]).map(repo.looseObjectPath), andDirectories: [objects]) {
+        if !Durability.flushExistingImmutable((entries.map(\.blob) + [tree, commit]).map(repo.looseObjectPath), andDirectories: [objects]) {
             Durability.flushFileSystem(containing: repo.gitDir)
         }
         try repo.updateReference(ref, to: commit, expected: current, message: message)

@@ -85,7 +85,7 @@ extension Store {
     static func flushPacks(_ names: [String], gitDir: FilePath) {
         let dir = gitDir.appending("objects").appending("pack")
         let files = names.flatMap { name in ["pack", "idx", "rev"].map { dir.appending("pack-\(name).\($0)") } }
-        if !Durability.flushExisting(files, andDirectories: [dir]) { Durability.flushFileSystem(containing: gitDir) }
+        if !Durability.flushExistingImmutable(files, andDirectories: [dir]) { Durability.flushFileSystem(containing: gitDir) }
     }
 
     /// The quick half of a roll-up, on the store's own thread: the new pack made durable, the packs

@@ -138,7 +138,7 @@ extension Store {
             return Durability.flushFileSystem(containing: gitDir)
         }
         guard !new.isEmpty || !loose.isEmpty else { return }
-        if !Durability.flushFiles(new.map { packs.appending($0) } + loose, andDirectories: [objects, packs]) {
+        if !Durability.flushImmutable(new.map { packs.appending($0) } + loose, andDirectories: [objects, packs]) {
             Durability.flushFileSystem(containing: gitDir)
         }
     }

@@ -137,10 +137,12 @@ public final class Store {
                  packs: [String] = []) throws(GitError) {
         let packDir = gitDir.appending("objects").appending("pack")
         Self.flushObjects(of: repo, written: written, packs: packs.flatMap { [packDir.appending("pack-\($0).pack"), packDir.appending("pack-\($0).idx")] })
+        // A ref replaced where it was (a loose file already) changes its own directory only.
+        let replacing = ((try? FileStat.of(gitDir.pushing(FilePath(name)))) ?? nil)?.kind == .regular
         try repo.updateReference(name, to: id, expected: expected, message: message)
         // libgit2 renames its lock file over the ref without an fsync (GIT_OPT_ENABLE_FSYNC_GITDIR
         // would fsync every loose object too, one by one): the ref and its directories now.
-        Self.flushRefs([name], under: gitDir)
+        Self.flushRefs([name], under: gitDir, replaced: replacing)
     }
 
     /// Makes the loose objects `written` (a write log, `Repository.takeWrites()`), the pack files
@@ -149,17 +151,25 @@ public final class Store {
     /// loose file, found already packed, among them).
     static func flushObjects(of repo: Repository, written: [Oid]?, packs: [FilePath] = [], also: [FilePath] = []) {
         let objects = repo.gitDir.appending("objects")
-        guard let written, Durability.flushFiles(packs + also + written.map(repo.looseObjectPath),
+        // Nothing written: nothing to flush (objects and packs once flushed are skipped, `DurableFiles`).
+        guard let written, Durability.flushImmutable(packs + also + written.map(repo.looseObjectPath),
                                                  andDirectories: packs.isEmpty ? [objects] : [objects, objects.appending("pack")]) else {
             return Durability.flushFileSystem(containing: repo.gitDir)
         }
     }
 
     /// Makes these refs of `gitDir` durable (the files libgit2 renamed into place, and their
-    /// directories), else its whole file system.
-    static func flushRefs(_ refs: [String], under gitDir: FilePath) {
-        for ref in refs where !Durability.flushReplaced(FilePath(ref), under: gitDir) {
-            return Durability.flushFileSystem(containing: gitDir)
+    /// directories), else its whole file system. `replaced`: each ref was a loose file before the
+    /// move, so only its own directory changed (a lock file renamed over it); its parents name
+    /// what they named before and are not flushed again (1-2 ms a move on a busy ext4, where an
+    /// fsync of a directory with nothing new still flushes the disk's cache).
+    static func flushRefs(_ refs: [String], under gitDir: FilePath, replaced: Bool = false) {
+        for ref in refs {
+            let path = FilePath(ref)
+            let done = replaced
+                ? Durability.flushFiles([gitDir.pushing(path)], andDirectories: [gitDir.pushing(path.removingLastComponent())])
+                : Durability.flushReplaced(path, under: gitDir)
+            if !done { return Durability.flushFileSystem(containing: gitDir) }
         }
     }
 

@@ -1,0 +1,72 @@
+import Synchronization
+import SystemPackage
+
+/// Files that never change once written (git's loose objects and packs, named by their content)
+/// that this process has made durable, each remembered with the inode and change time it had.
+/// A fetch relies on the young objects a store holds, and used to flush every one of them again
+/// at each fetch for two minutes (25 files and their directories for a one-file change). A file
+/// found here with the same inode and change time is the very file that was flushed: it is
+/// skipped. One removed and written again (a loose object packed, then unpacked) has another
+/// inode or change time, and is flushed again.
+public enum DurableFiles {
+    struct Stamp: Hashable {
+        let device: UInt64
+        let inode: UInt64
+        let ctimeSeconds: Int64
+        let ctimeNanoseconds: Int64
+        init?(_ path: FilePath) {
+            guard let stat = (try? FileStat.of(path)) ?? nil, stat.kind == .regular else { return nil }
+            device = stat.device
+            inode = stat.inode
+            ctimeSeconds = stat.ctimeSeconds
+            ctimeNanoseconds = stat.ctimeNanoseconds
+        }
+    }
+
+    /// Remembered at most this many files; past it the memo starts again (files then get one more
+    /// flush each, which costs time and never durability).
+    static let limit = 32_768
+    private static let known = Mutex<[FilePath: Stamp]>([:])
+
+    /// Of `files`, those not made durable by this process as they are now.
+    static func notYetDurable(_ files: [FilePath]) -> [FilePath] {
+        known.withLock { known in
+            files.filter { file in
+                guard let before = known[file] else { return true }
+                return Stamp(file) != before
+            }
+        }
+    }
+
+    /// Notes that these files were flushed (with their directories).
+    static func remember(_ files: [FilePath]) {
+        let stamps = files.compactMap { file in Stamp(file).map { (file, $0) } }
+        known.withLock { known in
+            if known.count + stamps.count > limit { known.removeAll(keepingCapacity: true) }
+            for (file, stamp) in stamps { known[file] = stamp }
+        }
+    }
+
+    /// Forgets every file (tests; a store rewritten under the process).
+    public static func forgetAll() { known.withLock { $0.removeAll() } }
+}
+
+extension Durability {
+    /// `flushFiles` for files that never change once written (loose objects, packs and their
+    /// indexes): those this process made durable already, as they are now, are skipped (and when
+    /// all are, nothing is flushed, the directories neither: they were flushed with the files).
+    /// The rest are flushed with their directories and `extra`, and remembered.
+    public static func flushImmutable(_ files: [FilePath], andDirectories extra: [FilePath] = []) -> Bool {
+        guard !disabled else { return true }
+        let pending = DurableFiles.notYetDurable(files)
+        guard !pending.isEmpty else { return true }
+        guard flushFiles(pending, andDirectories: extra) else { return false }
+        DurableFiles.remember(pending)
+        return true
+    }
+
+    /// `flushImmutable` for files that may not exist (objects a write found already packed).
+    public static func flushExistingImmutable(_ files: [FilePath], andDirectories extra: [FilePath] = []) -> Bool {
+        flushImmutable(files.filter { ((try? FileStat.of($0)) ?? nil) != nil }, andDirectories: extra)
+    }
+}
