@@ -54,6 +54,27 @@ import TestSupport
         #expect(try leftovers().isEmpty)
     }
 
+    /// A new path is written without a look first (`assumeFree`): whatever stands there, a
+    /// file, a directory or a FIFO, stays as it is, and nothing is left behind.
+    @Test func aNewPathAssumedFreeNeverReplacesWhatStandsThere() throws {
+        var counter: UInt64 = 0
+        func place(_ path: FilePath) throws -> DataDirectory.PlaceOutcome {
+            try disk.place(incoming, at: path, repo: repo, counter: &counter, displace: false, assumeFree: true) { _ in .putBack }
+        }
+        try t.phone.write("taken.txt", "the app's own file\n")
+        guard case .occupied = try place("taken.txt") else { Issue.record("not refused: a file"); return }
+        #expect(t.phone.read("taken.txt") == "the app's own file\n")
+        try t.phone.write("dir/inside.txt", "kept\n")
+        guard case .occupied = try place("dir") else { Issue.record("not refused: a directory"); return }
+        #expect(t.phone.read("dir/inside.txt") == "kept\n")
+        #expect(mkfifo(t.phone.data.appending("fifo").string, 0o644) == 0)
+        guard case .occupied = try place("fifo") else { Issue.record("not refused: a FIFO"); return }
+        #expect(((try FileStat.of(t.phone.data.appending("fifo"))) ?? nil)?.kind == .fifo)
+        guard case .placed = try place("sub/free.txt") else { Issue.record("a free path not placed"); return }
+        #expect(t.phone.read("sub/free.txt") == "the peer's version\n")
+        #expect(try leftovers().isEmpty)
+    }
+
     @Test func aFileCreatedAfterTheCheckIsNotReplaced() throws {
         let outcome = try placeAfterWrite("created by the app after the check\n", at: "new.txt", planned: nil)
         guard case .keptNewer = outcome else { Issue.record("replaced: \(outcome)"); return }
