@@ -69,6 +69,10 @@ public final class Index {
         try check(rc, "git_index_add(\(path))")
     }
 
+    /// This process's user and group (two system calls per staged path before: 20,000 for a
+    /// merge of 10k files).
+    static let owner = (uid: getuid(), gid: getgid())
+
     /// Stages a blob already in the object database at `path` with the stat data of the file the
     /// caller has just written there, so later scans trust it without re-reading the file.
     /// - Parameter stamped: the file is one this process wrote with a `WriteStamp` mtime that
@@ -87,8 +91,8 @@ public final class Index {
             entry.ctime.nanoseconds = UInt32(truncatingIfNeeded: stat.ctimeNanoseconds)
             entry.ino = UInt32(truncatingIfNeeded: stat.inode)
             entry.dev = UInt32(truncatingIfNeeded: stat.device)
-            entry.uid = getuid()
-            entry.gid = getgid()
+            entry.uid = Self.owner.uid
+            entry.gid = Self.owner.gid
             return git_index_add(handle, &entry)
         }
         try check(rc, "git_index_add(\(path))")
