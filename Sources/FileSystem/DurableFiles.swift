@@ -2,24 +2,31 @@ import Synchronization
 import SystemPackage
 
 /// Files that never change once written (git's loose objects and packs, named by their content)
-/// that this process has made durable, each remembered with the inode and change time it had.
+/// that this process has made durable, each remembered with the inode, size and times it had
+/// before the flush (and still had after it).
 /// A fetch relies on the young objects a store holds, and used to flush every one of them again
 /// at each fetch for two minutes (25 files and their directories for a one-file change). A file
 /// found here with the same inode and change time is the very file that was flushed: it is
 /// skipped. One removed and written again (a loose object packed, then unpacked) has another
-/// inode or change time, and is flushed again.
+/// inode or times, and is flushed again.
 public enum DurableFiles {
     struct Stamp: Hashable {
         let device: UInt64
         let inode: UInt64
+        let size: Int64
         let ctimeSeconds: Int64
         let ctimeNanoseconds: Int64
+        let mtimeSeconds: Int64
+        let mtimeNanoseconds: Int64
         init?(_ path: FilePath) {
             guard let stat = (try? FileStat.of(path)) ?? nil, stat.kind == .regular else { return nil }
             device = stat.device
             inode = stat.inode
+            size = stat.size
             ctimeSeconds = stat.ctimeSeconds
             ctimeNanoseconds = stat.ctimeNanoseconds
+            mtimeSeconds = stat.mtimeSeconds
+            mtimeNanoseconds = stat.mtimeNanoseconds
         }
     }
 
@@ -38,9 +45,17 @@ public enum DurableFiles {
         }
     }
 
-    /// Notes that these files were flushed (with their directories).
-    static func remember(_ files: [FilePath]) {
-        let stamps = files.compactMap { file in Stamp(file).map { (file, $0) } }
+    /// The stamps of these files as they are now (nil: not a regular file).
+    static func stamps(_ files: [FilePath]) -> [Stamp?] { files.map(Stamp.init) }
+
+    /// Notes that these files were flushed (with their directories): each whose stamp is still
+    /// `before`, the one taken before the flush. A file renamed over the path meanwhile (another
+    /// writer of the same object, whose bytes this flush may not have reached) is not noted.
+    static func remember(_ files: [FilePath], before: [Stamp?]) {
+        let stamps: [(FilePath, Stamp)] = zip(files, before).compactMap { file, before in
+            guard let before, Stamp(file) == before else { return nil }
+            return (file, before)
+        }
         known.withLock { known in
             if known.count + stamps.count > limit { known.removeAll(keepingCapacity: true) }
             for (file, stamp) in stamps { known[file] = stamp }
@@ -60,8 +75,9 @@ extension Durability {
         guard !disabled else { return true }
         let pending = DurableFiles.notYetDurable(files)
         guard !pending.isEmpty else { return true }
+        let before = DurableFiles.stamps(pending)
         guard flushFiles(pending, andDirectories: extra) else { return false }
-        DurableFiles.remember(pending)
+        DurableFiles.remember(pending, before: before)
         return true
     }
 

@@ -1,5 +1,6 @@
 @testable import FileSystem
 import Foundation
+import Glibc
 import SystemPackage
 import Testing
 import TestSupport
@@ -72,5 +73,14 @@ import TestSupport
         #expect(DurableFiles.notYetDurable(more) == more)
         #expect(Durability.flushExistingImmutable(more + [t.root.appending("e/gone")]))
         #expect(DurableFiles.notYetDurable(more).isEmpty)
+        // Another writer renames its own copy over the path while the flush runs: what the flush
+        // reached is not known, so the path is not remembered.
+        try t.write("e/raced", "object 9")
+        let raced = t.root.appending("e/raced")
+        let before = DurableFiles.stamps([raced])
+        try t.write("e/raced.tmp", "object 9")
+        #expect(rename(t.root.appending("e/raced.tmp").string, raced.string) == 0)
+        DurableFiles.remember([raced], before: before)
+        #expect(DurableFiles.notYetDurable([raced]) == [raced])
     }
 }

@@ -14,6 +14,9 @@ struct DataDirectory: Sendable {
     /// small apply, whose files are each flushed at the end (`makeDurable`), so that the first
     /// `fsync` commits one journal transaction that holds both the blocks and the rename.
     var writebackAtOnce = false
+    /// New paths are written without a look first (`placeChecked`): off when an apply resumes,
+    /// where most of them hold the new version already (a photo would be written once more).
+    var optimistic = true
 
     /// One path to write, with what the decision needs (read from the index and the unapplied list
     /// before the workers start: neither is touched by more than one thread).
@@ -109,7 +112,7 @@ struct DataDirectory: Sendable {
         // directory (a tenth of the receiving side's time for 10k new files).
         let mayBeFree = !holdsBaseline && !item.replacing && item.change.old == nil && item.unappliedOld == nil
             && !DirectoryMarker.isMarker(path)
-        if mayBeFree, case .placed(let landing)? = try? place(new, at: path, repo: repo, counter: &counter, displace: false,
+        if mayBeFree, optimistic, case .placed(let landing)? = try? place(new, at: path, repo: repo, counter: &counter, displace: false,
                                                                assumeFree: true, verify: { _ in .putBack }) {
             return .written(displaced: nil, landing: landing)
         }

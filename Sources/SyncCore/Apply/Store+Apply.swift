@@ -83,7 +83,11 @@ public struct Obstacle: Sendable, Equatable {
 
 extension Store {
     /// The data directory's side of applying (checks and writes that need no store state).
-    var disk: DataDirectory { DataDirectory(root: data) }
+    var disk: DataDirectory {
+        var disk = DataDirectory(root: data)
+        disk.optimistic = !resumingApply
+        return disk
+    }
 
     func obstacle(at path: FilePath) -> Obstacle? { disk.obstacle(at: path) }
 
@@ -486,6 +490,8 @@ extension Store {
     public func finishInterruptedApply() throws -> ApplyReport? {
         guard let bytes = try? Files.read(journalFile) else { return nil }
         defer { endApply() }
+        resumingApply = true
+        defer { resumingApply = false }
         let parts = String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
         guard parts.count == 2 || parts.count == 3, let target = Oid(hex: parts[0]), repo.hasObject(target) else { return nil }
         let expected = Oid(hex: parts[1])

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 internal import Git
 internal import ObjectStorage
+import Synchronization
 import SystemPackage
 
 /// The device's git store: `<state>/store.git`, whose work tree is the data directory. It turns
@@ -38,6 +39,8 @@ public final class Store {
     /// agent stopped before saving it): after a power cut, a file that still matches that record
     /// went back in time (`powerCutDamage`).
     var recordedBeforeReconcile: [FilePath: IndexEntry] = [:]
+    /// An interrupted apply is being finished: its new paths may hold their version already.
+    var resumingApply = false
     /// New files a power cut left empty or zero-filled, kept out of commits while unchanged
     /// (`Store+PowerCut`); nil until read.
     var powerCutLeftCache: [FilePath: PowerCutStamp]?
@@ -137,8 +140,11 @@ public final class Store {
                  packs: [String] = []) throws(GitError) {
         let packDir = gitDir.appending("objects").appending("pack")
         Self.flushObjects(of: repo, written: written, packs: packs.flatMap { [packDir.appending("pack-\($0).pack"), packDir.appending("pack-\($0).idx")] })
-        // A ref replaced where it was (a loose file already) changes its own directory only.
+        // A ref replaced where it was (a loose file already) changes its own directory only; its
+        // first move in this process flushes every directory above it all the same (one made by
+        // a process killed before its flush would otherwise never be).
         let replacing = ((try? FileStat.of(gitDir.pushing(FilePath(name)))) ?? nil)?.kind == .regular
+            && Self.refsFlushedWhole.withLock { !$0.insert(gitDir.pushing(FilePath(name))).inserted }
         try repo.updateReference(name, to: id, expected: expected, message: message)
         // libgit2 renames its lock file over the ref without an fsync (GIT_OPT_ENABLE_FSYNC_GITDIR
         // would fsync every loose object too, one by one): the ref and its directories now.
@@ -157,6 +163,9 @@ public final class Store {
             return Durability.flushFileSystem(containing: repo.gitDir)
         }
     }
+
+    /// Refs whose every directory this process flushed once (`moveRef`).
+    static let refsFlushedWhole = Mutex<Set<FilePath>>([])
 
     /// Makes these refs of `gitDir` durable (the files libgit2 renamed into place, and their
     /// directories), else its whole file system. `replaced`: each ref was a loose file before the
