@@ -31,8 +31,9 @@ public enum DurableFiles {
     }
 
     /// Remembered at most this many files; past it the memo starts again (files then get one more
-    /// flush each, which costs time and never durability).
-    static let limit = 32_768
+    /// flush each, which costs time and never durability). A fetch relies only on objects of the
+    /// last two minutes: a few hundred at a change every second (half a megabyte at the limit).
+    static let limit = 4_096
     private static let known = Mutex<[FilePath: Stamp]>([:])
 
     /// Of `files`, those not made durable by this process as they are now.
