@@ -75,6 +75,33 @@ import TestSupport
         #expect(try leftovers().isEmpty)
     }
 
+    /// Through `placeChecked`, a new path already holding the incoming bytes is `alreadyThere`
+    /// (left as it is, nothing written), and one holding other bytes is a local change, whether the
+    /// path is written without a look first or (an apply that resumes) looked at first.
+    @Test func aNewPathHoldingBytesAlreadyIsJudgedAsBefore() throws {
+        for optimistic in [true, false] {
+            var disk = DataDirectory(root: t.phone.data)
+            disk.optimistic = optimistic
+            var counter: UInt64 = 0
+            var leftovers: [DataDirectory.Leftover] = []
+            func placed(_ path: FilePath) -> DataDirectory.Placement {
+                disk.placeChecked(DataDirectory.PlaceItem(change: TreeChange(path: path, old: nil, new: incoming), entry: nil,
+                                                          replacing: false, unappliedOld: nil),
+                                  repo: repo, counter: &counter, leftovers: &leftovers)
+            }
+            try t.phone.write("same-\(optimistic).txt", "the peer's version\n")
+            let before = try #require(try FileStat.of(t.phone.data.appending("same-\(optimistic).txt")))
+            guard case .alreadyThere = placed(FilePath("same-\(optimistic).txt")) else { Issue.record("not alreadyThere"); continue }
+            #expect(try FileStat.of(t.phone.data.appending("same-\(optimistic).txt"))?.inode == before.inode)
+            try t.phone.write("other-\(optimistic).txt", "the app's own\n")
+            guard case .localChange = placed(FilePath("other-\(optimistic).txt")) else { Issue.record("not a local change"); continue }
+            #expect(t.phone.read("other-\(optimistic).txt") == "the app's own\n")
+            guard case .written = placed(FilePath("free-\(optimistic).txt")) else { Issue.record("a free path not written"); continue }
+            #expect(t.phone.read("free-\(optimistic).txt") == "the peer's version\n")
+        }
+        #expect(try leftovers().isEmpty)
+    }
+
     @Test func aFileCreatedAfterTheCheckIsNotReplaced() throws {
         let outcome = try placeAfterWrite("created by the app after the check\n", at: "new.txt", planned: nil)
         guard case .keptNewer = outcome else { Issue.record("replaced: \(outcome)"); return }
