@@ -65,7 +65,9 @@ assert_not_contains "$(cat "$T/watch.sync2.err")" "merge:" "stderr of a piped sy
 init_device pad default "phone=$(store_of phone)"
 on pad "$SYNCAGENT" sync --config "$T/pad/syncagent.toml" >/dev/null 2>"$T/pad.sync.err" || fail "pad's sync failed: $(cat "$T/pad.sync.err")"
 steps=$(grows "$T/pad.sync.err" merge 20300) || fail "merge of 20,300 files: $(grows "$T/pad.sync.err" merge 20300 2>&1)"
-assert_ge "$steps" 3 "merge lines for 20,300 files"
+# (a line before the end and the last one: lines come at most once a second, and a fast disk
+# writes the 20,300 files in about one)
+assert_ge "$steps" 2 "merge lines for 20,300 files (one at the end only is no progress)"
 log "piped: commit, receive and merge lines grow to their totals (300 photos; 20,300 files in $steps lines)"
 
 # On a terminal: a live bar that moves and ends at 100 %.
