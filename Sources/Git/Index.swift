@@ -9,14 +9,17 @@ import FileSystem
 public final class Index {
     let handle: OpaquePointer
     private unowned let repository: Repository
-    /// Paths whose entry holds the stat data of a file this process wrote with a `WriteStamp` as
+    /// Marks an entry that holds the stat data of a file this process wrote with a `WriteStamp` as
     /// its mtime (`add(_:blob:mode:stat:stamped:)`): while `lstat` still gives exactly those stat
-    /// data, the file holds the entry's blob, however close a write came after it. Anything else
-    /// that changes the entry (or re-reads the index) drops the mark. Kept as the paths' hashes (a
-    /// first sync marks 100k paths: as paths, 9 MB held for as long as the agent runs). Two paths
-    /// of one hash (odds about 2^-64 a pair) would only let the other path's stat data stand for
-    /// its bytes too, and a write since still shows in its ctime.
-    private var stampedPaths: Set<Int> = []
+    /// data, the file holds the entry's blob, however close a write came after it. The mark is a
+    /// bit of the entry's `flags_extended` that libgit2 keeps in memory only: 1.5 uses 1 << 2
+    /// (up to date) there and 1 << 13, 1 << 14 on disk, writes only the on-disk bits
+    /// (`GIT_INDEX_ENTRY_EXTENDED_FLAGS`), and `git_index_add` copies the whole entry. So the mark
+    /// goes with its entry: replaced, removed or read again from disk, the entry has none. A set of
+    /// the paths beside the index held 2 MB for a first sync of 100k files, 3 MB while it grew.
+    static let stampedBit = UInt16(1 << 3)
+    /// Whether any entry may carry `stampedBit` (so `read` has marks to drop).
+    private var mayHoldStamps = false
 
     init(handle: OpaquePointer, repository: Repository) {
         self.handle = handle
@@ -35,19 +38,28 @@ public final class Index {
     }
 
     /// Re-reads the index file if another process changed it (or always, with `force`).
+    /// Drops every stamped mark: an index read again trusts no stat data for its bytes, even when
+    /// libgit2 kept the entries in memory (the file had not changed).
     public func read(force: Bool = false) throws(GitError) {
-        stampedPaths = []
         try check(git_index_read(handle, force ? 1 : 0), "git_index_read")
+        guard mayHoldStamps else { return }
+        for i in 0..<git_index_entrycount(handle) {
+            guard let entry = git_index_get_byindex(handle, i) else { continue }
+            UnsafeMutablePointer(mutating: entry).pointee.flags_extended &= ~Self.stampedBit
+        }
+        mayHoldStamps = false
     }
 
     /// Whether `path`'s entry is marked as written by this process with a stamped mtime (see
-    /// `stampedPaths`): its stat data, when a file still has them, stand for its bytes.
-    public func isStamped(_ path: FilePath) -> Bool { stampedPaths.contains(path.hashValue) }
+    /// `stampedBit`): its stat data, when a file still has them, stand for its bytes.
+    public func isStamped(_ path: FilePath) -> Bool {
+        guard mayHoldStamps, let entry = path.withPlatformString({ git_index_get_bypath(handle, $0, 0) }) else { return false }
+        return entry.pointee.flags_extended & Self.stampedBit != 0
+    }
 
     /// Hashes the work-tree file at `path` (relative to the work tree) into the object database and
     /// stages it. Links are stored as links, never followed.
     public func add(_ path: FilePath) throws(GitError) -> AddOutcome {
-        stampedPaths.remove(path.hashValue)
         let rc = path.withPlatformString { git_index_add_bypath(handle, $0) }
         if rc == GitError.Code.notFound { return .missing }
         if rc == GitError.Code.directory { return .directory }
@@ -58,7 +70,6 @@ public final class Index {
     /// Stages a blob already in the object database at `path`, with no stat data (so any later scan
     /// re-reads the file).
     public func add(_ path: FilePath, blob: Oid, mode: UInt32) throws(GitError) {
-        stampedPaths.remove(path.hashValue)
         let rc = path.withPlatformString { cPath -> Int32 in
             var entry = git_index_entry()
             entry.mode = mode
@@ -78,7 +89,7 @@ public final class Index {
     /// - Parameter stamped: the file is one this process wrote with a `WriteStamp` mtime that
     ///   `stat` shows (see `isStamped`).
     public func add(_ path: FilePath, blob: Oid, mode: UInt32, stat: IndexStat, stamped: Bool = false) throws(GitError) {
-        stampedPaths.remove(path.hashValue)
+        if stamped { mayHoldStamps = true }
         let rc = path.withPlatformString { cPath -> Int32 in
             var entry = git_index_entry()
             entry.mode = mode
@@ -93,15 +104,14 @@ public final class Index {
             entry.dev = UInt32(truncatingIfNeeded: stat.device)
             entry.uid = Self.owner.uid
             entry.gid = Self.owner.gid
+            entry.flags_extended = stamped ? Self.stampedBit : 0
             return git_index_add(handle, &entry)
         }
         try check(rc, "git_index_add(\(path))")
-        if stamped { stampedPaths.insert(path.hashValue) }
     }
 
     /// Unstages one path (no error if it was not staged).
     public func remove(_ path: FilePath) throws(GitError) {
-        stampedPaths.remove(path.hashValue)
         guard entry(path) != nil else { return }
         let rc = path.withPlatformString { git_index_remove_bypath(handle, $0) }
         try check(rc, "git_index_remove_bypath(\(path))")
@@ -109,7 +119,6 @@ public final class Index {
 
     /// Unstages every path under `path/`.
     public func removeDirectory(_ path: FilePath) throws(GitError) {
-        // Marks of the paths under it stay: harmless, as adding a path again drops its mark first.
         let rc = path.withPlatformString { git_index_remove_directory(handle, $0, 0) }
         try check(rc, "git_index_remove_directory(\(path))")
     }

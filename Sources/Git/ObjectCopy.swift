@@ -297,16 +297,31 @@ private struct ObjectCopier: ~Copyable {
             }
         }
         var missing: [(id: Oid, type: git_object_t)] = []
-        var planned = Set<Oid>()
-        for id in order {
-            try planTree(try source.commit(id).tree, into: &missing, planned: &planned, whole: unreached.contains(id))
-            if !unreached.contains(id) { missing.append((id, GIT_OBJECT_COMMIT)) }
-        }
-        planned = []  // what is planned is in `missing`: its table goes before the packs are read
+        do {
+            // The trees are read through a handle of their own, closed once the plan is made:
+            // libgit2 keeps every tree it parses in its handle's cache (up to `[store] cache_mb`,
+            // 2-3 times that in memory), and the plan of a 100k-file first sync filled the
+            // source's with 1,000 trees nothing reads again, held while the packs were adopted
+            // (4 MB of that sync's peak).
+            let planner = try Repository.openForReading(gitDir: source.gitDir)
+            var planned = Set<Oid>()
+            for id in order {
+                try planTree(try source.commit(id).tree, reading: planner, into: &missing, planned: &planned,
+                             whole: unreached.contains(id))
+                if !unreached.contains(id) { missing.append((id, GIT_OBJECT_COMMIT)) }
+            }
+        }  // what is planned is in `missing`: its table goes before the packs are read
         if missing.count >= limits.wholePacksFrom || blobBytes(of: missing, atLeast: limits.wholePackBytes) {
-            let wanted = SortedOids(missing.lazy.filter { $0.type != GIT_OBJECT_COMMIT }.map(\.id))
+            // The list made at its size (grown by doubling, it held 3 MB for 2 at a 100k-file
+            // first sync's peak) and sorted where it is.
+            var ids: [Oid] = []
+            ids.reserveCapacity(missing.count)
+            for (id, type) in missing where type != GIT_OBJECT_COMMIT { ids.append(id) }
+            let wanted = SortedOids(sorting: consume ids)
             let taken = try takeWholePacks(wanted: wanted)
-            if !taken.isEmpty { missing.removeAll { taken.contains($0.id) } }
+            if taken.contains(true) {
+                missing.removeAll { $0.type != GIT_OBJECT_COMMIT && wanted.position(of: $0.id).map { taken[$0] } == true }
+            }
         }
         // A copy of more objects than a small one writes loose goes into packs from its first
         // object: loose files would cost an fsync each (and one for each new fan-out directory)
@@ -367,8 +382,8 @@ private struct ObjectCopier: ~Copyable {
     /// path of this store (a merge, a commit) may have just written it and what it names, none of
     /// it flushed yet, and a ref this copy moves would name them all (seed 9503, cut 65: a blob
     /// under such a tree was lost while the ref stayed).
-    mutating func planTree(_ root: Oid, into missing: inout [(id: Oid, type: git_object_t)], planned: inout Set<Oid>,
-                  whole: Bool = false) throws(GitError) {
+    mutating func planTree(_ root: Oid, reading planner: Repository, into missing: inout [(id: Oid, type: git_object_t)],
+                           planned: inout Set<Oid>, whole: Bool = false) throws(GitError) {
         guard !planned.contains(root) else { return }
         // Trees found here and looked into: never copied, their entries checked.
         // A young tree looked into is not `planned`: a later commit copied `whole` (its history
@@ -388,7 +403,7 @@ private struct ObjectCopier: ~Copyable {
             stack.append((id, true))
             var tree: OpaquePointer?
             var raw = id.raw
-            try check(git_tree_lookup(&tree, source.handle, &raw), "git_tree_lookup(\(id)) in \(source.gitDir)")
+            try check(git_tree_lookup(&tree, planner.handle, &raw), "git_tree_lookup(\(id)) in \(source.gitDir)")
             defer { git_tree_free(tree) }
             for i in 0..<git_tree_entrycount(tree) {
                 guard let entry = git_tree_entry_byindex(tree, i) else { continue }
@@ -423,8 +438,9 @@ private struct ObjectCopier: ~Copyable {
     /// holding a big object, goes through the indexer): every id is computed, and a pack that
     /// names objects neither in it nor here is refused: packs that
     /// need one another are tried again once others are in; one that still fails is left to the
-    /// object-by-object copy (which then reports any damage). Returns the wanted ids taken.
-    mutating func takeWholePacks(wanted: SortedOids) throws(GitError) -> SortedOids {
+    /// object-by-object copy (which then reports any damage). Returns which of the wanted ids were
+    /// taken, by their position in `wanted`.
+    mutating func takeWholePacks(wanted: SortedOids) throws(GitError) -> [Bool] {
         var candidates: [(transfer: PackTransfer, needed: Int, packs: Int)] = []
         for transfer in try PackTransfer.packs(of: source.gitDir) {
             let needed = transfer.ids.reduce(0) { $0 + (wanted.contains($1) ? 1 : 0) }
@@ -440,7 +456,7 @@ private struct ObjectCopier: ~Copyable {
         let combining = small >= Self.combineFrom ? try? PackTransfer.temporaryFolder(in: packDir, prefix: "tmp_pack_combine_") : nil
         defer { if let combining { PackTransfer.removeFolder(combining) } }
         if let combining { candidates = combineSmall(candidates, in: combining) }
-        var taken: [Oid] = []
+        var taken = [Bool](repeating: false, count: wanted.count)
         let progress = self.progress, snapshot = { [report] in report }
         var progressed = true
         while progressed, !candidates.isEmpty {
@@ -452,7 +468,9 @@ private struct ObjectCopier: ~Copyable {
                         ?? candidate.transfer.index(into: target.gitDir) { progress(snapshot()) }
                     refreshLookups()  // the next pack's checks see this one
                     // What is here now, not what the listing said (the peer may have rolled its packs up).
-                    for id in candidate.transfer.ids where wanted.contains(id) && has(id) { taken.append(id) }
+                    for id in candidate.transfer.ids {
+                        if let at = wanted.position(of: id), has(id) { taken[at] = true }
+                    }
                     report.objects += candidate.needed
                     report.bytes += bytes
                     report.wholePacks += candidate.packs
@@ -464,7 +482,7 @@ private struct ObjectCopier: ~Copyable {
             }
             candidates = rest
         }
-        return SortedOids(taken)
+        return taken
     }
 
     /// Packs a copy takes that many of, each this small (a bulk copy's, committed a slice at a

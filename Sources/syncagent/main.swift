@@ -1,6 +1,8 @@
 import Glibc
 import Platform
 
+MallocArenas.limit()  // before any thread: see MallocArenas
+
 // Swift's tasks run on QuietExecutors' threads, not libdispatch's pool (which wakes every second for
 // ever once started): installed before the first task, and the program is not an `async` main,
 // which would make its first task before anything here runs. A detached task: top-level code is

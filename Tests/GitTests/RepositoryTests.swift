@@ -40,6 +40,49 @@ import TestSupport
         #expect(osError(endingMessage: "disk full, says the server") == nil)
     }
 
+    /// The stamped mark lives in the entry (a bit libgit2 keeps in memory only): set by a stamped
+    /// add, gone when the entry is replaced, removed, under a removed directory, or the index is
+    /// read again (changed on disk or not), and never written: the file stays version 2 with no
+    /// extended flags, and git reads it.
+    @Test func aStampedMarkGoesWithItsEntryAndNeverReachesTheFile() throws {
+        let t = try TempDevice()
+        try t.write("a.txt", "hello\n")
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let index = try repo.index()
+        #expect(try index.add("a.txt") == .added)
+        let blob = try #require(index.entry("a.txt")).oid
+        let stat = IndexStat(size: 6, mtimeSeconds: 1_700_000_000, mtimeNanoseconds: 1, ctimeSeconds: 1_700_000_000,
+                             ctimeNanoseconds: 1, inode: 7, device: 1)
+        for path: FilePath in ["a.txt", "d/b.txt", "d/c.txt", "e.txt", "f.txt"] {
+            try index.add(path, blob: blob, mode: 0o100644, stat: stat, stamped: true)
+        }
+        try index.add("g.txt", blob: blob, mode: 0o100644, stat: stat)
+        #expect(index.isStamped("a.txt") && index.isStamped("d/b.txt") && index.isStamped("e.txt"))
+        #expect(!index.isStamped("g.txt") && !index.isStamped("missing.txt"))
+        try index.add("e.txt", blob: blob, mode: 0o100644, stat: stat)  // replaced, not stamped
+        try index.add("f.txt", blob: blob, mode: 0o100644)
+        try index.removeDirectory("d")
+        try index.add("d/b.txt", blob: blob, mode: 0o100644, stat: stat)
+        #expect(index.isStamped("a.txt"))
+        #expect(!index.isStamped("e.txt") && !index.isStamped("f.txt") && !index.isStamped("d/b.txt"))
+        try index.remove("a.txt")
+        try index.add("a.txt", blob: blob, mode: 0o100644, stat: stat)
+        #expect(!index.isStamped("a.txt"))
+
+        try index.add("h.txt", blob: blob, mode: 0o100644, stat: stat, stamped: true)
+        try index.write()
+        #expect(index.isStamped("h.txt"))
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: t.gitDir.appending("index").string)))
+        #expect(Array(bytes[0..<8]) == Array("DIRC".utf8) + [0, 0, 0, 2], "an index with extended flags would be version 3")
+        try index.read()  // the file did not change: libgit2 keeps the entries, the marks go
+        #expect(!index.isStamped("h.txt") && index.entry("h.txt") != nil)
+        try index.add("h.txt", blob: blob, mode: 0o100644, stat: stat, stamped: true)
+        try index.read(force: true)
+        #expect(!index.isStamped("h.txt"))
+        let listed = try git(t.gitDir, ["ls-files", "--stage", "--", "h.txt"])
+        #expect(listed.status == 0 && String(decoding: listed.out, as: UTF8.self).contains("h.txt"), "git reads the index")
+    }
+
     @Test func addWriteTreeCommitAndReopen() throws {
         let t = try TempDevice()
         try t.write("a.txt", "hello\n")

@@ -30,4 +30,22 @@ import Testing
         #expect(!set.contains(between))
         #expect(!SortedOids([]).contains(a))
     }
+
+    /// A fetch marks the ids it took by position (a byte an id, not a second list): each id's
+    /// position holds it, distinct ids have distinct positions, and an id not there has none.
+    @Test func eachIdHasItsOwnPosition() {
+        var generator = SystemRandomNumberGenerator()
+        let given = (0..<1_000).map { _ in
+            Oid(hex: (0..<40).map { _ in String(Int.random(in: 0..<16, using: &generator), radix: 16) }.joined())!
+        }
+        let set = SortedOids(sorting: given + given.prefix(100))
+        var seen = Set<Int>()
+        for oid in given {
+            guard let at = set.position(of: oid) else { Issue.record("\(oid) has no position"); continue }
+            #expect(set.ids[at] == oid)
+            seen.insert(at)
+        }
+        #expect(seen.count == set.count && set.count == Set(given).count)
+        #expect(set.position(of: id(String(repeating: "0", count: 40))) == nil || given.contains(id(String(repeating: "0", count: 40))))
+    }
 }

@@ -2,6 +2,7 @@ import FileSystem
 import FoundationEssentials
 import Glibc
 import Logging
+import Platform
 import ServiceLifecycle
 import Synchronization
 import SyncCore
@@ -49,7 +50,7 @@ public final class AgentService: Service, Sendable {
     ///   the configured `[[resolver]]` strategies.
     public static func prepare(config: Config, logger: Logger, resolvers: [any ConflictResolver] = []) async throws -> AgentService {
         signal(SIGPIPE, SIG_IGN)  // a hook or an `events` client that goes away must not kill the agent
-        FreeMemory.fewArenas()
+        MallocArenas.limit()  // again, for a program that embeds the agent (`syncagent` sets it first)
         for warning in config.warnings { logger.warning("\(warning)") }
         let session = try Startup.openUnderLock(config: config, logger: logger, resolvers: resolvers)
         let problems = ProblemList()
