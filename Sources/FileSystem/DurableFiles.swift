@@ -36,18 +36,25 @@ public enum DurableFiles {
     static let limit = 4_096
     private static let known = Mutex<[FilePath: Stamp]>([:])
 
-    /// Of `files`, those not made durable by this process as they are now.
-    static func notYetDurable(_ files: [FilePath]) -> [FilePath] {
-        known.withLock { known in
-            files.filter { file in
-                guard let before = known[file] else { return true }
-                return Stamp(file) != before
+    /// Of `files`, those not made durable by this process as they are now, each with its stamp
+    /// (nil: not a regular file; such a path is left out with `skippingMissing`). Each file is
+    /// looked at once, outside the lock.
+    static func pending(_ files: [FilePath], skippingMissing: Bool = false) -> (files: [FilePath], stamps: [Stamp?]) {
+        let now = files.map(Stamp.init)
+        return known.withLock { known in
+            var out: (files: [FilePath], stamps: [Stamp?]) = ([], [])
+            for (file, stamp) in zip(files, now) {
+                if stamp == nil, skippingMissing { continue }
+                if let stamp, known[file] == stamp { continue }
+                out.files.append(file)
+                out.stamps.append(stamp)
             }
+            return out
         }
     }
 
-    /// The stamps of these files as they are now (nil: not a regular file).
-    static func stamps(_ files: [FilePath]) -> [Stamp?] { files.map(Stamp.init) }
+    /// Of `files`, those not made durable by this process as they are now.
+    static func notYetDurable(_ files: [FilePath]) -> [FilePath] { pending(files).files }
 
     /// Notes that these files were flushed (with their directories): each whose stamp is still
     /// `before`, the one taken before the flush. A file renamed over the path meanwhile (another
@@ -62,9 +69,6 @@ public enum DurableFiles {
             for (file, stamp) in stamps { known[file] = stamp }
         }
     }
-
-    /// Forgets every file (tests; a store rewritten under the process).
-    public static func forgetAll() { known.withLock { $0.removeAll() } }
 }
 
 extension Durability {
@@ -73,17 +77,20 @@ extension Durability {
     /// all are, nothing is flushed, the directories neither: they were flushed with the files).
     /// The rest are flushed with their directories and `extra`, and remembered.
     public static func flushImmutable(_ files: [FilePath], andDirectories extra: [FilePath] = []) -> Bool {
-        guard !disabled else { return true }
-        let pending = DurableFiles.notYetDurable(files)
-        guard !pending.isEmpty else { return true }
-        let before = DurableFiles.stamps(pending)
-        guard flushFiles(pending, andDirectories: extra) else { return false }
-        DurableFiles.remember(pending, before: before)
-        return true
+        flushImmutable(files, andDirectories: extra, skippingMissing: false)
     }
 
     /// `flushImmutable` for files that may not exist (objects a write found already packed).
     public static func flushExistingImmutable(_ files: [FilePath], andDirectories extra: [FilePath] = []) -> Bool {
-        flushImmutable(files.filter { ((try? FileStat.of($0)) ?? nil) != nil }, andDirectories: extra)
+        flushImmutable(files, andDirectories: extra, skippingMissing: true)
+    }
+
+    private static func flushImmutable(_ files: [FilePath], andDirectories extra: [FilePath], skippingMissing: Bool) -> Bool {
+        guard !disabled else { return true }
+        let pending = DurableFiles.pending(files, skippingMissing: skippingMissing)
+        guard !pending.files.isEmpty else { return true }
+        guard flushFiles(pending.files, andDirectories: extra) else { return false }
+        DurableFiles.remember(pending.files, before: pending.stamps)
+        return true
     }
 }

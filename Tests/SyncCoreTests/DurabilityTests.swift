@@ -77,7 +77,7 @@ import TestSupport
         // reached is not known, so the path is not remembered.
         try t.write("e/raced", "object 9")
         let raced = t.root.appending("e/raced")
-        let before = DurableFiles.stamps([raced])
+        let before = DurableFiles.pending([raced]).stamps
         try t.write("e/raced.tmp", "object 9")
         #expect(rename(t.root.appending("e/raced.tmp").string, raced.string) == 0)
         DurableFiles.remember([raced], before: before)
