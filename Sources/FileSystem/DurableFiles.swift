@@ -18,8 +18,10 @@ public enum DurableFiles {
         let ctimeNanoseconds: Int64
         let mtimeSeconds: Int64
         let mtimeNanoseconds: Int64
-        init?(_ path: FilePath) {
-            guard let stat = (try? FileStat.of(path)) ?? nil, stat.kind == .regular else { return nil }
+        init?(_ path: FilePath) { self.init((try? FileStat.of(path)) ?? nil) }
+
+        init?(_ stat: FileStat?) {
+            guard let stat, stat.kind == .regular else { return nil }
             device = stat.device
             inode = stat.inode
             size = stat.size
@@ -37,14 +39,16 @@ public enum DurableFiles {
     private static let known = Mutex<[FilePath: Stamp]>([:])
 
     /// Of `files`, those not made durable by this process as they are now, each with its stamp
-    /// (nil: not a regular file; such a path is left out with `skippingMissing`). Each file is
-    /// looked at once, outside the lock.
+    /// (nil: not a regular file). With `skippingMissing`, a path `lstat` cannot find is left out
+    /// (anything else there, a link or a directory, stays: its flush fails, as it should). Each
+    /// file is looked at once, outside the lock.
     static func pending(_ files: [FilePath], skippingMissing: Bool = false) -> (files: [FilePath], stamps: [Stamp?]) {
-        let now = files.map(Stamp.init)
+        let now = files.map { (try? FileStat.of($0)) ?? nil }
         return known.withLock { known in
             var out: (files: [FilePath], stamps: [Stamp?]) = ([], [])
-            for (file, stamp) in zip(files, now) {
-                if stamp == nil, skippingMissing { continue }
+            for (file, stat) in zip(files, now) {
+                if stat == nil, skippingMissing { continue }
+                let stamp = Stamp(stat)
                 if let stamp, known[file] == stamp { continue }
                 out.files.append(file)
                 out.stamps.append(stamp)

@@ -12,7 +12,7 @@ package struct SortedOids {
     /// The distinct ids of `ids`, sorted in the array's own storage (no second copy of 100k ids
     /// while it sorts, when the caller hands over the only reference).
     package init(sorting ids: consuming [Oid]) {
-        var sorted = ids
+        var sorted = consume ids
         sorted.sort(by: Self.precedes)
         var kept = 0
         for i in sorted.indices where i == 0 || sorted[i] != sorted[kept - 1] {

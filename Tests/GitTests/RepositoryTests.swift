@@ -62,10 +62,12 @@ import TestSupport
         try index.add("e.txt", blob: blob, mode: 0o100644, stat: stat)  // replaced, not stamped
         try index.add("f.txt", blob: blob, mode: 0o100644)
         try index.removeDirectory("d")
+        #expect(!index.isStamped("d/b.txt") && !index.isStamped("d/c.txt"), "gone with their directory")
         try index.add("d/b.txt", blob: blob, mode: 0o100644, stat: stat)
         #expect(index.isStamped("a.txt"))
         #expect(!index.isStamped("e.txt") && !index.isStamped("f.txt") && !index.isStamped("d/b.txt"))
         try index.remove("a.txt")
+        #expect(!index.isStamped("a.txt"))
         try index.add("a.txt", blob: blob, mode: 0o100644, stat: stat)
         #expect(!index.isStamped("a.txt"))
 
