@@ -57,9 +57,6 @@ public enum DurableFiles {
         }
     }
 
-    /// Of `files`, those not made durable by this process as they are now.
-    static func notYetDurable(_ files: [FilePath]) -> [FilePath] { pending(files).files }
-
     /// Notes that these files were flushed (with their directories): each whose stamp is still
     /// `before`, the one taken before the flush. A file renamed over the path meanwhile (another
     /// writer of the same object, whose bytes this flush may not have reached) is not noted.

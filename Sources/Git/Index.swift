@@ -38,12 +38,10 @@ public final class Index {
         case directory
     }
 
-    /// Re-reads the index file if another process changed it (or always, with `force`).
-    /// Drops every stamped mark: an index read again trusts no stat data for its bytes, even when
-    /// libgit2 kept the entries in memory (the file had not changed).
-    /// Every entry then comes from the file or was kept by libgit2 as it was: either way the mark
-    /// is cleared on all of them (O(entries), a fraction of a millisecond at 100k: a running agent
-    /// reads its index once, `Store.deferIndexWrites`).
+    /// Re-reads the index file if another process changed it (or always, with `force`), and drops
+    /// every stamped mark, also when libgit2 kept the entries (the file had not changed): O(entries),
+    /// a fraction of a millisecond at 100k; a running agent reads its index once
+    /// (`Store.deferIndexWrites`).
     public func read(force: Bool = false) throws(GitError) {
         try check(git_index_read(handle, force ? 1 : 0), "git_index_read")
         clearStamps()

@@ -53,26 +53,26 @@ import TestSupport
     @Test func anImmutableFileFlushedOnceIsSkippedUntilItIsWrittenAgain() throws {
         let t = try TempDirectory()
         let all = try files(t, count: 5)
-        #expect(DurableFiles.notYetDurable(all) == all)
+        #expect(DurableFiles.pending(all).files == all)
         #expect(Durability.flushImmutable(all, andDirectories: [t.root]))
-        #expect(DurableFiles.notYetDurable(all).isEmpty)
+        #expect(DurableFiles.pending(all).files.isEmpty)
         #expect(try openDescriptors(under: t.root) == 0)
         // Written again under the same name (a loose object packed away, then written loose again):
         // another inode, flushed again.
         try FileManager.default.removeItem(atPath: all[2].string)
         try t.write("d2/f2", "object 2")
-        #expect(DurableFiles.notYetDurable(all) == [all[2]])
+        #expect(DurableFiles.pending(all).files == [all[2]])
         #expect(Durability.flushImmutable(all))
-        #expect(DurableFiles.notYetDurable(all).isEmpty)
+        #expect(DurableFiles.pending(all).files.isEmpty)
         // A file that cannot be flushed is a failure, and nothing of that call is remembered.
         let more = try (5 ..< 8).map { i in
             try t.write("e/f\(i)", "object \(i)")
             return t.root.appending("e/f\(i)")
         }
         #expect(!Durability.flushImmutable(more + [t.root.appending("e/gone")]))
-        #expect(DurableFiles.notYetDurable(more) == more)
+        #expect(DurableFiles.pending(more).files == more)
         #expect(Durability.flushExistingImmutable(more + [t.root.appending("e/gone")]))
-        #expect(DurableFiles.notYetDurable(more).isEmpty)
+        #expect(DurableFiles.pending(more).files.isEmpty)
         // Only a missing path is left out: a link where an object should be is a failure (the
         // callers then flush the whole file system), not a file skipped as flushed.
         #expect(symlink("f5", t.root.appending("e/link").string) == 0)
@@ -85,6 +85,6 @@ import TestSupport
         try t.write("e/raced.tmp", "object 9")
         #expect(rename(t.root.appending("e/raced.tmp").string, raced.string) == 0)
         DurableFiles.remember([raced], before: before)
-        #expect(DurableFiles.notYetDurable([raced]) == [raced])
+        #expect(DurableFiles.pending([raced]).files == [raced])
     }
 }
