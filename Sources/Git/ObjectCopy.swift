@@ -306,8 +306,13 @@ private struct ObjectCopier: ~Copyable {
             let planner = try Repository.openForReading(gitDir: source.gitDir)
             var planned = Set<Oid>()
             for id in order {
-                try planTree(try source.commit(id).tree, reading: planner, into: &missing, planned: &planned,
-                             whole: unreached.contains(id))
+                let commit = try source.commit(id)
+                // The first parent's tree is accounted for whole before this commit's: here and
+                // reached by a ref (flushed before that ref moved), or planned just before (parents
+                // come first). What this tree shares with it by path is not looked at again.
+                let base = commit.parents.first.flatMap { try? source.commit($0).tree }
+                try planTree(commit.tree, reading: planner, into: &missing, planned: &planned,
+                             whole: unreached.contains(id), base: base)
                 if !unreached.contains(id) { missing.append((id, GIT_OBJECT_COMMIT)) }
             }
         }  // what is planned is in `missing`: its table goes before the packs are read
@@ -382,9 +387,13 @@ private struct ObjectCopier: ~Copyable {
     /// path of this store (a merge, a commit) may have just written it and what it names, none of
     /// it flushed yet, and a ref this copy moves would name them all (seed 9503, cut 65: a blob
     /// under such a tree was lost while the ref stayed).
+    /// `base`: the tree of a commit accounted for whole before this one (its first parent's): an
+    /// entry with the same id at the same path in it is skipped, subtree and all. A one-file
+    /// change then costs the directories on its path, not a look at each of the thousand files of
+    /// the young trees beside it (a two-minute-old first sync made every fetch stat them all).
     mutating func planTree(_ root: Oid, reading planner: Repository, into missing: inout [(id: Oid, type: git_object_t)],
-                           planned: inout Set<Oid>, whole: Bool = false) throws(GitError) {
-        guard !planned.contains(root) else { return }
+                           planned: inout Set<Oid>, whole: Bool = false, base: Oid? = nil) throws(GitError) {
+        guard !planned.contains(root), whole || root != base else { return }
         // Trees found here and looked into: never copied, their entries checked.
         // A young tree looked into is not `planned`: a later commit copied `whole` (its history
         // not reached by a ref) must still look into its older subtrees.
@@ -394,22 +403,32 @@ private struct ObjectCopier: ~Copyable {
             present.insert(root)
         }
         if whole || !present.contains(root) { planned.insert(root) }
-        var stack: [(Oid, expanded: Bool)] = [(root, false)]
-        while let (id, expanded) = stack.popLast() {
+        var stack: [(Oid, expanded: Bool, base: Oid?)] = [(root, false, whole ? nil : base)]
+        while let (id, expanded, base) = stack.popLast() {
             if expanded {
                 if !present.contains(id) { missing.append((id, GIT_OBJECT_TREE)) }
                 continue
             }
-            stack.append((id, true))
+            stack.append((id, true, nil))
             var tree: OpaquePointer?
             var raw = id.raw
             try check(git_tree_lookup(&tree, planner.handle, &raw), "git_tree_lookup(\(id)) in \(source.gitDir)")
             defer { git_tree_free(tree) }
+            var baseTree: OpaquePointer?
+            if var raw = base?.raw {
+                try check(git_tree_lookup(&baseTree, planner.handle, &raw), "git_tree_lookup(\(base!)) in \(source.gitDir)")
+            }
+            defer { git_tree_free(baseTree) }
             for i in 0..<git_tree_entrycount(tree) {
                 guard let entry = git_tree_entry_byindex(tree, i) else { continue }
                 let child = Oid(git_tree_entry_id(entry))
                 let type = git_tree_entry_type(entry)
                 guard type == GIT_OBJECT_TREE || type == GIT_OBJECT_BLOB else { continue }  // a submodule's commit is not ours
+                // The same object at the same path in the base: accounted for with it.
+                let inBase = baseTree.flatMap { git_tree_entry_byname($0, git_tree_entry_name(entry)) }
+                if let inBase, Oid(git_tree_entry_id(inBase)) == child { continue }
+                let childBase = type == GIT_OBJECT_TREE && inBase.map(git_tree_entry_type) == GIT_OBJECT_TREE
+                    ? inBase.map { Oid(git_tree_entry_id($0)) } : nil
                 guard !planned.contains(child) else { continue }
                 if type == GIT_OBJECT_TREE, whole {
                     planned.insert(child)
@@ -417,18 +436,18 @@ private struct ObjectCopier: ~Copyable {
                         noteRelied(child)
                         present.insert(child)
                     }
-                    stack.append((child, false))
+                    stack.append((child, false, nil))
                     continue
                 }
                 guard !has(child) else {
                     if !present.contains(child), noteRelied(child), type == GIT_OBJECT_TREE {
                         present.insert(child)
-                        stack.append((child, false))
+                        stack.append((child, false, childBase))
                     }
                     continue
                 }
                 planned.insert(child)
-                if type == GIT_OBJECT_TREE { stack.append((child, false)) } else { missing.append((child, type)) }
+                if type == GIT_OBJECT_TREE { stack.append((child, false, childBase)) } else { missing.append((child, type)) }
             }
         }
     }

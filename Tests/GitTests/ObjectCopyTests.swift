@@ -129,6 +129,39 @@ import TestSupport
         #expect(!report.looseIds.contains(sub) && !report.looseIds.contains(blob))
     }
 
+    /// A change is planned against its parent's tree: what it shares with it by path is accounted
+    /// for (the parent is reached by a ref here, so flushed before that ref moved) and is not
+    /// looked at again. Two minutes after a first sync, every one-file fetch looked at each of
+    /// the thousand young files beside the change. A young tree the parent does not have at that
+    /// path is still looked into.
+    @Test func aChangeIsPlannedAgainstItsParentAndAYoungTreeBesideItIsStillLookedInto() throws {
+        let phone = try TempDevice(), watch = try TempDevice()
+        let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)
+        let target = try Repository.create(gitDir: watch.gitDir, workdir: watch.data)
+        let reader = try Repository.openForReading(gitDir: phone.gitDir)
+        var files: [String: [UInt8]] = [:]
+        for d in 0..<5 { for f in 0..<20 { files["d\(d)/f\(f).txt"] = Array("\(d) \(f)\n".utf8) } }
+        // The watch wrote the same files itself (young loose objects), then fetched the phone's commit of them.
+        _ = try commit(watch, target, files, parent: nil)
+        let parent = try commit(phone, source, files, parent: nil)
+        try target.copyMissingObjects(from: reader, tips: [parent])
+        try target.setReference("refs/remotes/phone/main", to: parent, message: "fetched")
+        // A young tree of the watch's own that the parent lacks (d9), not flushed, no ref.
+        let mine = try commit(watch, target, ["d9/x.txt": Array("x\n".utf8)], parent: parent)
+        try target.removeReference("refs/heads/main")
+        let d9 = try #require(try target.treeEntries(try target.commit(mine).tree).first { $0.name == "d9" }?.id)
+        let x = try #require(try target.treeFiles(try target.commit(mine).tree).first { $0.path == "d9/x.txt" }?.oid)
+        #expect(target.isYoungLoose(d9) && target.isYoungLoose(x))
+        // The phone changes one file and adds the same d9.
+        let tip = try commit(phone, source, ["d2/f3.txt": Array("changed\n".utf8), "d9/x.txt": Array("x\n".utf8)], parent: parent)
+        let report = try target.copyMissingObjects(from: reader, tips: [tip])
+        #expect(report.objects == 4)  // the changed blob, d2, the root, the commit
+        #expect(Set(report.reliedLoose) == [d9, x])
+        let unchanged = try source.treeFiles(try source.commit(parent).tree).map(\.oid)
+        #expect(unchanged.allSatisfy { target.isYoungLoose($0) })  // young, and still not relied on
+        for id in try source.treeFiles(try source.commit(tip).tree).map(\.oid) { #expect(target.hasObject(id)) }
+    }
+
     @Test func copiesOnlyWhatIsMissingAndStreamsBigBlobs() throws {
         let phone = try TempDevice(), watch = try TempDevice()
         let source = try Repository.create(gitDir: phone.gitDir, workdir: phone.data)

@@ -102,6 +102,25 @@ import TestSupport
         #expect(snap.refs == [Array("refs/heads/devices/phone".utf8): id("d"), Array("refs/heads/devices/watch".utf8): id("b")])
     }
 
+    /// A hub's round reads only the devices' refs (`Store.hubRefs`): the named directories and the
+    /// packed refs under them, nothing else; a directory not there is no failure.
+    @Test func onlyTheNamedDirectoriesAreRead() throws {
+        let temp = try bareRepository()
+        let repo = temp.root
+        try temp.mkdir("refs/syncagent/devices/phone")
+        try temp.mkdir("refs/heads/other")
+        let packed = "\(String(repeating: "a", count: 40)) refs/heads/devices/watch\n\(String(repeating: "b", count: 40)) refs/heads/main\n"
+        try packed.write(toFile: repo.appending("packed-refs").string, atomically: true, encoding: .utf8)
+        for (name, c) in [("refs/heads/devices/phone", "c"), ("refs/syncagent/devices/phone/conflicts", "d"), ("refs/heads/other/x", "e")] {
+            try "\(String(repeating: c, count: 40))\n".write(toFile: repo.appending(name).string, atomically: true, encoding: .utf8)
+        }
+        let read = RefSnapshot.read(gitDir: repo, under: ["refs/heads/devices/", "refs/syncagent/devices/", "refs/tags/none/"])
+        #expect(read.whole)
+        #expect(read.snapshot.refs == [Array("refs/heads/devices/watch".utf8): id("a"), Array("refs/heads/devices/phone".utf8): id("c"),
+                                       Array("refs/syncagent/devices/phone/conflicts".utf8): id("d")])
+        #expect(RefSnapshot.read(gitDir: repo).refs.count == 5)  // everything, as before
+    }
+
     @Test func changesAreMovesNewRefsAndDeletions() {
         let before = RefSnapshot(refs: [Array("refs/a".utf8): id("a"), Array("refs/b".utf8): id("b")])
         let after = RefSnapshot(refs: [Array("refs/a".utf8): id("a"), Array("refs/c".utf8): id("c"), [0x72, 0xff]: id("f")])

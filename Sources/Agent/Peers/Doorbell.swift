@@ -31,6 +31,9 @@ final class Doorbell: Sendable {
         waiter?.resume(returning: generation == nil)
     }
 
+    /// A ring is waiting: the next `wait` returns at once.
+    var isRung: Bool { state.withLock { $0.rung } }
+
     /// Returns when rung (true), or after `timeout` (false).
     @discardableResult
     func wait(upTo timeout: Duration) async -> Bool {

@@ -193,7 +193,11 @@ final class PeerSyncer: Sendable {
             let retry: Duration = channel?.isListening == true ? .seconds(86_400) : .seconds(link.pollSeconds)
             // A push waiting for a quiet hub is tried again soon, rung or not.
             let wait = ok ? (ackWaiting ? .milliseconds(300) : poll) : min(backoff, retry)
-            seenRefs = link.localGitDir.map(Self.ownRefs)
+            // What the peer's refs were, for the check above at the next round that no ring
+            // started. Not read when a ring waits already (the next round is rung) or no watch
+            // could miss anything: with 100 devices on a hub, this walk of its refs after every
+            // round was a tenth of each agent's work in a burst.
+            seenRefs = refWatcher != nil && !doorbell.isRung ? link.localGitDir.map(Self.ownRefs) : nil
             if !ok, snapshot.offline {
                 await waitForReturn(upTo: wait)
                 rung = true

@@ -15,26 +15,43 @@ public struct RefSnapshot: Equatable, Sendable {
     /// Reads `gitDir`'s references now. A ref git is rewriting is read whole, old or new: git and
     /// libgit2 write a `.lock` file and rename it into place (lock files are skipped).
     public static func read(gitDir: FilePath) -> RefSnapshot {
+        read(gitDir: gitDir, under: ["refs/"]).snapshot
+    }
+
+    /// Only the refs under `prefixes` (each a directory of refs ending in "/", e.g.
+    /// `refs/heads/devices/`): the other directories are not walked. `whole` is false when a
+    /// directory under them could not be read (other than one that is not there): the snapshot
+    /// may then lack refs that exist.
+    public static func read(gitDir: FilePath, under prefixes: [String]) -> (snapshot: RefSnapshot, whole: Bool) {
         var snapshot = RefSnapshot()
+        var whole = true
+        let wanted = prefixes.map { Array($0.utf8) }
         if let packed = try? Files.read(gitDir.appending("packed-refs")) {
             for line in packed.split(separator: UInt8(ascii: "\n")) {
                 // "<id> <name>"; comments start with '#', peeled tags with '^'.
                 guard let first = line.first, first != UInt8(ascii: "#"), first != UInt8(ascii: "^"),
                       let space = line.firstIndex(of: UInt8(ascii: " ")) else { continue }
                 let id = Array(line[line.startIndex..<space])
-                guard isObjectId(id) else { continue }
-                snapshot.refs[Array(line[(space + 1)...])] = id
+                let name = line[(space + 1)...]
+                guard isObjectId(id), wanted.contains(where: { name.starts(with: $0) }) else { continue }
+                snapshot.refs[Array(name)] = id
             }
         }
-        let root = gitDir.appending("refs")
-        Directory.walk(root) { rel, kind in
-            guard kind == .regular, rel.lastComponent?.extension != "lock",
-                  let bytes = try? Files.read(root.pushing(rel)), bytes.count >= 40 else { return }
-            let id = Array(bytes[0..<40])
-            guard isObjectId(id) else { return }  // a symbolic ref ("ref: ...") moves with its target
-            snapshot.refs[Array("refs/".utf8) + rel.bytes] = id
+        for prefix in wanted {
+            let root = gitDir.pushing(FilePath(bytes: prefix))
+            Directory.walk(root, unreadable: { rel, errno in
+                if !(rel.isEmpty && errno == .noSuchFileOrDirectory) { whole = false }
+            }) { rel, kind in
+                guard kind == .regular, rel.lastComponent?.extension != "lock",
+                      let bytes = try? Files.read(root.pushing(rel)), bytes.count >= 40 else { return }
+                let id = Array(bytes[0..<40])
+                guard isObjectId(id) else { return }  // a symbolic ref ("ref: ...") moves with its target
+                var name = prefix
+                if name.last != UInt8(ascii: "/") { name.append(UInt8(ascii: "/")) }
+                snapshot.refs[name + rel.bytes] = id
+            }
         }
-        return snapshot
+        return (snapshot, whole)
     }
 
     /// What moved from `before` to this snapshot, sorted by name: a deleted ref has 40 zeros.

@@ -113,18 +113,15 @@ extension Store {
     /// (`refs/hubs/<hub>/*`, name to tip).
     private static func copyFromLocalHub(_ repo: Repository, gitDir: FilePath, hub: String, source path: FilePath,
                                          shouldCancel: @escaping () -> Bool, transfer: Transfer?) throws(GitError) -> [String: Oid] {
-        let source = try Repository.openForReading(gitDir: path)
-        var wanted: [(ref: String, tip: Oid)] = []
-        for (name, tip) in try source.references(matching: "refs/heads/devices/*") {
-            wanted.append((hubBranch(hub, String(name.dropFirst("refs/heads/devices/".count))), tip))
-        }
-        for (name, tip) in try source.references(matching: "refs/syncagent/devices/*") {
-            wanted.append(("refs/hubs/\(hub)/records/" + name.dropFirst("refs/syncagent/devices/".count), tip))
-        }
+        let wanted = try hubRefs(path)
         // What this store mirrors (`KnownRefs`: read from disk at the first round only).
         var mirrored = try KnownRefs.under("refs/hubs/\(hub)/", in: repo)
-        let moved = wanted.filter { mirrored[$0.ref] != $0.tip }
+        let moved = wanted.map { (ref: $0.name.starts(with: "refs/heads/devices/")
+                                    ? hubBranch(hub, String($0.name.dropFirst("refs/heads/devices/".count)))
+                                    : "refs/hubs/\(hub)/records/" + $0.name.dropFirst("refs/syncagent/devices/".count), tip: $0.tip) }
+            .filter { mirrored[$0.ref] != $0.tip }
         guard !moved.isEmpty else { return mirrored }
+        let source = try Repository.openForReading(gitDir: path)
         // The mirror's tips and `main` are refs of this store: a commit they reach is whole here.
         let refTips = Array(mirrored.values) + [try repo.resolveReference(mainRef)].compactMap { $0 }
         try copyDurably(into: repo, gitDir: gitDir, from: source, tips: moved.map(\.tip), refTips: refTips,
@@ -134,6 +131,28 @@ extension Store {
             mirrored[item.ref] = item.tip
         }
         return mirrored
+    }
+
+    /// The devices' branches and records on a hub on this machine (`refs/heads/devices/*`,
+    /// `refs/syncagent/devices/*`), read from its files without opening it with libgit2: a round
+    /// that finds nothing moved (most rounds, with many devices) costs one walk of those two
+    /// directories. A hub that is not a store, or a directory of refs that cannot be read, is
+    /// read by libgit2, whose error names the problem.
+    static func hubRefs(_ path: FilePath) throws(GitError) -> [(name: String, tip: Oid)] {
+        let prefixes = ["refs/heads/devices/", "refs/syncagent/devices/"]
+        let read = RefSnapshot.read(gitDir: path, under: prefixes)
+        var refs: [(name: String, tip: Oid)] = []
+        if read.whole, (try? FileStat.of(path.appending("HEAD"))) != nil {
+            for (name, hex) in read.snapshot.refs {
+                // A name that is not UTF-8 is no device's (device names are ASCII): left out.
+                guard let name = String(validating: name, as: UTF8.self), let tip = String(validating: hex, as: UTF8.self).flatMap(Oid.init(hex:)) else { continue }
+                refs.append((name, tip))
+            }
+            return refs.sorted { $0.name < $1.name }
+        }
+        let source = try Repository.openForReading(gitDir: path)
+        for prefix in prefixes { refs += try source.references(matching: prefix + "*").map { ($0.name, $0.target) } }
+        return refs
     }
 
     /// The order to merge the devices in: a join of many devices' work first (it covers the most;
