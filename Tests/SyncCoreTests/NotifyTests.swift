@@ -119,6 +119,10 @@ import TestSupport
         #expect(read.snapshot.refs == [Array("refs/heads/devices/watch".utf8): id("a"), Array("refs/heads/devices/phone".utf8): id("c"),
                                        Array("refs/syncagent/devices/phone/conflicts".utf8): id("d")])
         #expect(RefSnapshot.read(gitDir: repo).refs.count == 5)  // everything, as before
+        // A packed-refs that cannot be read (here a directory): the read is not whole.
+        let broken = try bareRepository()
+        try broken.mkdir("packed-refs")
+        #expect(!RefSnapshot.read(gitDir: broken.root, under: ["refs/heads/devices/"]).whole)
     }
 
     @Test func changesAreMovesNewRefsAndDeletions() {

@@ -19,14 +19,20 @@ public struct RefSnapshot: Equatable, Sendable {
     }
 
     /// Only the refs under `prefixes` (each a directory of refs ending in "/", e.g.
-    /// `refs/heads/devices/`): the other directories are not walked. `whole` is false when a
-    /// directory under them could not be read (other than one that is not there): the snapshot
-    /// may then lack refs that exist.
+    /// `refs/heads/devices/`): the other directories are not walked. `whole` is false when
+    /// `packed-refs`, a directory or a ref under them could not be read for another reason than
+    /// not being there (gone in a rename is fine): the snapshot may then lack refs that exist.
     public static func read(gitDir: FilePath, under prefixes: [String]) -> (snapshot: RefSnapshot, whole: Bool) {
         var snapshot = RefSnapshot()
         var whole = true
         let wanted = prefixes.map { Array($0.utf8) }
-        if let packed = try? Files.read(gitDir.appending("packed-refs")) {
+        func readIfThere(_ path: FilePath) -> [UInt8]? {
+            do { return try Files.read(path) } catch {
+                if error != .noSuchFileOrDirectory { whole = false }
+                return nil
+            }
+        }
+        if let packed = readIfThere(gitDir.appending("packed-refs")) {
             for line in packed.split(separator: UInt8(ascii: "\n")) {
                 // "<id> <name>"; comments start with '#', peeled tags with '^'.
                 guard let first = line.first, first != UInt8(ascii: "#"), first != UInt8(ascii: "^"),
@@ -43,7 +49,7 @@ public struct RefSnapshot: Equatable, Sendable {
                 if !(rel.isEmpty && errno == .noSuchFileOrDirectory) { whole = false }
             }) { rel, kind in
                 guard kind == .regular, rel.lastComponent?.extension != "lock",
-                      let bytes = try? Files.read(root.pushing(rel)), bytes.count >= 40 else { return }
+                      let bytes = readIfThere(root.pushing(rel)), bytes.count >= 40 else { return }
                 let id = Array(bytes[0..<40])
                 guard isObjectId(id) else { return }  // a symbolic ref ("ref: ...") moves with its target
                 var name = prefix
