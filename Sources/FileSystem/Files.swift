@@ -165,6 +165,14 @@ public enum Files {
                 written += n
             }
         }
+
+        /// Makes what was written durable (`fsync`), unless durability is off (`Durability.disabled`).
+        public func flush() throws(Errno) {
+            guard !Durability.disabled else { return }
+            while fsync(fd) != 0 {
+                guard errno == EINTR else { throw Errno(rawValue: errno) }
+            }
+        }
     }
 
     /// Creates a symbolic link at `path` pointing at `target` (bytes, exactly).

@@ -391,6 +391,64 @@ import TestSupport
     }
 }
 
+/// `writePackedRefs`: many refs in one rewrite of `packed-refs`; git and libgit2 read what it wrote.
+@Suite struct PackedRefsTests {
+    private func hex(_ c: Character) -> [UInt8] { Array(String(repeating: c, count: 40).utf8) }
+
+    @Test func aRewriteKeepsEveryOtherLineAndSortsByName() {
+        let old = Array(("# pack-refs with: peeled \n" + String(repeating: "a", count: 40) + " refs/tags/v1\n^" + String(repeating: "b", count: 40)
+            + "\n" + String(repeating: "c", count: 40) + " refs/remotes/hub/d02/main\n^" + String(repeating: "d", count: 40) + "\n").utf8)
+        let out = PackedRefs.rewrite(old, with: [(Array("refs/remotes/hub/d02/main".utf8), hex("e")),
+                                                 (Array("refs/hubs/hub/heads/d01".utf8), hex("f"))])
+        let expected = "# pack-refs with: peeled \n" + String(repeating: "f", count: 40) + " refs/hubs/hub/heads/d01\n"
+            + String(repeating: "e", count: 40) + " refs/remotes/hub/d02/main\n"
+            + String(repeating: "a", count: 40) + " refs/tags/v1\n^" + String(repeating: "b", count: 40) + "\n"
+        #expect(String(decoding: out, as: UTF8.self) == expected)
+        // An old file out of order, with no header: sorted, no header claimed; the last of two moves wins.
+        let unsorted = Array((String(repeating: "1", count: 40) + " refs/b\n" + String(repeating: "2", count: 40) + " refs/a").utf8)
+        #expect(String(decoding: PackedRefs.rewrite(unsorted, with: [(Array("refs/c".utf8), hex("3")), (Array("refs/c".utf8), hex("4"))]), as: UTF8.self)
+                == String(repeating: "2", count: 40) + " refs/a\n" + String(repeating: "1", count: 40) + " refs/b\n"
+                + String(repeating: "4", count: 40) + " refs/c\n")
+        // No file yet: git's header, then the refs.
+        #expect(PackedRefs.rewrite([], with: [(Array("refs/a".utf8), hex("1"))])
+                == PackedRefs.header + hex("1") + Array(" refs/a\n".utf8))
+    }
+
+    @Test func manyRefsAreWrittenAtOnceOverLooseOnesAndReadByGitAndLibgit2() throws {
+        let (t, repo, tree) = try CommitGraphTests.storeWithOneTree()
+        defer { withExtendedLifetime(t) {} }
+        var commits: [Oid] = []
+        for i in 0..<4 { commits.append(try CommitGraphTests.commit(i, parents: commits.suffix(1), tree: tree, in: repo)) }
+        // A loose ref hides a packed one: the packed write removes it.
+        try repo.writeLooseRef("refs/hubs/h/heads/d01", to: commits[0])
+        try repo.writePackedRefs([("refs/hubs/h/heads/d01", commits[1]), ("refs/remotes/h/d01/main", commits[1])])
+        #expect(!FileManager.default.fileExists(atPath: t.gitDir.appending("refs/hubs/h/heads/d01").string))
+        #expect(try repo.resolveReference("refs/hubs/h/heads/d01") == commits[1])
+        // Rewritten at once again and again: libgit2's cache of the file follows every rewrite.
+        for (i, c) in commits.enumerated() {
+            try repo.writePackedRefs([("refs/hubs/h/heads/d01", c), ("refs/hubs/h/heads/d0\(i + 2)", c)])
+            #expect(try repo.resolveReference("refs/hubs/h/heads/d01") == c)
+            #expect(try repo.resolveReference("refs/remotes/h/d01/main") == commits[1])
+        }
+        #expect(try repo.references(matching: "refs/hubs/h/heads/*").count == 5)
+        let shown = try git(t.gitDir, ["for-each-ref", "--format=%(objectname) %(refname)", "refs/hubs/", "refs/remotes/"])
+        #expect(String(decoding: shown.out, as: UTF8.self) == ([commits[3].hex + " refs/hubs/h/heads/d01"]
+            + (0..<4).map { "\(commits[$0].hex) refs/hubs/h/heads/d0\($0 + 2)" } + [commits[1].hex + " refs/remotes/h/d01/main"])
+            .joined(separator: "\n") + "\n")
+        #expect(try git(t.gitDir, ["pack-refs", "--all"]).status == 0)  // git takes the file as its own
+        #expect(try repo.resolveReference("refs/hubs/h/heads/d03") == commits[1])
+        // Another writer's lock: nothing written, the lock left to its owner.
+        let lock = t.gitDir.appending("packed-refs.lock")
+        try TempDirectory.write("x", at: lock)
+        #expect(throws: GitError.self) { try repo.writePackedRefs([("refs/hubs/h/heads/d01", commits[0])]) }
+        #expect(try repo.resolveReference("refs/hubs/h/heads/d01") == commits[3])
+        #expect(FileManager.default.fileExists(atPath: lock.string))
+        try FileManager.default.removeItem(atPath: lock.string)
+        // A name git would refuse never reaches the file.
+        #expect(throws: GitError.self) { try repo.writePackedRefs([("refs/hubs/h/../../x", commits[0])]) }
+    }
+}
+
 /// setfsuid(2) (Swift's Glibc module does not declare it): this thread's file-system user id.
 @_silgen_name("setfsuid")
 private func linuxSetfsuid(_ uid: UInt32) -> Int32

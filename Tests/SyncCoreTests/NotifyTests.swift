@@ -125,6 +125,40 @@ import TestSupport
         #expect(!RefSnapshot.read(gitDir: broken.root, under: ["refs/heads/devices/"]).whole)
     }
 
+    /// A hub's round (`Store.hubRefs`): the branches listed, each branch's records read by name
+    /// (a loose file over its packed line), records of no branch left unread; what it gives is
+    /// what libgit2 gives for those refs.
+    @Test func aHubsRecordsAreReadByTheirBranchesNames() throws {
+        let temp = try bareRepository()
+        let repo = temp.root
+        try "ref: refs/heads/main\n".write(toFile: repo.appending("HEAD").string, atomically: true, encoding: .utf8)
+        try temp.mkdir("refs/syncagent/devices/phone")
+        try temp.mkdir("refs/syncagent/devices/ghost")
+        let packed = "# pack-refs with: peeled fully-peeled sorted \n"
+            + "\(String(repeating: "a", count: 40)) refs/heads/devices/watch\n"
+            + "\(String(repeating: "b", count: 40)) refs/syncagent/devices/phone/conflicts\n"
+            + "\(String(repeating: "c", count: 40)) refs/syncagent/devices/watch/conflicts\n"
+        try packed.write(toFile: repo.appending("packed-refs").string, atomically: true, encoding: .utf8)
+        for (name, c) in [("refs/heads/devices/phone", "d"), ("refs/syncagent/devices/phone/conflicts", "e"),
+                          ("refs/syncagent/devices/ghost/conflicts", "f")] {
+            try "\(String(repeating: c, count: 40))\n".write(toFile: repo.appending(name).string, atomically: true, encoding: .utf8)
+        }
+        let refs = try Store.hubRefs(repo)
+        let seen = Dictionary(uniqueKeysWithValues: refs.map { ($0.name, $0.tip.hex) })
+        #expect(seen == ["refs/heads/devices/phone": String(repeating: "d", count: 40),
+                         "refs/heads/devices/watch": String(repeating: "a", count: 40),
+                         "refs/syncagent/devices/phone/conflicts": String(repeating: "e", count: 40),
+                         "refs/syncagent/devices/watch/conflicts": String(repeating: "c", count: 40)])
+        // A records file that cannot be read (a directory in its place): not whole, so libgit2 reads the hub.
+        let broken = try bareRepository()
+        try "\(String(repeating: "a", count: 40))\n".write(toFile: broken.root.appending("refs/heads/devices/phone").string, atomically: true, encoding: .utf8)
+        try broken.mkdir("refs/syncagent/devices/phone/conflicts")
+        var read = RefSnapshot.read(gitDir: broken.root, under: ["refs/heads/devices/"], packedUnder: ["refs/syncagent/devices/"])
+        #expect(read.whole)
+        let readRecords = read.snapshot.readLoose(gitDir: broken.root, names: [Array("refs/syncagent/devices/phone/conflicts".utf8)])
+        #expect(!readRecords)
+    }
+
     @Test func changesAreMovesNewRefsAndDeletions() {
         let before = RefSnapshot(refs: [Array("refs/a".utf8): id("a"), Array("refs/b".utf8): id("b")])
         let after = RefSnapshot(refs: [Array("refs/a".utf8): id("a"), Array("refs/c".utf8): id("c"), [0x72, 0xff]: id("f")])

@@ -32,6 +32,28 @@ enum KnownRefs {
         }
     }
 
+    /// `set` for many refs at once: the ones that move are written in one rewrite of
+    /// `packed-refs` (`Repository.writePackedRefs`), not one loose file each. Only for refs no
+    /// other code of this process writes loose (another device's mirror and tracking refs):
+    /// the loose file a packed write removes would otherwise take back a newer value.
+    static func set(_ repo: Repository, _ refs: [(ref: String, id: Oid)]) throws(GitError) {
+        guard !refs.isEmpty else { return }
+        try known.withLock { all throws(GitError) in
+            var moving: [(name: String, id: Oid)] = []
+            for (ref, id) in refs {
+                let was = all[repo.gitDir]?.refs[ref]
+                if was == id { continue }
+                if was == nil, try repo.resolveReference(ref) == id {
+                    all[repo.gitDir, default: Known()].refs[ref] = id
+                    continue
+                }
+                moving.append((ref, id))
+            }
+            try repo.writePackedRefs(moving)
+            for (ref, id) in moving { all[repo.gitDir, default: Known()].refs[ref] = id }
+        }
+    }
+
     /// Notes that `ref` points at `id` now (moved by other means, e.g. after a push).
     static func note(_ repo: Repository, _ ref: String, _ id: Oid) {
         known.withLock { $0[repo.gitDir, default: Known()].refs[ref] = id }

@@ -22,10 +22,13 @@ public struct RefSnapshot: Equatable, Sendable {
     /// `refs/heads/devices/`): the other directories are not walked. `whole` is false when
     /// `packed-refs`, a directory or a ref under them could not be read for another reason than
     /// not being there (gone in a rename is fine): the snapshot may then lack refs that exist.
-    public static func read(gitDir: FilePath, under prefixes: [String]) -> (snapshot: RefSnapshot, whole: Bool) {
+    /// `packedUnder`: prefixes whose refs are taken from `packed-refs` only (their loose files
+    /// are read by name, `readLoose`, and their directories never listed).
+    public static func read(gitDir: FilePath, under prefixes: [String], packedUnder: [String] = []) -> (snapshot: RefSnapshot, whole: Bool) {
         var snapshot = RefSnapshot()
         var whole = true
         let wanted = prefixes.map { Array($0.utf8) }
+        let packedWanted = wanted + packedUnder.map { Array($0.utf8) }
         func readIfThere(_ path: FilePath) -> [UInt8]? {
             do { return try Files.read(path) } catch {
                 if error != .noSuchFileOrDirectory { whole = false }
@@ -39,7 +42,7 @@ public struct RefSnapshot: Equatable, Sendable {
                       let space = line.firstIndex(of: UInt8(ascii: " ")) else { continue }
                 let id = Array(line[line.startIndex..<space])
                 let name = line[(space + 1)...]
-                guard isObjectId(id), wanted.contains(where: { name.starts(with: $0) }) else { continue }
+                guard isObjectId(id), packedWanted.contains(where: { name.starts(with: $0) }) else { continue }
                 snapshot.refs[Array(name)] = id
             }
         }
@@ -58,6 +61,27 @@ public struct RefSnapshot: Equatable, Sendable {
             }
         }
         return (snapshot, whole)
+    }
+
+    /// Reads the loose files of these refs by name, each over what `packed-refs` said of it (a
+    /// loose ref hides a packed one); a name with no loose file keeps its packed value, if any.
+    /// False when a file is there and cannot be read (another reason than not being there).
+    /// With many devices, listing each device's directory of records on a hub cost more than
+    /// reading the one file in it: closing a directory makes the kernel look through every
+    /// inotify watch on it, one per agent watching the hub.
+    public mutating func readLoose(gitDir: FilePath, names: [[UInt8]]) -> Bool {
+        var whole = true
+        for name in names {
+            let bytes: [UInt8]
+            do { bytes = try Files.read(gitDir.pushing(FilePath(bytes: name))) } catch {
+                if error != .noSuchFileOrDirectory && error != .notDirectory { whole = false }
+                continue
+            }
+            guard bytes.count >= 40 else { continue }
+            let id = Array(bytes[0..<40])
+            if Self.isObjectId(id) { refs[name] = id }
+        }
+        return whole
     }
 
     /// What moved from `before` to this snapshot, sorted by name: a deleted ref has 40 zeros.

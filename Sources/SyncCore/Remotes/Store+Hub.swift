@@ -95,7 +95,8 @@ extension Store {
         }
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         if let localGitDir {
-            let mirror = try copyFromLocalHub(repo, gitDir: gitDir, hub: hub, source: localGitDir, shouldCancel: shouldCancel, transfer: transfer)
+            let mirror = try copyFromLocalHub(repo, gitDir: gitDir, hub: hub, device: device, source: localGitDir,
+                                              shouldCancel: shouldCancel, transfer: transfer)
             return try mergeOrder(repo, devices: try hubDevices(repo, hub: hub, device: device, mirror: mirror))
         }
         try durably(gitDir: gitDir) { () throws(GitError) in
@@ -111,7 +112,7 @@ extension Store {
     /// indexed per fetch: with many devices, every push meant one such fetch on every device),
     /// the refs moved once the copies are durable. Returns the mirror as it now stands
     /// (`refs/hubs/<hub>/*`, name to tip).
-    private static func copyFromLocalHub(_ repo: Repository, gitDir: FilePath, hub: String, source path: FilePath,
+    private static func copyFromLocalHub(_ repo: Repository, gitDir: FilePath, hub: String, device: String, source path: FilePath,
                                          shouldCancel: @escaping () -> Bool, transfer: Transfer?) throws(GitError) -> [String: Oid] {
         let wanted = try hubRefs(path)
         // What this store mirrors (`KnownRefs`: read from disk at the first round only).
@@ -126,21 +127,30 @@ extension Store {
         let refTips = Array(mirrored.values) + [try repo.resolveReference(mainRef)].compactMap { $0 }
         try copyDurably(into: repo, gitDir: gitDir, from: source, tips: moved.map(\.tip), refTips: refTips,
                         shouldCancel: shouldCancel, transfer: transfer)
-        for item in moved {
-            try KnownRefs.set(repo, item.ref, to: item.tip)
-            mirrored[item.ref] = item.tip
-        }
+        // This device's own branch and records are also moved by its push (loose, through
+        // libgit2): written loose here too. The other devices' are written together.
+        let own = [hubBranch(hub, device), hubRecords(hub, device)]
+        for item in moved where own.contains(item.ref) { try KnownRefs.set(repo, item.ref, to: item.tip) }
+        try KnownRefs.set(repo, moved.filter { !own.contains($0.ref) }.map { ($0.ref, $0.tip) })
+        for item in moved { mirrored[item.ref] = item.tip }
         return mirrored
     }
 
-    /// The devices' branches and records on a hub on this machine (`refs/heads/devices/*`,
-    /// `refs/syncagent/devices/*`), read from its files without opening it with libgit2: a round
-    /// that finds nothing moved (most rounds, with many devices) costs one walk of those two
-    /// directories. A hub that is not a store, or a directory of refs that cannot be read, is
-    /// read by libgit2, whose error names the problem.
+    /// The devices' branches and records on a hub on this machine (`refs/heads/devices/*`, and
+    /// each branch's `refs/syncagent/devices/<device>/conflicts`), read from its files without
+    /// opening it with libgit2: a round that finds nothing moved (most rounds, with many
+    /// devices) costs one listing of the branches and one read of each device's records. A hub
+    /// that is not a store, or refs that cannot be read, are read by libgit2 (every ref under
+    /// both prefixes), whose error names the problem.
     static func hubRefs(_ path: FilePath) throws(GitError) -> [(name: String, tip: Oid)] {
         let prefixes = ["refs/heads/devices/", "refs/syncagent/devices/"]
-        let read = RefSnapshot.read(gitDir: path, under: prefixes)
+        var read = RefSnapshot.read(gitDir: path, under: [prefixes[0]], packedUnder: [prefixes[1]])
+        // Each device's records by name (`refs/syncagent/devices/<device>/conflicts`, what a
+        // merge reads): the directories that hold them are not listed.
+        let heads = Array(prefixes[0].utf8)
+        let records = read.snapshot.refs.keys.filter { $0.starts(with: heads) && !$0[heads.count...].contains(UInt8(ascii: "/")) }
+            .map { Array(prefixes[1].utf8) + $0[heads.count...] + Array("/conflicts".utf8) }
+        read.whole = read.snapshot.readLoose(gitDir: path, names: records) && read.whole
         var refs: [(name: String, tip: Oid)] = []
         if read.whole, (try? FileStat.of(path.appending("HEAD"))) != nil {
             for (name, hex) in read.snapshot.refs {
@@ -199,21 +209,23 @@ extension Store {
         }
         let heads = "refs/hubs/\(hub)/heads/"
         var devices: [HubDevice] = []
+        var tracking: [(ref: String, id: Oid)] = []  // written together, in one rewrite of packed-refs
         for (name, target) in refs where name.hasPrefix(heads) {
             let other = String(name.dropFirst(heads.count))
             // A branch name that is no device name (or is ours) is not merged.
             guard other != device, Config.isValidName(other) else { continue }
             let peer = hubPeer(hub, device: other)
             let main = try unwrap(repo, target)
-            try KnownRefs.set(repo, trackingRef(peer), to: main)
+            tracking.append((trackingRef(peer), main))
             var records = refs[hubRecords(hub, other)]
             if let records {
-                try KnownRefs.set(repo, ConflictBook.peerRef(peer), to: records)
+                tracking.append((ConflictBook.peerRef(peer), records))
             } else {
                 records = try repo.resolveReference(ConflictBook.peerRef(peer))  // (what a merge reads)
             }
             devices.append(HubDevice(name: other, main: main.id, records: records?.id))
         }
+        try KnownRefs.set(repo, tracking)
         return devices.sorted { $0.name < $1.name }
     }
 
