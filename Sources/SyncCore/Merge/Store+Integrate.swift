@@ -388,10 +388,11 @@ extension Store {
         return try filesLostToDirectories(merge, baseTree: baseTree, sides: [ourTree, theirTree])
     }
 
-    private func filesLostToDirectories(_ merge: MergeResult, baseTree: Oid?, sides: [Oid]) throws -> [FilePath] {
+    /// `changes`: each side's changes since the base, when the caller has them (`foldJoins`).
+    private func filesLostToDirectories(_ merge: MergeResult, baseTree: Oid?, sides: [Oid], changes: [[TreeChange]]? = nil) throws -> [FilePath] {
         var lost: Set<FilePath> = []
-        for tree in sides {
-            for change in try repo.diffTrees(baseTree, tree) {
+        for (i, tree) in sides.enumerated() {
+            for change in try changes?[i] ?? repo.diffTrees(baseTree, tree) {
                 guard let new = change.new, new.mode != EntryMode.tree, !DirectoryMarker.isMarker(change.path) else { continue }
                 // (The merged index may even hold the file and the directory's files together;
                 // writing its tree then keeps only the directory.)
@@ -411,11 +412,11 @@ extension Store {
     /// made, emptied while the other kept it, or that the other turned into a file (a conflict of
     /// its own) keeps its marker. Either side's markers, so every device merging the same tips drops
     /// the same ones. Costs both sides' changes since the base. True when any went.
-    private func dropEmptiedMarkers(_ merge: MergeResult, baseTree: Oid?, sides: [Oid]) throws -> Bool {
+    private func dropEmptiedMarkers(_ merge: MergeResult, baseTree: Oid?, sides: [Oid], changes: [[TreeChange]]? = nil) throws -> Bool {
         guard let baseTree, sides.count == 2 else { return false }
         var dropped = false
         for (i, tree) in sides.enumerated() {
-            for change in try repo.diffTrees(baseTree, tree)
+            for change in try changes?[i] ?? repo.diffTrees(baseTree, tree)
             where change.old == nil && change.new != nil && DirectoryMarker.isMarker(change.path) {
                 let dir = DirectoryMarker.directory(of: change.path)
                 guard merge.hasEntry(change.path), !merge.hasEntries(under: dir, except: change.path),
@@ -485,7 +486,14 @@ extension Store {
         // cleanly, taken whole, with no marker to drop: its entries wait in `pending` and every such
         // tip goes into the tree in one update, not one merge and tree write each (100 devices: a
         // fifth of each agent's work in a burst).
-        var touched = FoldPlan(try repo.diffTrees(baseTree, tree).map(\.path))
+        // The folded tree's changes since the base, read again only when the tree moved: a merge
+        // below looks at both sides' changes twice (100 devices: O(devices x changes) diffs).
+        var treeChanges = (tree: tree, changes: try repo.diffTrees(baseTree, tree))
+        func changesOfTree() throws -> [TreeChange] {
+            if treeChanges.tree != tree { treeChanges = (tree, try repo.diffTrees(baseTree, tree)) }
+            return treeChanges.changes
+        }
+        var touched = FoldPlan(treeChanges.changes.map(\.path))
         var pending: [(path: FilePath, edit: TreeEdit)] = []
         for tip in tips {
             let tipTree = try repo.commit(tip).tree
@@ -501,9 +509,10 @@ extension Store {
                 pending = []
             }
             let merge = try repo.mergeTrees(ancestor: baseTree, ours: tree, theirs: tipTree)
-            guard merge.conflicts.isEmpty,
-                  try filesLostToDirectories(merge, baseTree: baseTree, sides: [tree, tipTree]).isEmpty,
-                  try !dropEmptiedMarkers(merge, baseTree: baseTree, sides: [tree, tipTree]) else { continue }
+            guard merge.conflicts.isEmpty else { continue }
+            let sides = [try changesOfTree(), tipChanges]
+            guard try filesLostToDirectories(merge, baseTree: baseTree, sides: [tree, tipTree], changes: sides).isEmpty,
+                  try !dropEmptiedMarkers(merge, baseTree: baseTree, sides: [tree, tipTree], changes: sides) else { continue }
             let merged = try merge.writeTree()
             let changes = try repo.diffTrees(tree, merged)
             guard try !dropStaleMarkers(merge, changes: changes), try takesWhole(changes, from: tipTree) else { continue }
