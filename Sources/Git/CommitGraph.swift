@@ -27,6 +27,18 @@ final class SharedCommitGraph: Sendable {
         try state.withLock { graph throws(GitError) -> Bool in try graph.isReachable(target, fromAny: descendants, read: read) }
     }
 
+    func reachable(_ targets: Set<Oid>, fromAny descendants: [Oid], read: (Oid) throws(GitError) -> [Oid]) throws(GitError) -> Set<Oid> {
+        try state.withLock { graph throws(GitError) -> Set<Oid> in try graph.reachable(targets, fromAny: descendants, read: read) }
+    }
+
+    func parents(of commits: [Oid], read: (Oid) throws(GitError) -> [Oid]) throws(GitError) -> [Oid] {
+        try state.withLock { graph throws(GitError) -> [Oid] in
+            var all: [Oid] = []
+            for c in commits { all += try graph.parents(of: c, read: read) }
+            return all
+        }
+    }
+
     /// The commits read lately, whole (a commit's bytes never change): a hub's round asks for the
     /// tip of every device (is it a wrapper, a join, how new), and each round's fetch opens a new
     /// handle, so each of those was a read and an inflate again, every round, for every device.
@@ -103,6 +115,29 @@ final class CommitGraph: @unchecked Sendable {
         let cutoff = generations.values.sorted(by: >)[keep]
         generations = generations.filter { $0.value > cutoff }
         parents = parents.filter { generations[$0.key] != nil }
+    }
+
+    /// Which of `targets` are among `descendants` or in the history of any of them, in one walk
+    /// down to the lowest generation among the targets (a hub's join of 100 devices asked
+    /// `isReachable` once per tip, each walk from the 100 others: O(devices²)).
+    func reachable(_ targets: Set<Oid>, fromAny descendants: [Oid], read: (Oid) throws(GitError) -> [Oid]) throws(GitError) -> Set<Oid> {
+        var found: Set<Oid> = []
+        guard !targets.isEmpty, !descendants.isEmpty else { return found }
+        if parents.count > limit { forgetOlderHalf() }
+        var floor = Int.max
+        for target in targets { floor = min(floor, try generation(of: target, read: read)) }
+        var seen: Set<Oid> = []
+        var queue = descendants
+        while let c = queue.popLast() {
+            guard seen.insert(c).inserted else { continue }
+            if targets.contains(c) {
+                found.insert(c)
+                if found.count == targets.count { break }
+            }
+            guard try generation(of: c, read: read) > floor else { continue }
+            queue.append(contentsOf: try parents(of: c, read: read))
+        }
+        return found
     }
 
     /// Whether `target` is one of `descendants` or in the history of any of them. A commit whose

@@ -121,6 +121,21 @@ extension Repository {
         try graph.isReachable(commit, fromAny: descendants) { id throws(GitError) in try self.commit(id).parents }
     }
 
+    /// Which of `commits` are among `descendants` or in the history of any of them: one walk for
+    /// all (`CommitGraph.reachable`).
+    public func reachable(_ commits: [Oid], fromAny descendants: [Oid]) throws(GitError) -> Set<Oid> {
+        try graph.reachable(Set(commits), fromAny: descendants) { id throws(GitError) in try self.commit(id).parents }
+    }
+
+    /// The commits of `commits` that are in no other's history (git's `merge-base --independent`),
+    /// in the order given, each once: one walk from all their parents.
+    public func independent(_ commits: [Oid]) throws(GitError) -> [Oid] {
+        let read = { (id: Oid) throws(GitError) -> [Oid] in try self.commit(id).parents }
+        let below = try graph.reachable(Set(commits), fromAny: try graph.parents(of: commits, read: read), read: read)
+        var kept: Set<Oid> = []
+        return commits.filter { !below.contains($0) && kept.insert($0).inserted }
+    }
+
     /// libgit2's own answer to `isReachable` (a new walk per call): the reference the tests hold
     /// `CommitGraph` to.
     func isReachableByLibgit2(_ commit: Oid, fromAny descendants: [Oid]) throws(GitError) -> Bool {

@@ -388,6 +388,24 @@ import TestSupport
             }
         }
         #expect(try !repo.isReachable(commits[0], fromAny: []))
+        // The walks for many at once (`reachable`, `independent`) against libgit2, one question
+        // each. (The draws are used up by now: a generator seeded from them picks the commits.)
+        var state = UInt64(truncatingIfNeeded: draws.reduce(17) { $0 &* 31 &+ $1 })
+        func pick(_ n: Int) -> Int {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return Int((state >> 33) % UInt64(n))
+        }
+        for _ in 0..<20 {
+            let targets = (0..<(2 + pick(10))).map { _ in commits[pick(commits.count)] }
+            let from = (0..<(1 + pick(4))).map { _ in commits[pick(commits.count)] }
+            let expected = Set(try targets.filter { try reference.isReachableByLibgit2($0, fromAny: from) })
+            #expect(try repo.reachable(targets, fromAny: from) == expected, "which of \(targets) are reachable from \(from)")
+            var once: [Oid] = []
+            for t in targets where !once.contains(t) { once.append(t) }
+            let independent = try once.filter { t in try !once.contains { try $0 != t && reference.isDescendantByLibgit2($0, of: t) } }
+            #expect(try repo.independent(targets) == independent, "the independent ones of \(targets)")
+        }
+        #expect(try repo.reachable([commits[0]], fromAny: []).isEmpty)
     }
 }
 

@@ -160,12 +160,12 @@ final class PeerSyncer: Sendable {
                 // for the safety poll (seed 39: 60.9 s). Fetched again when they moved.
                 if refWatcher != nil, let dir = link.localGitDir {
                     early.withLock { e in
-                        if let before = e?.refsAtStart, before != Self.ownRefs(dir) { e?.stale = true }
+                        if let before = e?.refsAtStart, before != Self.ownRefs(dir, hub: link.hub) { e?.stale = true }
                     }
                 }
             }
             if !rung, refWatcher != nil, let dir = link.localGitDir, let seen = seenRefs {
-                let now = Self.ownRefs(dir)
+                let now = Self.ownRefs(dir, hub: link.hub)
                 if now != seen { logger.notice("\(Self.refsMovedUnseen(link.name, seen: seen, now: now))") }
             }
             let started = clock.now
@@ -197,7 +197,7 @@ final class PeerSyncer: Sendable {
             // started. Not read when a ring waits already (the next round is rung) or no watch
             // could miss anything: with 100 devices on a hub, this walk of its refs after every
             // round was a tenth of each agent's work in a burst.
-            seenRefs = refWatcher != nil && !doorbell.isRung ? link.localGitDir.map(Self.ownRefs) : nil
+            seenRefs = refWatcher != nil && !doorbell.isRung ? link.localGitDir.map { Self.ownRefs($0, hub: link.hub) } : nil
             if !ok, snapshot.offline {
                 await waitForReturn(upTo: wait)
                 rung = true
@@ -315,7 +315,7 @@ final class PeerSyncer: Sendable {
     func fetchEarly() {
         guard !pauses.isPaused(link.name), KnownHosts.credentialsProblem(link.config) == nil else { return }
         let attempt = FetchRunner.Attempt()
-        let refs = link.localGitDir.map(Self.ownRefs)  // before the fetch reads them
+        let refs = link.localGitDir.map { Self.ownRefs($0, hub: link.hub) }  // before the fetch reads them
         let task = Task { [self] in try await fetch(attempt: attempt) }
         early.withLock { $0 = EarlyFetch(attempt: attempt, task: task, refsAtStart: refs) }
     }
@@ -431,9 +431,10 @@ final class PeerSyncer: Sendable {
         if link.hub, let folded = await engine.integrateFolded(hub: link.name, devices: hubDevices.map(\.name)) {
             if let why = await merge(folded.peer, result: folded.result, shownAs: "\(link.name) (its devices' new work in one step)") { problem = why }
         }
+        let results = merges.isEmpty ? [] : await engine.integrate(peers: merges)
         for (index, peer) in merges.enumerated() {
             var merged: SyncOutcome?
-            if let why = await merge(peer, done: { merged = $0 }) {
+            if let why = await merge(peer, result: results[index], done: { merged = $0 }) {
                 problem = problem ?? why
             } else if link.hub, let merged {
                 // What the merge read, not what the fetch saw: they differ only if something moved
@@ -611,8 +612,11 @@ final class PeerSyncer: Sendable {
     /// bench's 50 ms windows, and an idle agent wakes at most once a minute (issue 45).
     static func watchedSafetyPoll(_ pollSeconds: Int) -> Duration { .seconds(max(pollSeconds, 120)) }
 
-    static func ownRefs(_ gitDir: FilePath) -> RefSnapshot {
-        RefSnapshot.read(gitDir: gitDir).filtered { name in
+    /// A hub: only the refs its devices move (`RefSnapshot.readHub`; with 100 devices, listing a
+    /// directory of records per device after each round cost more than reading the files).
+    static func ownRefs(_ gitDir: FilePath, hub: Bool = false) -> RefSnapshot {
+        if hub { return RefSnapshot.readHub(gitDir: gitDir).snapshot }
+        return RefSnapshot.read(gitDir: gitDir).filtered { name in
             !name.starts(with: Array("refs/remotes/".utf8)) && !name.starts(with: Array("refs/tags/".utf8))
         }
     }

@@ -578,12 +578,7 @@ extension Store {
     /// The real tips behind these commits: a join commit stands for its parents; a tip that is an
     /// ancestor of another is left out. Sorted, so the same set gives the same list everywhere.
     func joinTips(_ commits: [Oid]) throws -> [Oid] {
-        let list = Array(try realTips(commits))
-        var kept: [Oid] = []
-        for tip in list where !(try repo.isReachable(tip, fromAny: list.filter { $0 != tip })) {
-            kept.append(tip)
-        }
-        return kept.sorted()
+        try repo.independent(Array(try realTips(commits))).sorted()
     }
 
     /// The commits behind these, each join replaced by its parents (recursively).

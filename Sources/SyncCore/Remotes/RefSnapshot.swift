@@ -63,6 +63,21 @@ public struct RefSnapshot: Equatable, Sendable {
         return (snapshot, whole)
     }
 
+    /// Where a hub keeps the devices' branches and their records.
+    static let hubPrefixes = ["refs/heads/devices/", "refs/syncagent/devices/"]
+
+    /// A hub's refs that its devices move: the branches under `refs/heads/devices/`, listed, and
+    /// each branch's records (`refs/syncagent/devices/<device>/conflicts`, what a merge reads),
+    /// read by name: the directories that hold them are not listed. `whole`: as for `read`.
+    public static func readHub(gitDir: FilePath) -> (snapshot: RefSnapshot, whole: Bool) {
+        var read = read(gitDir: gitDir, under: [hubPrefixes[0]], packedUnder: [hubPrefixes[1]])
+        let heads = Array(hubPrefixes[0].utf8)
+        let records = read.snapshot.refs.keys.filter { $0.starts(with: heads) && !$0[heads.count...].contains(UInt8(ascii: "/")) }
+            .map { Array(hubPrefixes[1].utf8) + $0[heads.count...] + Array("/conflicts".utf8) }
+        read.whole = read.snapshot.readLoose(gitDir: gitDir, names: records) && read.whole
+        return read
+    }
+
     /// Reads the loose files of these refs by name, each over what `packed-refs` said of it (a
     /// loose ref hides a packed one); a name with no loose file keeps its packed value, if any.
     /// False when a file is there and cannot be read (another reason than not being there).

@@ -143,14 +143,7 @@ extension Store {
     /// that is not a store, or refs that cannot be read, are read by libgit2 (every ref under
     /// both prefixes), whose error names the problem.
     static func hubRefs(_ path: FilePath) throws(GitError) -> [(name: String, tip: Oid)] {
-        let prefixes = ["refs/heads/devices/", "refs/syncagent/devices/"]
-        var read = RefSnapshot.read(gitDir: path, under: [prefixes[0]], packedUnder: [prefixes[1]])
-        // Each device's records by name (`refs/syncagent/devices/<device>/conflicts`, what a
-        // merge reads): the directories that hold them are not listed.
-        let heads = Array(prefixes[0].utf8)
-        let records = read.snapshot.refs.keys.filter { $0.starts(with: heads) && !$0[heads.count...].contains(UInt8(ascii: "/")) }
-            .map { Array(prefixes[1].utf8) + $0[heads.count...] + Array("/conflicts".utf8) }
-        read.whole = read.snapshot.readLoose(gitDir: path, names: records) && read.whole
+        let read = RefSnapshot.readHub(gitDir: path)
         var refs: [(name: String, tip: Oid)] = []
         if read.whole, (try? FileStat.of(path.appending("HEAD"))) != nil {
             for (name, hex) in read.snapshot.refs {
@@ -161,7 +154,7 @@ extension Store {
             return refs.sorted { $0.name < $1.name }
         }
         let source = try Repository.openForReading(gitDir: path)
-        for prefix in prefixes { refs += try source.references(matching: prefix + "*").map { ($0.name, $0.target) } }
+        for prefix in RefSnapshot.hubPrefixes { refs += try source.references(matching: prefix + "*").map { ($0.name, $0.target) } }
         return refs
     }
 
@@ -401,7 +394,7 @@ extension Store {
         var onHub: [Oid] = []
         for (_, tip) in try repo.references(matching: "refs/hubs/\(hub)/heads/*") { onHub.append(tip) }
         if let pushed = try repo.resolveReference(Self.hubPushed(hub)) { onHub.append(pushed) }
-        for tip in try joinTips([main]) where !(try repo.isReachable(tip, fromAny: onHub)) { return false }
-        return true
+        let tips = try joinTips([main])
+        return try repo.reachable(tips, fromAny: onHub).count == tips.count
     }
 }
