@@ -20,6 +20,8 @@ public final class Repository {
     private var storedOdb: OpaquePointer?
     /// The store's packs as `streamBlob` reads them (made at its first use).
     private var packReader: PackedObjects??
+    /// Loose refs this handle read, by their files' identity (`resolveReference`).
+    private var looseRefs = LooseRefMemo()
 
     init(handle: OpaquePointer, gitDir: FilePath, workdir: FilePath) {
         self.handle = handle
@@ -141,6 +143,10 @@ public final class Repository {
 
     /// The commit a reference points at (following symbolic refs), or nil if it does not exist.
     public func resolveReference(_ name: String) throws(GitError) -> Oid? {
+        // This store's own refs are loose (`HEAD`, `main`, the records); a peer's or a hub's
+        // tracking refs are mostly packed (`writePackedRefs`): left to libgit2 at once.
+        if name == "HEAD" || name.hasPrefix("refs/heads/") || name.hasPrefix("refs/syncagent/"),
+           let id = looseRefs.resolve(name, in: gitDir) { return id }
         var oid = git_oid()
         let rc = git_reference_name_to_id(&oid, handle, name)
         if rc == GitError.Code.notFound || rc == GitError.Code.unbornBranch { return nil }

@@ -409,6 +409,45 @@ import TestSupport
     }
 }
 
+/// `resolveReference` reads loose refs itself and remembers them by their files' identity: every
+/// way a ref moves (libgit2, this module's writes, git's CLI, a rewrite in place, packing, a
+/// symbolic `HEAD` moved) is seen at the next question.
+@Suite struct LooseRefMemoTests {
+    @Test func everyMoveOfARefIsSeen() throws {
+        let (t, repo, tree) = try CommitGraphTests.storeWithOneTree()
+        defer { withExtendedLifetime(t) {} }
+        var c: [Oid] = []
+        for i in 0..<6 { c.append(try CommitGraphTests.commit(i, parents: c.suffix(1), tree: tree, in: repo)) }
+        try repo.setReference("refs/heads/main", to: c[0], message: "t")
+        #expect(try repo.headCommit() == c[0])
+        #expect(try repo.headCommit() == c[0])  // (remembered)
+        try repo.setReference("refs/heads/main", to: c[1], message: "t")  // libgit2
+        #expect(try repo.headCommit() == c[1])
+        try repo.writeLooseRef("refs/heads/main", to: c[2])  // this module
+        #expect(try repo.resolveReference("refs/heads/main") == c[2])
+        #expect(try git(t.gitDir, ["update-ref", "refs/heads/main", c[3].hex]).status == 0)  // git
+        #expect(try repo.headCommit() == c[3])
+        // Rewritten in place, same inode and size (no git does so): its times tell.
+        let main = t.gitDir.appending("refs/heads/main")
+        let fd = open(main.string, O_WRONLY)
+        #expect(fd >= 0)
+        _ = Array((c[4].hex + "\n").utf8).withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        close(fd)
+        #expect(try repo.headCommit() == c[4])
+        // Packed, the loose file gone: libgit2 answers from packed-refs.
+        #expect(try git(t.gitDir, ["pack-refs", "--all"]).status == 0)
+        #expect(!FileManager.default.fileExists(atPath: main.string))
+        #expect(try repo.headCommit() == c[4])
+        // HEAD moved to another branch; then a damaged loose ref is libgit2's to refuse.
+        try repo.writeLooseRef("refs/heads/other", to: c[5])
+        #expect(try git(t.gitDir, ["symbolic-ref", "HEAD", "refs/heads/other"]).status == 0)
+        #expect(try repo.headCommit() == c[5])
+        try TempDirectory.write("not an id\n", at: t.gitDir.appending("refs/heads/other"))
+        #expect(throws: GitError.self) { try repo.headCommit() }
+        #expect(try repo.resolveReference("refs/heads/none") == nil)
+    }
+}
+
 /// `writePackedRefs`: many refs in one rewrite of `packed-refs`; git and libgit2 read what it wrote.
 @Suite struct PackedRefsTests {
     private func hex(_ c: Character) -> [UInt8] { Array(String(repeating: c, count: 40).utf8) }

@@ -1,0 +1,91 @@
+import CLibgit2
+import Glibc
+import ObjectStorage
+import SystemPackage
+
+/// Loose refs read without libgit2, and remembered by their file's identity: `HEAD` and `main`
+/// are asked for several times per merge, and with 100 devices through a hub, each of libgit2's
+/// answers (`HEAD` opened and read, `main` stat'ed, opened and read, `packed-refs` stat'ed, the
+/// configuration looked at) was a tenth of an agent's system calls in a burst.
+///
+/// Git and libgit2 only ever replace a ref by renaming a new file over it: a new inode, with a new
+/// change time. While `lstat` gives the same inode, size, change and modification times, the
+/// file holds what was read. Only where the file system keeps those times to the nanosecond
+/// (a change time with no nanoseconds: the ref is read again each time). Anything that is not
+/// plainly a loose ref (packed only, a directory, damaged bytes, a symbolic ref to a packed one)
+/// is left to libgit2, which answers as before.
+struct LooseRefMemo {
+    private struct FileID: Equatable {
+        var inode: UInt64
+        var size: Int64
+        var ctime: timespec
+        var mtime: timespec
+
+        init?(_ st: stat) {
+            guard st.st_mode & S_IFMT == S_IFREG, st.st_ctim.tv_nsec != 0 else { return nil }
+            inode = UInt64(st.st_ino)
+            size = Int64(st.st_size)
+            ctime = st.st_ctim
+            mtime = st.st_mtim
+        }
+
+        static func == (a: FileID, b: FileID) -> Bool {
+            a.inode == b.inode && a.size == b.size && a.ctime.tv_sec == b.ctime.tv_sec && a.ctime.tv_nsec == b.ctime.tv_nsec
+                && a.mtime.tv_sec == b.mtime.tv_sec && a.mtime.tv_nsec == b.mtime.tv_nsec
+        }
+    }
+
+    private enum Target {
+        case id(Oid)
+        case symbolic(String)
+    }
+
+    private var known: [String: (file: FileID, target: Target)] = [:]
+    /// Past this many refs, the memo starts again (a hub's mirror and tracking refs: hundreds).
+    static let limit = 4096
+
+    /// The id `name` names through loose files only (a symbolic ref followed), or nil: then
+    /// libgit2 answers.
+    mutating func resolve(_ name: String, in gitDir: FilePath, depth: Int = 0) -> Oid? {
+        guard depth < 5, !name.isEmpty, !name.hasPrefix("/"), !name.contains("..") else { return nil }
+        let path = gitDir.appending(name)
+        var st = stat()
+        guard path.withPlatformString({ lstat($0, &st) }) == 0, let id = FileID(st) else { return nil }
+        if let memo = known[name], memo.file == id {
+            switch memo.target {
+            case .id(let oid): return oid
+            case .symbolic(let target): return resolve(target, in: gitDir, depth: depth + 1)
+            }
+        }
+        guard let read = Self.read(path) else { return nil }
+        if known.count >= Self.limit { known.removeAll(keepingCapacity: true) }
+        known[name] = read
+        switch read.target {
+        case .id(let oid): return oid
+        case .symbolic(let target): return resolve(target, in: gitDir, depth: depth + 1)
+        }
+    }
+
+    /// The file's identity (from the descriptor it was read through) and what it says: 40 hex
+    /// digits and a newline, or `ref: refs/...` and a newline.
+    private static func read(_ path: FilePath) -> (file: FileID, target: Target)? {
+        let fd = path.withPlatformString { open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, let id = FileID(st), st.st_size > 0, st.st_size < 256 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: Int(st.st_size) + 1)
+        let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        guard n == Int(st.st_size), bytes[n - 1] == UInt8(ascii: "\n") else { return nil }
+        let line = bytes[0..<(n - 1)]
+        if line.count == 40, let hex = String(validating: line, as: UTF8.self), let oid = Oid(hex: hex) {
+            return (id, .id(oid))
+        }
+        let prefix = Array("ref: refs/".utf8)
+        if line.starts(with: prefix), let name = String(validating: line.dropFirst(5), as: UTF8.self),
+           !name.contains(" "), !name.contains("..") {
+            return (id, .symbolic(name))
+        }
+        return nil
+    }
+}
