@@ -10,8 +10,12 @@ import SystemPackage
 ///
 /// Git and libgit2 only ever replace a ref by renaming a new file over it: a new inode, with a new
 /// change time. While `lstat` gives the same inode, size, change and modification times, the
-/// file holds what was read. Only where the file system keeps those times to the nanosecond
-/// (a change time with no nanoseconds: the ref is read again each time). Anything that is not
+/// file holds what was read, with git's rule against racy files: a file is only remembered once
+/// its change time is `settled` older than the clock read before it was looked at. File systems
+/// stamp times from a coarse clock (a tick of 1-10 ms), and ext4 hands a freed inode out again at
+/// once: a ref rewritten twice within one tick can come back with the inode and the times it had,
+/// and a newer id. A file that old was written before the read, and any later version has a later
+/// change time. (A change time with no nanoseconds at all: never remembered.) Anything that is not
 /// plainly a loose ref (packed only, a directory, damaged bytes, a symbolic ref to a packed one)
 /// is left to libgit2, which answers as before.
 struct LooseRefMemo {
@@ -43,12 +47,21 @@ struct LooseRefMemo {
     private var known: [String: (file: FileID, target: Target)] = [:]
     /// Past this many refs, the memo starts again (a hub's mirror and tracking refs: hundreds).
     static let limit = 4096
+    /// How much older than the clock a file's change time must be for it to be remembered.
+    let settledNanoseconds: Int64
+
+    init(settledNanoseconds: Int64 = 50_000_000) { self.settledNanoseconds = settledNanoseconds }
+
+    /// How many refs are remembered (for tests).
+    var count: Int { known.count }
 
     /// The id `name` names through loose files only (a symbolic ref followed), or nil: then
     /// libgit2 answers.
     mutating func resolve(_ name: String, in gitDir: FilePath, depth: Int = 0) -> Oid? {
         guard depth < 5, !name.isEmpty, !name.hasPrefix("/"), !name.contains("..") else { return nil }
         let path = gitDir.appending(name)
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
         var st = stat()
         guard path.withPlatformString({ lstat($0, &st) }) == 0, let id = FileID(st) else { return nil }
         if let memo = known[name], memo.file == id {
@@ -59,7 +72,8 @@ struct LooseRefMemo {
         }
         guard let read = Self.read(path) else { return nil }
         if known.count >= Self.limit { known.removeAll(keepingCapacity: true) }
-        known[name] = read
+        let age = (Int64(now.tv_sec) - Int64(read.file.ctime.tv_sec)) * 1_000_000_000 + (Int64(now.tv_nsec) - Int64(read.file.ctime.tv_nsec))
+        known[name] = age > settledNanoseconds ? read : nil
         switch read.target {
         case .id(let oid): return oid
         case .symbolic(let target): return resolve(target, in: gitDir, depth: depth + 1)

@@ -16,8 +16,10 @@ enum PackedRefs {
     /// hub's fetch, with hundreds of refs in the file.
     static func rewrite(_ old: [UInt8], with updates: [(name: [UInt8], hex: [UInt8])]) -> [UInt8] {
         let newline = UInt8(ascii: "\n")
-        var moves = updates
-        moves.sort { $0.name.lexicographicallyPrecedes($1.name) }
+        // By name, then in the order given (the last of two moves of one ref wins).
+        let moves = updates.enumerated().sorted { a, b in
+            a.element.name == b.element.name ? a.offset < b.offset : a.element.name.lexicographicallyPrecedes(b.element.name)
+        }.map(\.element)
         return old.withUnsafeBufferPointer { buf -> [UInt8] in
             // Each ref: its name and its lines (the ref's, then any `^` line after it), as ranges of `old`.
             var head: Range<Int>?

@@ -67,15 +67,26 @@ extension Repository {
             GitError(code: errno == .fileExists ? GitError.Code.locked : GitError.Code.generic, errorClass: GitError.Class.os,
                      message: "\(what) \(file): \(errno)", call: "writePackedRefs", osError: errno.rawValue)
         }
-        var old: [UInt8] = []
-        do { old = try Files.read(path) } catch where error == .noSuchFileOrDirectory {} catch { throw fail(error, "cannot read", path) }
-        let bytes = PackedRefs.rewrite(old, with: updates.map { (Array($0.name.utf8), Array($0.id.hex.utf8)) })
+        // The file is read once the lock is held (as git and libgit2 do): another writer's
+        // rewrite between a read and the lock would be undone.
+        var readFailure: Errno?
         do {
             try Files.create(lock, executable: false) { sink in
+                var old: [UInt8] = []
+                do throws(Errno) { old = try Files.read(path) } catch {
+                    if error != .noSuchFileOrDirectory {
+                        readFailure = error
+                        throw error
+                    }
+                }
+                let bytes = PackedRefs.rewrite(old, with: updates.map { (Array($0.name.utf8), Array($0.id.hex.utf8)) })
                 try bytes.withUnsafeBytes { try sink.write($0) }
                 try sink.flush()
             }
-        } catch { throw fail(error, "cannot create", lock) }
+        } catch {
+            if let readFailure { throw fail(readFailure, "cannot read", path) }
+            throw fail(error, "cannot create", lock)
+        }
         do {
             try Files.rename(lock, to: path)
         } catch {

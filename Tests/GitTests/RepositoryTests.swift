@@ -446,6 +446,32 @@ import TestSupport
         #expect(throws: GitError.self) { try repo.headCommit() }
         #expect(try repo.resolveReference("refs/heads/none") == nil)
     }
+
+    /// The memo itself, with every file counted as settled: each move is still seen, a rewrite in
+    /// place (same inode and size) by its times. With git's rule against racy files (the
+    /// default), a ref written a moment ago is not remembered at all.
+    @Test func theMemoSeesEveryMoveAndKeepsNoFreshFile() throws {
+        let (t, repo, tree) = try CommitGraphTests.storeWithOneTree()
+        defer { withExtendedLifetime(t) {} }
+        var c: [Oid] = []
+        for i in 0..<4 { c.append(try CommitGraphTests.commit(i, parents: c.suffix(1), tree: tree, in: repo)) }
+        var memo = LooseRefMemo(settledNanoseconds: 0)
+        try repo.writeLooseRef("refs/heads/main", to: c[0])
+        #expect(memo.resolve("HEAD", in: t.gitDir) == c[0])
+        #expect(memo.count == 2)  // HEAD and main
+        #expect(memo.resolve("HEAD", in: t.gitDir) == c[0])
+        try repo.writeLooseRef("refs/heads/main", to: c[1])
+        #expect(memo.resolve("HEAD", in: t.gitDir) == c[1])
+        let main = t.gitDir.appending("refs/heads/main")
+        let fd = open(main.string, O_WRONLY)
+        _ = Array((c[2].hex + "\n").utf8).withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        close(fd)
+        #expect(memo.resolve("refs/heads/main", in: t.gitDir) == c[2])
+        var fresh = LooseRefMemo()
+        try repo.writeLooseRef("refs/heads/main", to: c[3])
+        #expect(fresh.resolve("refs/heads/main", in: t.gitDir) == c[3])
+        #expect(fresh.count == 0)
+    }
 }
 
 /// `writePackedRefs`: many refs in one rewrite of `packed-refs`; git and libgit2 read what it wrote.
