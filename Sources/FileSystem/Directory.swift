@@ -157,7 +157,8 @@ extension Durability {
     /// Files held open at once by `flushFiles` (its callers list at most a few hundred).
     public static let filesOpenAtOnce = 64
 
-    private static func flush(_ fd: Int32) -> Bool {
+    /// `fsync`, again after an interrupt; false on any other failure (`errno` says which).
+    static func flush(_ fd: Int32) -> Bool {
         while fsync(fd) != 0 {
             guard errno == EINTR else { return false }
         }

@@ -168,10 +168,8 @@ public enum Files {
 
         /// Makes what was written durable (`fsync`), unless durability is off (`Durability.disabled`).
         public func flush() throws(Errno) {
-            guard !Durability.disabled else { return }
-            while fsync(fd) != 0 {
-                guard errno == EINTR else { throw Errno(rawValue: errno) }
-            }
+            guard !Durability.disabled, !Durability.flush(fd) else { return }
+            throw Errno(rawValue: errno)
         }
     }
 

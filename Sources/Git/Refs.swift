@@ -30,8 +30,7 @@ extension Repository {
         let path = gitDir.appending(name), lock = gitDir.appending(name + ".lock")
         let line = Array((id.hex + "\n").utf8)
         func fail(_ errno: Errno, _ what: String) -> GitError {
-            GitError(code: errno == .fileExists ? GitError.Code.locked : GitError.Code.generic, errorClass: GitError.Class.os,
-                     message: "\(what) \(lock): \(errno)", call: "writeLooseRef(\(name))", osError: errno.rawValue)
+            lockFailure(errno, what, lock, call: "writeLooseRef(\(name))")
         }
         do {
             try Files.create(lock, bytes: line, executable: false)
@@ -64,8 +63,7 @@ extension Repository {
         for update in updates { try Self.checkRefName(update.name, call: "writePackedRefs") }
         let path = gitDir.appending("packed-refs"), lock = gitDir.appending("packed-refs.lock")
         func fail(_ errno: Errno, _ what: String, _ file: FilePath) -> GitError {
-            GitError(code: errno == .fileExists ? GitError.Code.locked : GitError.Code.generic, errorClass: GitError.Class.os,
-                     message: "\(what) \(file): \(errno)", call: "writePackedRefs", osError: errno.rawValue)
+            lockFailure(errno, what, file, call: "writePackedRefs")
         }
         // The file is read once the lock is held (as git and libgit2 do): another writer's
         // rewrite between a read and the lock would be undone.
@@ -98,6 +96,18 @@ extension Repository {
                 throw fail(error, "cannot remove the loose ref", gitDir.appending(update.name))
             }
         }
+    }
+
+    /// A ref write that failed on `file` (its lock, or the file itself). A lock that is there
+    /// already belongs to another writer, or to one that died: the error says which file to
+    /// remove if no git program is running on the store (the agent removes its own at start).
+    func lockFailure(_ errno: Errno, _ what: String, _ file: FilePath, call: String) -> GitError {
+        let held = errno == .fileExists && file.extension == "lock"
+        let message = held
+            ? "\(what) \(file): another program holds this lock; if no git program is working on \(gitDir) any more, remove \(file)"
+            : "\(what) \(file): \(errno)"
+        return GitError(code: held ? GitError.Code.locked : GitError.Code.generic, errorClass: GitError.Class.os,
+                        message: message, call: call, osError: errno.rawValue)
     }
 
     static func checkRefName(_ name: String, call: String) throws(GitError) {

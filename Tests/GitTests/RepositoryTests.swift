@@ -523,7 +523,8 @@ import TestSupport
         // Another writer's lock: nothing written, the lock left to its owner.
         let lock = t.gitDir.appending("packed-refs.lock")
         try TempDirectory.write("x", at: lock)
-        #expect(throws: GitError.self) { try repo.writePackedRefs([("refs/hubs/h/heads/d01", commits[0])]) }
+        let refused = #expect(throws: GitError.self) { try repo.writePackedRefs([("refs/hubs/h/heads/d01", commits[0])]) }
+        #expect(refused?.message.contains("remove \(lock)") == true, "the error names the lock to remove: \(String(describing: refused))")
         #expect(try repo.resolveReference("refs/hubs/h/heads/d01") == commits[3])
         #expect(FileManager.default.fileExists(atPath: lock.string))
         try FileManager.default.removeItem(atPath: lock.string)
@@ -552,7 +553,8 @@ private func linuxSetfsuid(_ uid: UInt32) -> Int32
         // Another writer's lock: nothing written, the lock left to its owner.
         let lock = t.gitDir.appending("refs/hubs/h/heads/d01.lock")
         try TempDirectory.write("x", at: lock)
-        #expect(throws: GitError.self) { try repo.writeLooseRef("refs/hubs/h/heads/d01", to: a) }
+        let refused = #expect(throws: GitError.self) { try repo.writeLooseRef("refs/hubs/h/heads/d01", to: a) }
+        #expect(refused?.message.contains("remove \(lock)") == true, "the error names the lock to remove: \(String(describing: refused))")
         #expect(try repo.resolveReference("refs/hubs/h/heads/d01") == b)
         #expect(FileManager.default.fileExists(atPath: lock.string))
         // A name git would refuse (a hostile hub's ref name) never reaches the file system.
