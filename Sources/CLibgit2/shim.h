@@ -59,6 +59,9 @@ static inline int syncagent_git_set_ssl_cert_locations(const char *file, const c
 static inline int syncagent_git_set_cache_max_size(ssize_t bytes) {
     return git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, bytes);
 }
+static inline int syncagent_git_set_cache_object_limit(git_object_t type, size_t bytes) {
+    return git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, type, bytes);
+}
 static inline int syncagent_git_enable_caching(int enabled) {
     return git_libgit2_opts(GIT_OPT_ENABLE_CACHING, enabled);
 }

@@ -2,6 +2,7 @@ import CLibgit2
 import ObjectStorage
 import FoundationEssentials
 import Glibc
+import Synchronization
 
 /// Process-wide libgit2 set-up. `Libgit2.initialize()` runs once, before any other call of this module.
 public enum Libgit2 {
@@ -27,6 +28,7 @@ public enum Libgit2 {
         // merge writes into the data directory. Git does the same; zlib's checksum still guards
         // each stored object's bytes.
         _ = syncagent_git_enable_strict_hash_verification(0)
+        _ = syncagent_git_set_cache_object_limit(GIT_OBJECT_TREE, cachedTreeLimit)
         return .success(())
     }()
 
@@ -62,6 +64,35 @@ public enum Libgit2 {
         _ = syncagent_git_set_mwindow_size(max(1 << 20, packMapBytes / 4))
         _ = syncagent_git_set_mwindow_mapped_limit(packMapBytes)
         _ = syncagent_git_set_mwindow_file_limit(openPacks)
+    }
+
+    /// The biggest tree libgit2's object cache takes (its own default, set here so that
+    /// `withoutCachingTrees` puts back a known value).
+    static let cachedTreeLimit = 4096
+
+    /// How many `withoutCachingTrees` calls are running.
+    private static let uncachedWalks = Mutex(0)
+
+    /// Whether trees enter the object cache now (no `withoutCachingTrees` running).
+    static var cachingTrees: Bool { uncachedWalks.withLock { $0 == 0 } }
+
+    /// Runs `body` with no tree entering libgit2's object cache (process-wide: objects already
+    /// cached are still found, and commits are still cached). For walks that read each tree of a
+    /// big history once (a first sync's walk of 100k paths, a copy's plan): the cache would fill
+    /// with 1,000 trees nothing reads again, 2-3 times the cache's counted size in memory, held at
+    /// the walk's peak and after it (4 MB of a 100k-file first sync's 55).
+    public static func withoutCachingTrees<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        uncachedWalks.withLock { count in
+            if count == 0 { _ = syncagent_git_set_cache_object_limit(GIT_OBJECT_TREE, 0) }
+            count += 1
+        }
+        defer {
+            uncachedWalks.withLock { count in
+                count -= 1
+                if count == 0 { _ = syncagent_git_set_cache_object_limit(GIT_OBJECT_TREE, cachedTreeLimit) }
+            }
+        }
+        return try body()
     }
 
     /// A new config object for a pack builder that must not search for deltas: libgit2 1.5 takes

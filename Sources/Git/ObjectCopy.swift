@@ -297,12 +297,12 @@ private struct ObjectCopier: ~Copyable {
             }
         }
         var missing: [(id: Oid, type: git_object_t)] = []
-        do {
-            // The trees are read through a handle of their own, closed once the plan is made:
-            // libgit2 keeps every tree it parses in its handle's cache (up to `[store] cache_mb`,
-            // 2-3 times that in memory), and the plan of a 100k-file first sync filled the
-            // source's with 1,000 trees nothing reads again, held while the packs were adopted
-            // (4 MB of that sync's peak).
+        try Libgit2.withoutCachingTrees { () throws(GitError) in
+            // The trees are read through a handle of their own, closed once the plan is made, and
+            // none is cached: libgit2 would keep every tree it parses (up to `[store] cache_mb`,
+            // 2-3 times that in memory), and the plan of a 100k-file first sync filled the cache
+            // with 1,000 trees nothing reads again, held while the packs were adopted (4 MB of
+            // that sync's peak), and while the plan was made (4 MB more).
             let planner = try Repository.openForReading(gitDir: source.gitDir)
             var planned = Set<Oid>()
             for id in order {

@@ -1,3 +1,4 @@
+import CLibgit2
 import Foundation
 @testable import Git
 @testable import ObjectStorage
@@ -38,6 +39,38 @@ import TestSupport
             #expect(error.isDiskFull)
         }
         #expect(osError(endingMessage: "disk full, says the server") == nil)
+    }
+
+    /// Inside `withoutCachingTrees` no tree enters libgit2's object cache: the same small tree
+    /// looked up twice is parsed twice (two objects), also after a nested scope has ended (the
+    /// outer one still holds). Outside, libgit2 hands out its cached object again (checked only
+    /// when no other test holds a scope at that moment: the switch is process-wide).
+    @Test func treesReadInsideTheScopeAreNotCached() throws {
+        let t = try TempDevice()
+        try t.write("a.txt", "hello\n")
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let index = try repo.index()
+        _ = try index.add("a.txt")
+        let tree = try index.writeTree()
+        // A handle of its own, whose cache holds nothing yet (writing the tree may have cached it
+        // in `repo`'s).
+        let reader = try Repository.open(gitDir: t.gitDir, workdir: t.data)
+        func lookedUpTwice() throws -> Bool {
+            var raw = tree.raw
+            var first: OpaquePointer?, second: OpaquePointer?
+            try check(git_tree_lookup(&first, reader.handle, &raw), "git_tree_lookup")
+            defer { git_tree_free(first) }
+            try check(git_tree_lookup(&second, reader.handle, &raw), "git_tree_lookup")
+            defer { git_tree_free(second) }
+            return first == second
+        }
+        let inside = try Libgit2.withoutCachingTrees { () throws -> [Bool] in
+            let outer = try lookedUpTwice()
+            let nested = try Libgit2.withoutCachingTrees { () throws -> Bool in try lookedUpTwice() }
+            return [outer, nested, try lookedUpTwice()]
+        }
+        #expect(inside == [false, false, false])
+        if Libgit2.cachingTrees { #expect(try lookedUpTwice()) }
     }
 
     /// The stamped mark lives in the entry (a bit libgit2 keeps in memory only): set by a stamped

@@ -502,9 +502,11 @@ extension Store {
         let targetTree = try repo.commit(target).tree
         var report: ApplyReport
         if baseTree == nil {  // a first sync: walked, as `fastForward` does
-            var total = 0
-            try repo.walkDiff(nil, targetTree) { _ in total += 1 }
-            report = try applyWhole(targetTree, total: total)
+            report = try Libgit2.withoutCachingTrees {
+                var total = 0
+                try repo.walkDiff(nil, targetTree) { _ in total += 1 }
+                return try applyWhole(targetTree, total: total)
+            }
         } else {
             report = try apply(try repo.diffTrees(baseTree, targetTree))
         }

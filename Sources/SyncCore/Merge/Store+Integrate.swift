@@ -118,15 +118,18 @@ extension Store {
         if ourTree == nil {
             // A first sync: every path is new. The peer's tree is walked twice (checked whole,
             // then written in chunks) instead of its list of paths being held.
+            // No tree it reads is cached (`withoutCachingTrees`): each is read once a walk.
             var total = 0
-            try checkSafe(tree: theirTree, peer: peer) { look in
-                try repo.walkDiff(nil, theirTree) { change in
-                    total += 1
-                    try look(change)
+            applied = try Libgit2.withoutCachingTrees {
+                try checkSafe(tree: theirTree, peer: peer) { look in
+                    try repo.walkDiff(nil, theirTree) { change in
+                        total += 1
+                        try look(change)
+                    }
                 }
+                beginApply(target: theirs, expected: ours, peer: peer)
+                return try applyWhole(theirTree, total: total)
             }
-            beginApply(target: theirs, expected: ours, peer: peer)
-            applied = try applyWhole(theirTree, total: total)
         } else {
             let changes = try repo.diffTrees(ourTree, theirTree)
             try checkSafe(changes, tree: theirTree, peer: peer)
