@@ -81,7 +81,8 @@ public enum Libgit2 {
     /// big history once (a first sync's walk of 100k paths, a copy's plan): the cache would fill
     /// with 1,000 trees nothing reads again, 2-3 times the cache's counted size in memory, held at
     /// the walk's peak and after it (4 MB of a 100k-file first sync's 55).
-    public static func withoutCachingTrees<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+    public static func withoutCachingTrees<T, E: Error>(if condition: Bool = true, _ body: () throws(E) -> T) throws(E) -> T {
+        guard condition else { return try body() }
         uncachedWalks.withLock { count in
             if count == 0 { _ = syncagent_git_set_cache_object_limit(GIT_OBJECT_TREE, 0) }
             count += 1

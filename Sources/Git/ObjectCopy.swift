@@ -296,13 +296,21 @@ private struct ObjectCopier: ~Copyable {
                 stack.append((parent, false))
             }
         }
+        // A commit whose tree is planned whole (no base here: a first sync, a history no ref
+        // reaches) reads every tree of it once: then no tree is cached while the plan is made and
+        // the packs are taken (`withoutCachingTrees`, process-wide, so only for such copies: the
+        // merges of a busy hub keep their cache). libgit2 would keep every tree it parses (up to
+        // `[store] cache_mb`, 2-3 times that in memory): a 100k-file first sync's plan filled the
+        // cache with 1,000 trees nothing reads again, and the checks of the adopted pack another.
+        let wholeTrees = order.contains { id in
+            guard !unreached.contains(id) else { return true }
+            guard let parents = try? source.commit(id).parents else { return true }
+            // (A parent that comes with this copy is planned first: its trees are skipped then.)
+            return parents.first.map { !has($0) && !seen.contains($0) } ?? true
+        }
         var missing: [(id: Oid, type: git_object_t)] = []
-        try Libgit2.withoutCachingTrees { () throws(GitError) in
-            // The trees are read through a handle of their own, closed once the plan is made, and
-            // none is cached: libgit2 would keep every tree it parses (up to `[store] cache_mb`,
-            // 2-3 times that in memory), and the plan of a 100k-file first sync filled the cache
-            // with 1,000 trees nothing reads again, held while the packs were adopted (4 MB of
-            // that sync's peak), and while the plan was made (4 MB more).
+        try Libgit2.withoutCachingTrees(if: wholeTrees) { () throws(GitError) in
+            // The trees are read through a handle of their own, closed once the plan is made.
             let planner = try Repository.openForReading(gitDir: source.gitDir)
             var planned = Set<Oid>()
             for id in order {
@@ -325,7 +333,7 @@ private struct ObjectCopier: ~Copyable {
             ids.reserveCapacity(missing.count)
             for (id, type) in missing where type != GIT_OBJECT_COMMIT { ids.append(id) }
             let wanted = SortedOids(sorting: consume ids)
-            let taken = try takeWholePacks(wanted: wanted)
+            let taken = try Libgit2.withoutCachingTrees(if: wholeTrees) { () throws(GitError) in try takeWholePacks(wanted: wanted) }
             if taken.contains(true) {
                 missing.removeAll { $0.type != GIT_OBJECT_COMMIT && wanted.position(of: $0.id).map { taken[$0] } == true }
             }
