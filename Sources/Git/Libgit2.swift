@@ -28,7 +28,6 @@ public enum Libgit2 {
         // merge writes into the data directory. Git does the same; zlib's checksum still guards
         // each stored object's bytes.
         _ = syncagent_git_enable_strict_hash_verification(0)
-        _ = syncagent_git_set_cache_object_limit(GIT_OBJECT_TREE, cachedTreeLimit)
         return .success(())
     }()
 
@@ -66,15 +65,16 @@ public enum Libgit2 {
         _ = syncagent_git_set_mwindow_file_limit(openPacks)
     }
 
-    /// The biggest tree libgit2's object cache takes (its own default, set here so that
-    /// `withoutCachingTrees` puts back a known value).
+    /// libgit2's own limit for a tree in its object cache (a tree is cached when smaller), which
+    /// `withoutCachingTrees` puts back.
     static let cachedTreeLimit = 4096
 
-    /// How many `withoutCachingTrees` calls are running.
-    private static let uncachedWalks = Mutex(0)
+    /// How many `withoutCachingTrees` calls are running, and how many have begun.
+    private static let uncachedWalks = Mutex((running: 0, begun: 0))
 
-    /// Whether trees enter the object cache now (no `withoutCachingTrees` running).
-    static var cachingTrees: Bool { uncachedWalks.withLock { $0 == 0 } }
+    /// The state of `withoutCachingTrees` now: trees enter the cache when `running` is 0; `begun`
+    /// tells whether a scope began meanwhile (for a test of the cache, in a process of other tests).
+    static var treeCaching: (running: Int, begun: Int) { uncachedWalks.withLock { $0 } }
 
     /// Runs `body` with no tree entering libgit2's object cache (process-wide: objects already
     /// cached are still found, and commits are still cached). For walks that read each tree of a
@@ -83,14 +83,15 @@ public enum Libgit2 {
     /// the walk's peak and after it (4 MB of a 100k-file first sync's 55).
     public static func withoutCachingTrees<T, E: Error>(if condition: Bool = true, _ body: () throws(E) -> T) throws(E) -> T {
         guard condition else { return try body() }
-        uncachedWalks.withLock { count in
-            if count == 0 { _ = syncagent_git_set_cache_object_limit(GIT_OBJECT_TREE, 0) }
-            count += 1
+        uncachedWalks.withLock { state in
+            if state.running == 0 { _ = syncagent_git_set_cache_object_limit(GIT_OBJECT_TREE, 0) }
+            state.running += 1
+            state.begun += 1
         }
         defer {
-            uncachedWalks.withLock { count in
-                count -= 1
-                if count == 0 { _ = syncagent_git_set_cache_object_limit(GIT_OBJECT_TREE, cachedTreeLimit) }
+            uncachedWalks.withLock { state in
+                state.running -= 1
+                if state.running == 0 { _ = syncagent_git_set_cache_object_limit(GIT_OBJECT_TREE, cachedTreeLimit) }
             }
         }
         return try body()

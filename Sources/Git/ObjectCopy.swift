@@ -296,17 +296,15 @@ private struct ObjectCopier: ~Copyable {
                 stack.append((parent, false))
             }
         }
-        // A commit whose tree is planned whole (no base here: a first sync, a history no ref
-        // reaches) reads every tree of it once: then no tree is cached while the plan is made and
-        // the packs are taken (`withoutCachingTrees`, process-wide, so only for such copies: the
-        // merges of a busy hub keep their cache). libgit2 would keep every tree it parses (up to
-        // `[store] cache_mb`, 2-3 times that in memory): a 100k-file first sync's plan filled the
-        // cache with 1,000 trees nothing reads again, and the checks of the adopted pack another.
+        // A commit whose tree is planned whole (a root commit: a first sync, a new history; a
+        // commit no ref reaches) has every tree of it read once: then no tree is cached while the
+        // plan is made (`withoutCachingTrees`, process-wide, so only for such copies: the merges
+        // of a busy hub keep their cache while ordinary fetches plan; every other commit's parent
+        // is here or comes with the copy, planned first). libgit2 would keep every tree it parses
+        // (up to `[store] cache_mb`, 2-3 times that in memory): a 100k-file first sync's plan
+        // filled the cache with 1,000 trees nothing reads again.
         let wholeTrees = order.contains { id in
-            guard !unreached.contains(id) else { return true }
-            guard let parents = try? source.commit(id).parents else { return true }
-            // (A parent that comes with this copy is planned first: its trees are skipped then.)
-            return parents.first.map { !has($0) && !seen.contains($0) } ?? true
+            unreached.contains(id) || (try? source.commit(id).parents.isEmpty) != false
         }
         var missing: [(id: Oid, type: git_object_t)] = []
         try Libgit2.withoutCachingTrees(if: wholeTrees) { () throws(GitError) in
@@ -333,7 +331,7 @@ private struct ObjectCopier: ~Copyable {
             ids.reserveCapacity(missing.count)
             for (id, type) in missing where type != GIT_OBJECT_COMMIT { ids.append(id) }
             let wanted = SortedOids(sorting: consume ids)
-            let taken = try Libgit2.withoutCachingTrees(if: wholeTrees) { () throws(GitError) in try takeWholePacks(wanted: wanted) }
+            let taken = try takeWholePacks(wanted: wanted)
             if taken.contains(true) {
                 missing.removeAll { $0.type != GIT_OBJECT_COMMIT && wanted.position(of: $0.id).map { taken[$0] } == true }
             }

@@ -371,4 +371,30 @@ final class TwoDevices {
         #expect(!FileManager.default.fileExists(atPath: t.root.appending("phone/escape").string))
         #expect(try t.phone.store.head() == nil)
     }
+
+    /// The same two and three directories down, among 70 harmless directories (more than the
+    /// trees `checkSafe` keeps open at once): each directory is looked up in its parent's tree, and
+    /// only the paths under a link are named.
+    @Test func pathsThroughANestedLinkAreRefusedAndOnlyThose() throws {
+        let t = try TwoDevices()
+        try craftHistory(on: t.watch) { blob in
+            let target = try git(t.watch.gitDir, ["hash-object", "-w", "--stdin"], input: "..")
+            let inner = try git(t.watch.gitDir, ["mktree"], input: "100644 blob \(blob)\tescape\n")
+            let linked = try git(t.watch.gitDir, ["mktree"], input: "120000 blob \(target)\tlnk\n040000 tree \(inner)\tlnk\n100644 blob \(blob)\tok.txt\n")
+            let deeper = try git(t.watch.gitDir, ["mktree"], input: "040000 tree \(linked)\tc\n")
+            let plain = try git(t.watch.gitDir, ["mktree"], input: "040000 tree \(inner)\tsafe\n100644 blob \(blob)\tf.txt\n")
+            let many = (0..<70).map { "040000 tree \(plain)\td\($0)\n" }.joined()
+            return many + "040000 tree \(linked)\ta\n040000 tree \(deeper)\tb\n"
+        }
+        do {
+            _ = try t.phone.pull(from: t.watch)
+            Issue.record("a history writing through a link must be refused")
+        } catch let refusal as SyncRefusal {
+            let text = refusal.description
+            #expect(text.contains("a/lnk/escape: would be written through the symbolic link a/lnk"))
+            #expect(text.contains("b/c/lnk/escape: would be written through the symbolic link b/c/lnk"))
+            #expect(!text.contains("ok.txt") && !text.contains("safe/escape"), "\(text)")
+        }
+        #expect(try t.phone.store.head() == nil)
+    }
 }

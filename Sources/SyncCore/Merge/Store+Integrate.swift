@@ -118,7 +118,8 @@ extension Store {
         if ourTree == nil {
             // A first sync: every path is new. The peer's tree is walked twice (checked whole,
             // then written in chunks) instead of its list of paths being held.
-            // No tree it reads is cached (`withoutCachingTrees`): each is read once a walk.
+            // No tree it reads is cached (`withoutCachingTrees`): each is read once a walk (the
+            // check's lookups included: `checkSafe` keeps the trees it looks into open).
             var total = 0
             applied = try Libgit2.withoutCachingTrees {
                 try checkSafe(tree: theirTree, peer: peer) { look in
@@ -643,6 +644,19 @@ extension Store {
         var linkCache: [FilePath: Bool] = [:]
         // The directories above a path are looked at once per directory, not once per path.
         var throughLink: [FilePath: FilePath?] = [:]  // a parent directory: the link above it, if any
+        // Each directory's entry is looked up in its parent's tree, found by the lookup before
+        // (not from the root again for each directory: a first sync reads with no tree cached,
+        // `withoutCachingTrees`). The trees looked into are kept open, a few dozen at most.
+        let root = try repo.openTree(tree)
+        var treeOf: [FilePath: Oid] = [FilePath(""): tree]  // the directories of `tree` found so far
+        var open: [Oid: OpenTree] = [tree: root]
+        func opened(_ id: Oid) throws -> OpenTree {
+            if let known = open[id] { return known }
+            if open.count >= 64 { open = [tree: root] }
+            let made = try repo.openTree(id)
+            open[id] = made
+            return made
+        }
         try feed { change in
             guard change.new != nil else { return }
             let bytes = change.path.bytes
@@ -658,10 +672,16 @@ extension Store {
                 var found: FilePath?
                 var prefix = FilePath("")
                 for component in parent.components {
+                    let up = prefix
                     prefix.append(component)
                     let isLink: Bool
                     if let known = linkCache[prefix] { isLink = known } else {
-                        isLink = (try repo.entry(at: prefix, inTree: tree))?.mode == EntryMode.link
+                        // Under what is not a directory of the tree there is nothing. A link of the
+                        // directory's own name beside it (a hand-made tree) counts, wherever the
+                        // tree lists it.
+                        let entries = try treeOf[up].map { try opened($0).entries(named: component) } ?? []
+                        isLink = entries.contains { $0.mode == EntryMode.link }
+                        if let subtree = entries.first(where: { $0.mode == EntryMode.tree }) { treeOf[prefix] = subtree.oid }
                         linkCache[prefix] = isLink
                     }
                     if isLink {
