@@ -95,7 +95,9 @@ log "terminal: the bar moved through $moving steps and ended at 100 %"
 
 # A running agent: `status --json` lists the work in `tasks`, `events --follow` carries progress.
 init_device desk default "phone=$(store_of phone)"
-on desk "$SYNCAGENT" events --config "$T/desk/syncagent.toml" --follow >"$T/desk.events" 2>/dev/null &
+# Started directly, not through `on` (a subshell): the pid tracked is the follower's own, stopped
+# at the end (the subshell's was, and the follower outlived every run of this test).
+"$SYNCAGENT" events --config "$T/desk/syncagent.toml" --follow >"$T/desk.events" 2>/dev/null &
 track_pid $!
 python3 - "$SYNCAGENT" "$T/desk/syncagent.toml" "$T/desk.tasks" <<'PY' &
 import json, subprocess, sys, time
