@@ -61,6 +61,18 @@ extension Repository {
         return out
     }
 
+    /// A tree's entries by name: blobs, links, subtrees (mode 0o040000). A tree git made has one
+    /// entry a name; a hand-made one may hold a link and a subtree of the same name, which
+    /// libgit2's lookup by name finds one or the other of, depending on the names around them:
+    /// here both are listed.
+    public func entriesByName(_ tree: Oid) throws(GitError) -> [[UInt8]: [ConflictSide]] {
+        var table: [[UInt8]: [ConflictSide]] = [:]
+        for entry in try entries(of: tree).entries {
+            table[entry.name, default: []].append(ConflictSide(oid: entry.id, mode: entry.mode))
+        }
+        return table
+    }
+
     /// One entry of a tree: its name's bytes, id and mode.
     private struct Entry {
         let name: [UInt8]

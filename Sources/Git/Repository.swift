@@ -335,53 +335,7 @@ public struct CommitInfo: Sendable, Equatable {
     public let committerTime: Int64
 }
 
-/// A tree object held open for lookups of its own entries: parsed once, however many lookups,
-/// whether or not libgit2's cache keeps trees at the time (`Libgit2.withoutCachingTrees`).
-public final class OpenTree {
-    private let repository: Repository  // (the object reads through its handle)
-    private let object: OpaquePointer
-
-    init(_ repository: Repository, _ id: Oid) throws(GitError) {
-        var obj: OpaquePointer?
-        var raw = id.raw
-        try check(git_tree_lookup(&obj, repository.handle, &raw), "git_tree_lookup(\(id))")
-        self.repository = repository
-        self.object = obj!
-    }
-
-    deinit { git_tree_free(object) }
-
-    /// Every entry of one name, in the tree's order. A tree git made holds at most one; a
-    /// hand-made one may hold a link and a subtree of the same name, which libgit2's lookup by name
-    /// finds one or the other of, depending on the names around them. Made at the first call.
-    private var byName: [[UInt8]: [ConflictSide]]?
-
-    /// The entries named `name` (one component): blobs, links, subtrees (mode 0o040000); empty when
-    /// there is none.
-    public func entries(named name: FilePath.Component) -> [ConflictSide] {
-        if byName == nil {
-            var table: [[UInt8]: [ConflictSide]] = [:]
-            let count = git_tree_entrycount(object)
-            table.reserveCapacity(count)
-            for i in 0..<count {
-                guard let entry = git_tree_entry_byindex(object, i), let cName = git_tree_entry_name(entry) else { continue }
-                let key = Array(UnsafeBufferPointer(start: UnsafeRawPointer(cName).assumingMemoryBound(to: UInt8.self), count: strlen(cName)))
-                table[key, default: []].append(ConflictSide(oid: Oid(git_tree_entry_id(entry)), mode: git_tree_entry_filemode(entry).rawValue))
-            }
-            byName = table
-        }
-        let key = name.withPlatformString { Array(UnsafeBufferPointer(start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0))) }
-        return byName?[key] ?? []
-    }
-}
-
-@available(*, unavailable)
-extension OpenTree: Sendable {}
-
 extension Repository {
-    /// `tree`, held open for lookups of its entries (`OpenTree`).
-    public func openTree(_ tree: Oid) throws(GitError) -> OpenTree { try OpenTree(self, tree) }
-
     /// The entry at `path` in a tree: blob, link or subtree (mode 0o040000); nil when absent.
     public func entry(at path: FilePath, inTree tree: Oid) throws(GitError) -> ConflictSide? {
         var treeObj: OpaquePointer?

@@ -20,15 +20,20 @@ import TestSupport
         #expect(head == "ref: refs/heads/main\n")
     }
 
-    /// A system call that fails under libgit2 comes up with its errno, so a full disk is known by
-    /// `ENOSPC`: here the ref log libgit2 appends to is /dev/full.
-    @Test func aFullDiskUnderLibgit2IsKnownByItsErrno() throws {
+    /// A new store whose index holds `a.txt`, and the tree written from it.
+    func storeWithOneFile() throws -> (TempDevice, Repository, tree: Oid) {
         let t = try TempDevice()
         try t.write("a.txt", "hello\n")
         let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
         let index = try repo.index()
         _ = try index.add("a.txt")
-        let tree = try index.writeTree()
+        return (t, repo, try index.writeTree())
+    }
+
+    /// A system call that fails under libgit2 comes up with its errno, so a full disk is known by
+    /// `ENOSPC`: here the ref log libgit2 appends to is /dev/full.
+    @Test func aFullDiskUnderLibgit2IsKnownByItsErrno() throws {
+        let (t, repo, tree) = try storeWithOneFile()
         try FileManager.default.createDirectory(atPath: t.gitDir.appending("logs").string, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: t.gitDir.appending("logs/HEAD").string, withDestinationPath: "/dev/full")
         do {
@@ -46,12 +51,7 @@ import TestSupport
     /// outer one still holds). Outside, libgit2 hands out its cached object again (judged only
     /// when no other test's scope ran meanwhile: the switch is process-wide).
     @Test func treesReadInsideTheScopeAreNotCached() throws {
-        let t = try TempDevice()
-        try t.write("a.txt", "hello\n")
-        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
-        let index = try repo.index()
-        _ = try index.add("a.txt")
-        let tree = try index.writeTree()
+        let (t, _, tree) = try storeWithOneFile()
         // A handle of its own, whose cache holds nothing yet (writing the tree may have cached it
         // in `repo`'s).
         let reader = try Repository.open(gitDir: t.gitDir, workdir: t.data)

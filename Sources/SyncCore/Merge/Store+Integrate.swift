@@ -646,15 +646,15 @@ extension Store {
         var throughLink: [FilePath: FilePath?] = [:]  // a parent directory: the link above it, if any
         // Each directory's entry is looked up in its parent's tree, found by the lookup before
         // (not from the root again for each directory: a first sync reads with no tree cached,
-        // `withoutCachingTrees`). The trees looked into are kept open, a few dozen at most.
-        let root = try repo.openTree(tree)
+        // `withoutCachingTrees`). The entries of the trees looked into are kept, a few dozen trees'.
+        let root = try repo.entriesByName(tree)
         var treeOf: [FilePath: Oid] = [FilePath(""): tree]  // the directories of `tree` found so far
-        var open: [Oid: OpenTree] = [tree: root]
-        func opened(_ id: Oid) throws -> OpenTree {
-            if let known = open[id] { return known }
-            if open.count >= 64 { open = [tree: root] }
-            let made = try repo.openTree(id)
-            open[id] = made
+        var read: [Oid: [[UInt8]: [ConflictSide]]] = [tree: root]
+        func byName(_ id: Oid) throws -> [[UInt8]: [ConflictSide]] {
+            if let known = read[id] { return known }
+            if read.count >= 64 { read = [tree: root] }
+            let made = try repo.entriesByName(id)
+            read[id] = made
             return made
         }
         try feed { change in
@@ -679,7 +679,7 @@ extension Store {
                         // Under what is not a directory of the tree there is nothing. A link of the
                         // directory's own name beside it (a hand-made tree) counts, wherever the
                         // tree lists it.
-                        let entries = try treeOf[up].map { try opened($0).entries(named: component) } ?? []
+                        let entries = try treeOf[up].map { try byName($0)[component.bytes] ?? [] } ?? []
                         isLink = entries.contains { $0.mode == EntryMode.link }
                         if let subtree = entries.first(where: { $0.mode == EntryMode.tree }) { treeOf[prefix] = subtree.oid }
                         linkCache[prefix] = isLink
