@@ -186,7 +186,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: [.product(name: "SystemPackage", package: "swift-system")],
                 path: "Tests/TestSupport"),
         .testTarget(name: "ObjectStorageTests", dependencies: ["ObjectStorage", "CCompression"]),
-        .testTarget(name: "GitTests", dependencies: ["Git", "ObjectStorage", "TestSupport", .product(name: "SystemPackage", package: "swift-system"),
+        .testTarget(name: "GitTests", dependencies: ["Git", "ObjectStorage", "FileSystem", "TestSupport", .product(name: "SystemPackage", package: "swift-system"),
                                                    .product(name: "PropertyBased", package: "swift-property-based")]),
         .testTarget(name: "SyncAgentKitTests", dependencies: ["SyncAgentKit", "Agent", "SyncCore", "TestSupport",
                                                              .product(name: "SystemPackage", package: "swift-system")]),

@@ -190,17 +190,58 @@ extension Repository {
     /// The entries of `index` that differ from `tree` (nil: the empty tree): `old` is the tree's
     /// side, `new` the index's. Stage-0 entries only; stat data plays no part.
     public func diffIndex(_ index: Index, against tree: Oid?) throws(GitError) -> [TreeChange] {
-        var treeObj: OpaquePointer?
-        if var raw = tree?.raw {
-            try check(git_tree_lookup(&treeObj, handle, &raw), "git_tree_lookup(\(tree!))")
+        // The tree's files and the index's entries come in the same order (git's: a directory's
+        // entries sort as if its name ended in '/'): one pass over both, nothing listed whole.
+        final class Walk {
+            let entries: IndexEntries
+            var cursor: IndexEntries.Location?
+            var changes: [TreeChange] = []
+            init(_ entries: IndexEntries) {
+                self.entries = entries
+                cursor = entries.first
+            }
+            func side(_ l: IndexEntries.Location) -> ConflictSide {
+                let r = entries.record(at: l)
+                return ConflictSide(oid: r.oid, mode: r.mode)
+            }
         }
-        defer { if treeObj != nil { git_tree_free(treeObj) } }
-        var opts = git_diff_options()
-        try check(git_diff_options_init(&opts, UInt32(GIT_DIFF_OPTIONS_VERSION)), "git_diff_options_init")
-        var diff: OpaquePointer?
-        try check(git_diff_tree_to_index(&diff, handle, treeObj, index.handle, &opts), "git_diff_tree_to_index")
-        defer { git_diff_free(diff) }
-        return Self.changes(of: diff)
+        let walk = Walk(index.storage)  // shared, not copied: nothing changes it meanwhile
+        if let tree {
+            var treeObj: OpaquePointer?
+            var raw = tree.raw
+            try check(git_tree_lookup(&treeObj, handle, &raw), "git_tree_lookup(\(tree))")
+            defer { git_tree_free(treeObj) }
+            let rc = git_tree_walk(treeObj, GIT_TREEWALK_PRE, { root, entry, payload in
+                guard let entry, let root, let payload else { return 0 }
+                guard git_tree_entry_type(entry) != GIT_OBJECT_TREE else { return 0 }
+                let name = git_tree_entry_name(entry)!
+                var bytes = Array(UnsafeBufferPointer(start: UnsafeRawPointer(root).assumingMemoryBound(to: UInt8.self), count: strlen(root)))
+                bytes.append(contentsOf: UnsafeBufferPointer(start: UnsafeRawPointer(name).assumingMemoryBound(to: UInt8.self), count: strlen(name)))
+                let walk = Unmanaged<Walk>.fromOpaque(payload).takeUnretainedValue()
+                let here = ConflictSide(oid: Oid(git_tree_entry_id(entry)), mode: git_tree_entry_filemode(entry).rawValue)
+                // Entries of the index before this path: the tree has none of them.
+                while let l = walk.cursor {
+                    let order = walk.entries.withPath(at: l) { p in bytes.withUnsafeBytes { IndexEntries.compare(p, $0) } }
+                    if order > 0 { break }
+                    walk.cursor = walk.entries.next(l)
+                    let staged = walk.side(l)
+                    if order < 0 {
+                        walk.changes.append(TreeChange(path: FilePath(bytes: walk.entries.path(at: l)), old: nil, new: staged))
+                        continue
+                    }
+                    if staged != here { walk.changes.append(TreeChange(path: FilePath(bytes: bytes), old: here, new: staged)) }
+                    return 0
+                }
+                walk.changes.append(TreeChange(path: FilePath(bytes: bytes), old: here, new: nil))
+                return 0
+            }, Unmanaged.passUnretained(walk).toOpaque())
+            try check(rc, "git_tree_walk(\(tree))")
+        }
+        while let l = walk.cursor {
+            walk.changes.append(TreeChange(path: FilePath(bytes: walk.entries.path(at: l)), old: nil, new: walk.side(l)))
+            walk.cursor = walk.entries.next(l)
+        }
+        return walk.changes
     }
 
     private static func changes(of diff: OpaquePointer?) -> [TreeChange] {

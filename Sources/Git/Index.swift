@@ -4,30 +4,31 @@ import Glibc
 import SystemPackage
 import FileSystem
 
-/// The staging index of a `Repository`: the commit path updates only the entries of changed paths
-/// and writes the tree from it, reusing libgit2's tree cache for everything untouched.
+/// The staging index of a `Repository`: path -> blob, mode and the stat data of the file it was
+/// read from, in git's index file (`IndexFile`, version 2 written) and in memory in `IndexEntries`
+/// (about 85 bytes an entry; libgit2's index held 140, 14 MB at 100k files). Stage 0 only: this
+/// store never stages a conflict. The commit path updates only the entries of changed paths and
+/// builds its tree along them (`Repository.updateTree`); `writeTree` is the whole tree, for checks.
 public final class Index {
-    let handle: OpaquePointer
     private unowned let repository: Repository
+    private let file: FilePath
+    private var staged = IndexEntries()
+    /// The file's stat data when it was last read or written: `read()` reads it again only when
+    /// they changed (another process wrote it).
+    private var stamp: FileStat?
     /// Marks an entry that holds the stat data of a file this process wrote with a `WriteStamp` as
     /// its mtime (`add(_:blob:mode:stat:stamped:)`): while `lstat` still gives exactly those stat
-    /// data, the file holds the entry's blob, however close a write came after it. The mark is a
-    /// bit of the entry's `flags_extended` that libgit2 keeps in memory only: 1.5 uses 1 << 2
-    /// (up to date) there and 1 << 13, 1 << 14 on disk, writes only the on-disk bits
-    /// (`GIT_INDEX_ENTRY_EXTENDED_FLAGS`), and `git_index_add` copies the whole entry. So the mark
-    /// goes with its entry: replaced, removed or read again from disk, the entry has none. A set of
-    /// the paths beside the index held 2 MB for a first sync of 100k files, 3 MB while it grew.
-    static let stampedBit = UInt16(1 << 3)
-    /// Whether any entry may carry `stampedBit` (`isStamped` looks only then).
+    /// data, the file holds the entry's blob, however close a write came after it. Kept in the
+    /// record in memory only: replaced, removed or read again from disk, the entry has none.
+    static let stampedMark = UInt16(1)
+    /// Whether any entry may carry `stampedMark` (`isStamped` looks only then).
     private var mayHoldStamps = false
 
-    init(handle: OpaquePointer, repository: Repository) {
-        self.handle = handle
+    init(repository: Repository) throws(GitError) {
         self.repository = repository
-        clearStamps()  // libgit2 reads `flags_extended` from the file unmasked: a damaged one marks nothing
+        self.file = repository.gitDir.appending("index")
+        try read(force: true)
     }
-
-    deinit { git_index_free(handle) }
 
     public enum AddOutcome: Sendable, Equatable {
         /// The path's current content and stat data are in the index.
@@ -38,56 +39,90 @@ public final class Index {
         case directory
     }
 
-    /// Re-reads the index file if another process changed it (or always, with `force`), and drops
-    /// every stamped mark, also when libgit2 kept the entries (the file had not changed): O(entries),
-    /// a fraction of a millisecond at 100k; a running agent reads its index once
+    /// Re-reads the index file if another process changed it (or always, with `force`; a missing
+    /// file then empties the index), and drops every stamped mark, also when the entries are kept:
+    /// O(entries), a fraction of a millisecond at 100k; a running agent reads its index once
     /// (`Store.deferIndexWrites`).
     public func read(force: Bool = false) throws(GitError) {
-        try check(git_index_read(handle, force ? 1 : 0), "git_index_read")
-        clearStamps()
+        defer { clearStamps() }
+        let now: FileStat?
+        do { now = try FileStat.of(file) } catch { throw Self.failure("cannot look at \(file): \(error)", call: "index read", errno: error.rawValue) }
+        guard let now else {
+            if force { staged.removeAll() }
+            stamp = nil
+            return
+        }
+        guard force || now != stamp else { return }
+        let fd = file.withPlatformString { open($0, O_RDONLY | O_CLOEXEC) }
+        guard fd >= 0 else { throw Self.failure("cannot open \(file): \(Errno(rawValue: errno))", call: "index read", errno: errno) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw Self.failure("cannot look at \(file): \(Errno(rawValue: errno))", call: "index read", errno: errno) }
+        var fresh = IndexEntries()
+        let size = Int(st.st_size)
+        // Mapped, not read into the heap: its pages go with the mapping.
+        let base = size == 0 ? nil : mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0)
+        if base == MAP_FAILED { throw Self.failure("cannot map \(file): \(Errno(rawValue: errno))", call: "index read", errno: errno) }
+        defer { if let base { munmap(base, size) } }
+        do {
+            try IndexFile.read(UnsafeRawBufferPointer(start: base, count: size), into: &fresh)
+        } catch {
+            throw GitError(code: GitError.Code.generic, errorClass: Self.indexClass,
+                           message: "the index \(file) is damaged: \(error.reason); remove it and the agent rebuilds it from the last commit (every file is read again)",
+                           call: "index read")
+        }
+        staged = fresh
+        stamp = FileStat(st)
     }
 
     private func clearStamps() {
-        for i in 0..<git_index_entrycount(handle) {
-            guard let entry = git_index_get_byindex(handle, i) else { continue }
-            UnsafeMutablePointer(mutating: entry).pointee.flags_extended &= ~Self.stampedBit
-        }
+        if mayHoldStamps { staged.maskMarks(keeping: ~Self.stampedMark) }
         mayHoldStamps = false
     }
 
     /// Whether `path`'s entry is marked as written by this process with a stamped mtime (see
-    /// `stampedBit`): its stat data, when a file still has them, stand for its bytes.
+    /// `stampedMark`): its stat data, when a file still has them, stand for its bytes.
     public func isStamped(_ path: FilePath) -> Bool {
-        guard mayHoldStamps, let entry = path.withPlatformString({ git_index_get_bypath(handle, $0, 0) }) else { return false }
-        return entry.pointee.flags_extended & Self.stampedBit != 0
+        guard mayHoldStamps else { return false }
+        let (at, found) = staged.locate(path.bytes)
+        return found && staged.record(at: at).marks & Self.stampedMark != 0
     }
 
-    /// Hashes the work-tree file at `path` (relative to the work tree) into the object database and
-    /// stages it. Links are stored as links, never followed.
+    /// Hashes the work-tree file at `path` (relative to the work tree) into the object database,
+    /// byte for byte, and stages it with its stat data. Links are stored as links, never followed.
     public func add(_ path: FilePath) throws(GitError) -> AddOutcome {
-        let rc = path.withPlatformString { git_index_add_bypath(handle, $0) }
-        if rc == GitError.Code.notFound { return .missing }
-        if rc == GitError.Code.directory { return .directory }
-        try check(rc, "git_index_add_bypath(\(path))")
+        let absolute = repository.workdir.pushing(path)
+        let st: FileStat?
+        do { st = try FileStat.of(absolute) } catch { throw Self.failure("cannot look at \(absolute): \(error)", call: "index add", errno: error.rawValue) }
+        guard let st else { return .missing }
+        if st.kind == .directory { return .directory }
+        let blob: Oid
+        let mode: UInt32
+        switch st.kind {
+        case .symlink:
+            let target: [UInt8]
+            do { target = try Files.readLink(absolute) } catch { return .missing }
+            blob = try repository.createBlob(target)
+            mode = 0o120000
+        case .regular:
+            guard case .written(let id) = try repository.writeBlob(fromFile: absolute) else { return .missing }
+            blob = id
+            mode = st.isExecutable ? 0o100755 : 0o100644
+        default:
+            throw GitError(code: GitError.Code.invalid, errorClass: Self.indexClass,
+                           message: "\(absolute) is a \(st.kind), which git cannot store", call: "index add")
+        }
+        try add(path, blob: blob, mode: mode, stat: IndexStat(size: st.size, mtimeSeconds: st.mtimeSeconds, mtimeNanoseconds: st.mtimeNanoseconds,
+                                                             ctimeSeconds: st.ctimeSeconds, ctimeNanoseconds: st.ctimeNanoseconds,
+                                                             inode: st.inode, device: st.device))
         return .added
     }
 
     /// Stages a blob already in the object database at `path`, with no stat data (so any later scan
     /// re-reads the file).
     public func add(_ path: FilePath, blob: Oid, mode: UInt32) throws(GitError) {
-        let rc = path.withPlatformString { cPath -> Int32 in
-            var entry = git_index_entry()
-            entry.mode = mode
-            entry.id = blob.raw
-            entry.path = cPath
-            return git_index_add(handle, &entry)
-        }
-        try check(rc, "git_index_add(\(path))")
+        try stage(path, IndexRecord(oid: blob, mode: mode))
     }
-
-    /// This process's user and group (two system calls per staged path before: 20,000 for a
-    /// merge of 10k files).
-    static let owner = (uid: getuid(), gid: getgid())
 
     /// Stages a blob already in the object database at `path` with the stat data of the file the
     /// caller has just written there, so later scans trust it without re-reading the file.
@@ -95,83 +130,193 @@ public final class Index {
     ///   `stat` shows (see `isStamped`).
     public func add(_ path: FilePath, blob: Oid, mode: UInt32, stat: IndexStat, stamped: Bool = false) throws(GitError) {
         if stamped { mayHoldStamps = true }
-        let rc = path.withPlatformString { cPath -> Int32 in
-            var entry = git_index_entry()
-            entry.mode = mode
-            entry.id = blob.raw
-            entry.path = cPath
-            entry.file_size = UInt32(truncatingIfNeeded: stat.size)
-            entry.mtime.seconds = Int32(truncatingIfNeeded: stat.mtimeSeconds)
-            entry.mtime.nanoseconds = UInt32(truncatingIfNeeded: stat.mtimeNanoseconds)
-            entry.ctime.seconds = Int32(truncatingIfNeeded: stat.ctimeSeconds)
-            entry.ctime.nanoseconds = UInt32(truncatingIfNeeded: stat.ctimeNanoseconds)
-            entry.ino = UInt32(truncatingIfNeeded: stat.inode)
-            entry.dev = UInt32(truncatingIfNeeded: stat.device)
-            entry.uid = Self.owner.uid
-            entry.gid = Self.owner.gid
-            entry.flags_extended = stamped ? Self.stampedBit : 0
-            return git_index_add(handle, &entry)
-        }
-        try check(rc, "git_index_add(\(path))")
+        try stage(path, IndexRecord(
+            oid: blob, mode: mode, size: UInt32(truncatingIfNeeded: stat.size),
+            mtimeSeconds: Int32(truncatingIfNeeded: stat.mtimeSeconds), mtimeNanoseconds: UInt32(truncatingIfNeeded: stat.mtimeNanoseconds),
+            ctimeSeconds: Int32(truncatingIfNeeded: stat.ctimeSeconds), ctimeNanoseconds: UInt32(truncatingIfNeeded: stat.ctimeNanoseconds),
+            inode: UInt32(truncatingIfNeeded: stat.inode), device: UInt32(truncatingIfNeeded: stat.device),
+            marks: stamped ? Self.stampedMark : 0))
     }
+
+    /// Sets `path`'s entry as git's index does: a file entry where a directory of it would be
+    /// (`a` for `a/b`) goes, and so does every entry under `path/` (a directory the file replaces).
+    private func stage(_ path: FilePath, _ record: IndexRecord) throws(GitError) {
+        let bytes = path.bytes
+        guard IndexPath.isValid(bytes) else {
+            throw GitError(code: GitError.Code.invalid, errorClass: Self.indexClass,
+                           message: "invalid path '\(path.display)': a store path has no empty, '.', '..' or '.git' part", call: "index add")
+        }
+        guard Self.validModes.contains(record.mode & 0o170000) else {
+            throw GitError(code: GitError.Code.invalid, errorClass: Self.indexClass,
+                           message: "invalid mode \(String(record.mode, radix: 8)) for '\(path.display)'", call: "index add")
+        }
+        for (i, byte) in bytes.enumerated() where byte == UInt8(ascii: "/") {
+            let (at, found) = staged.locate(Array(bytes[..<i]))
+            if found { staged.remove(at: at) }
+        }
+        staged.removeAll(withPrefix: bytes + [UInt8(ascii: "/")])
+        staged.set(record, path: bytes)
+    }
+
+    /// Regular files (any permission bits), links and submodules, as git's index takes them.
+    private static let validModes: Set<UInt32> = [0o100000, 0o120000, 0o160000]
 
     /// Unstages one path (no error if it was not staged).
     public func remove(_ path: FilePath) throws(GitError) {
-        guard entry(path) != nil else { return }
-        let rc = path.withPlatformString { git_index_remove_bypath(handle, $0) }
-        try check(rc, "git_index_remove_bypath(\(path))")
+        let (at, found) = staged.locate(path.bytes)
+        if found { staged.remove(at: at) }
     }
 
     /// Unstages every path under `path/`.
     public func removeDirectory(_ path: FilePath) throws(GitError) {
-        let rc = path.withPlatformString { git_index_remove_directory(handle, $0, 0) }
-        try check(rc, "git_index_remove_directory(\(path))")
+        staged.removeAll(withPrefix: path.bytes + [UInt8(ascii: "/")])
     }
 
-    /// The stage-0 entry for a path, if any.
+    /// The entry for a path, if any.
     public func entry(_ path: FilePath) -> IndexEntry? {
-        let ptr = path.withPlatformString { git_index_get_bypath(handle, $0, 0) }
-        return ptr.map { IndexEntry($0.pointee) }
+        let (at, found) = staged.locate(path.bytes)
+        return found ? IndexEntry(staged.record(at: at), path: path) : nil
     }
 
-    public var count: Int { git_index_entrycount(handle) }
+    public var count: Int { staged.count }
 
-    /// The first entry for a path (the agent's index holds stage 0 only) and its position in the
-    /// index (positions hold while the index is not changed).
+    /// The entry for a path and its position in the index (positions hold while the index is not
+    /// changed).
     public func find(_ path: FilePath) -> (position: Int, entry: IndexEntry)? {
-        var position = 0
-        guard path.withPlatformString({ git_index_find(&position, handle, $0) }) == 0,
-              let ptr = git_index_get_byindex(handle, position) else { return nil }
-        return (position, IndexEntry(ptr.pointee))
+        let (at, found) = staged.locate(path.bytes)
+        guard found else { return nil }
+        return (staged.position(of: at), IndexEntry(staged.record(at: at), path: path))
     }
 
     /// The path of the entry at `position` (0 ..< count).
     public func path(at position: Int) -> FilePath? {
-        git_index_get_byindex(handle, position).map { FilePath(platformString: $0.pointee.path) }
+        staged.location(ofPosition: position).map { FilePath(bytes: staged.path(at: $0)) }
     }
 
     /// The entries strictly under directory `path` (`path/...`), found by binary search: costs the
     /// number of entries returned, not the size of the index.
-    public func entries(under path: FilePath) -> [IndexEntry] { indexEntries(handle, under: path) }
+    public func entries(under path: FilePath) -> [IndexEntry] {
+        var result: [IndexEntry] = []
+        forEach(under: path) { record, bytes in
+            result.append(IndexEntry(record, path: FilePath(bytes: Array(bytes))))
+            return true
+        }
+        return result
+    }
 
     /// Whether any entry lies under directory `path/` other than `except`: O(log entries).
-    public func hasEntries(under path: FilePath, except: FilePath) -> Bool { indexHasEntries(handle, under: path, except: except) }
+    public func hasEntries(under path: FilePath, except: FilePath) -> Bool {
+        var any = false
+        let skip = except.bytes
+        forEach(under: path) { _, bytes in
+            if bytes.elementsEqual(skip) { return true }
+            any = true
+            return false
+        }
+        return any
+    }
+
+    /// Calls `body` with each entry under `path/` in order, while it returns true.
+    private func forEach(under path: FilePath, _ body: (IndexRecord, UnsafeRawBufferPointer) -> Bool) {
+        let prefix = path.bytes + [UInt8(ascii: "/")]
+        var at = staged.normalized(staged.locate(prefix).location)
+        while let l = at {
+            let goOn = staged.withPath(at: l) { bytes -> Bool in
+                guard bytes.count >= prefix.count, memcmp(bytes.baseAddress!, prefix, prefix.count) == 0 else { return false }
+                return body(staged.record(at: l), bytes)
+            }
+            guard goOn else { return }
+            at = staged.next(l)
+        }
+    }
 
     /// Every entry, in index order.
     public func entries() -> [IndexEntry] {
-        (0..<count).compactMap { git_index_get_byindex(handle, $0).map { IndexEntry($0.pointee) } }
+        var result: [IndexEntry] = []
+        result.reserveCapacity(count)
+        staged.forEach { record, bytes in result.append(IndexEntry(record, path: FilePath(bytes: Array(bytes)))) }
+        return result
     }
 
-    /// Writes the staged tree (and its subtrees) into the object database.
+    /// The entries as they are now (shared until either side changes).
+    var storage: IndexEntries { staged }
+
+    /// Writes the staged tree (and its subtrees) into the object database: O(entries), for checks
+    /// (`SYNCAGENT_VERIFY_TREES`) and a fast-forward that keeps local changes.
     public func writeTree() throws(GitError) -> Oid {
-        var out = git_oid()
-        try check(git_index_write_tree(&out, handle), "git_index_write_tree")
-        return Oid(out)
+        var edits: [(path: FilePath, edit: TreeEdit)] = []
+        edits.reserveCapacity(count)
+        staged.forEach { record, bytes in
+            edits.append((FilePath(bytes: Array(bytes)), .entry(ConflictSide(oid: record.oid, mode: record.mode))))
+        }
+        return try repository.updateTree(nil, edits: edits)
     }
 
-    /// Saves the index file atomically (through `index.lock`).
+    /// This process's user and group, written as every entry's owner.
+    static let owner = (uid: getuid(), gid: getgid())
+
+    /// Saves the index file atomically: written to `index.lock` (which must not exist: another
+    /// writer holds it), then renamed over `index`. The caller flushes it (`Durability`).
     public func write() throws(GitError) {
-        try check(git_index_write(handle), "git_index_write")
+        let lock = repository.gitDir.appending("index.lock")
+        let fd = lock.withPlatformString { open($0, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }
+        guard fd >= 0 else {
+            let err = errno
+            if err == EEXIST {
+                throw GitError(code: GitError.Code.locked, errorClass: Self.indexClass,
+                               message: "\(lock) exists: another process is writing the index, or one died doing it (remove the file if no syncagent or git runs on this store)",
+                               call: "index write", osError: err)
+            }
+            throw Self.failure("cannot create \(lock): \(Errno(rawValue: err))", call: "index write", errno: err)
+        }
+        var failed: GitError?
+        do {
+            try IndexFile.write(staged, owner: Self.owner) { piece in
+                var at = 0
+                while at < piece.count {
+                    let n = Glibc.write(fd, piece.baseAddress! + at, piece.count - at)
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        throw Self.failure("cannot write \(lock): \(Errno(rawValue: errno))", call: "index write", errno: errno)
+                    }
+                    at += n
+                }
+            }
+        } catch let error as GitError {
+            failed = error
+        } catch {
+            failed = Self.failure("cannot write \(lock): \(error)", call: "index write", errno: EIO)
+        }
+        if close(fd) != 0, failed == nil { failed = Self.failure("cannot write \(lock): \(Errno(rawValue: errno))", call: "index write", errno: errno) }
+        if failed == nil, lock.withPlatformString({ from in file.withPlatformString { rename(from, $0) } }) != 0 {
+            failed = Self.failure("cannot rename \(lock) to \(file): \(Errno(rawValue: errno))", call: "index write", errno: errno)
+        }
+        if let failed {
+            _ = lock.withPlatformString { unlink($0) }
+            throw failed
+        }
+        stamp = try? FileStat.of(file)
+    }
+
+    /// libgit2's error class for the index (`GIT_ERROR_INDEX`), kept for callers that tell errors by it.
+    static let indexClass: Int32 = 10
+
+    private static func failure(_ message: String, call: String, errno: Int32) -> GitError {
+        GitError(code: GitError.Code.generic, errorClass: GitError.Class.os, message: message, call: call, osError: errno)
+    }
+}
+
+/// Which paths an index takes: relative, no empty, `.` or `..` part, no `.git` part in any case
+/// (nor its NTFS short name `git~1`), as git's own checks (`verify_path`) refuse.
+enum IndexPath {
+    static func isValid(_ bytes: [UInt8]) -> Bool {
+        guard !bytes.isEmpty else { return false }
+        for part in bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
+            if part.isEmpty || part.elementsEqual([0x2e]) || part.elementsEqual([0x2e, 0x2e]) { return false }
+            let lower = part.map { $0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0 }
+            if lower.elementsEqual(Array(".git".utf8)) || lower.elementsEqual(Array("git~1".utf8)) { return false }
+        }
+        return true
     }
 }
 
@@ -211,6 +356,18 @@ public struct IndexEntry: Sendable, Equatable {
     public let ctimeNanoseconds: UInt32
     public let inode: UInt32
     public var isLink: Bool { mode == 0o120000 }
+
+    init(_ r: IndexRecord, path: FilePath) {
+        self.path = path
+        oid = r.oid
+        mode = r.mode
+        size = r.size
+        mtimeSeconds = r.mtimeSeconds
+        mtimeNanoseconds = r.mtimeNanoseconds
+        ctimeSeconds = r.ctimeSeconds
+        ctimeNanoseconds = r.ctimeNanoseconds
+        inode = r.inode
+    }
 
     init(_ e: git_index_entry) {
         path = FilePath(platformString: e.path)

@@ -304,9 +304,7 @@ public final class Repository {
     /// The index of this repository; one object shared by every caller.
     public func index() throws(GitError) -> Index {
         if let cachedIndex { return cachedIndex }
-        var out: OpaquePointer?
-        try check(git_repository_index(&out, handle), "git_repository_index")
-        let index = Index(handle: out!, repository: self)
+        let index = try Index(repository: self)
         cachedIndex = index
         return index
     }

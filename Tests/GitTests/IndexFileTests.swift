@@ -1,0 +1,251 @@
+import FileSystem
+import Foundation
+@testable import Git
+@testable import ObjectStorage
+import PropertyBased
+import SystemPackage
+import Testing
+import TestSupport
+
+/// The store's own index (`IndexEntries` in memory, `IndexFile` on disk), judged by references it
+/// did not write: a sorted dictionary for the storage, the git CLI for the file (git reads what it
+/// writes, it reads what git writes in versions 2, 3 and 4), and `git diff-index` for the diff.
+@Suite struct IndexFileTests {
+    let sig = Signature(name: "phone", email: "phone@syncagent", time: 1_700_000_000)
+
+    /// Paths built to meet the order's traps: a directory `a` beside `a-b`, `a.txt` and `a0`
+    /// (before and after `a/` in byte order), bytes above 0x7f, deep and shallow.
+    static let pool: [[UInt8]] = {
+        let names = ["a/x", "a/y/z", "a/y-z", "a-b", "a.txt", "a0", "b", "b0/c", "c/\u{e9}t\u{e9}", "c/d e", "c/d/e/f/g",
+                     "d/1", "d/10", "d/2", "d.x/y", "e", "f/f/f", "zz"]
+        return names.map { Array($0.utf8) } + [[0x67, 0xff], [0x67, 0x2f, 0x80]]  // "g\xff", "g/\x80": not UTF-8
+    }()
+
+    static func record(_ seed: Int, mode: UInt32 = 0o100644) -> IndexRecord {
+        IndexRecord(oid: Oid(bytes: (0..<20).map { UInt8(truncatingIfNeeded: seed &* 31 &+ $0) }), mode: mode,
+                    size: UInt32(seed), mtimeSeconds: Int32(seed), mtimeNanoseconds: UInt32(seed % 1000),
+                    ctimeSeconds: Int32(seed + 1), ctimeNanoseconds: 7, inode: UInt32(seed * 3), device: 9)
+    }
+
+    /// Every record and path, in order.
+    static func listing(_ e: IndexEntries) -> [([UInt8], IndexRecord)] {
+        var out: [([UInt8], IndexRecord)] = []
+        e.forEach { r, p in out.append((Array(p), r)) }
+        return out
+    }
+
+    static func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        a.lexicographicallyPrecedes(b)  // not the code under test
+    }
+
+    /// Random sets, removals and directory removals, with chunks of 1 to 9 records so that every
+    /// split, empty chunk and compaction happens: the same content and order as a dictionary
+    /// sorted by bytes, and every path's position and location agree.
+    @Test func randomEditsMatchASortedDictionary() async {
+        let op = Gen.int(in: 0...99).array(of: 3...3)
+        await propertyCheck(count: 60, input: op.array(of: 50...400)) { ops in
+            let limit = ops.count % 9 + 1
+            var entries = IndexEntries(chunkLimit: limit)
+            var reference: [[UInt8]: IndexRecord] = [:]
+            for (n, o) in ops.enumerated() {
+                // Paths from the pool and numbered ones, so there are many of them.
+                let path = o[1] < 40 ? Self.pool[o[1] % Self.pool.count] : Array("n/\(o[1] % 50)/\(o[2])".utf8)
+                switch o[0] % 10 {
+                case 0...5:
+                    entries.set(Self.record(n), path: path)
+                    reference[path] = Self.record(n)
+                case 6...8:
+                    let (at, found) = entries.locate(path)
+                    #expect(found == (reference[path] != nil))
+                    if found { entries.remove(at: at) }
+                    reference[path] = nil
+                default:
+                    let dir = Array(path.split(separator: UInt8(ascii: "/")).first!) + [UInt8(ascii: "/")]
+                    let removed = entries.removeAll(withPrefix: dir)
+                    let gone = reference.keys.filter { $0.starts(with: dir) }
+                    #expect(removed == gone.count)
+                    for key in gone { reference[key] = nil }
+                }
+            }
+            let want = reference.sorted { Self.precedes($0.key, $1.key) }
+            let got = Self.listing(entries)
+            #expect(got.map(\.0) == want.map(\.key))
+            #expect(got.map(\.1) == want.map(\.value))
+            #expect(entries.count == want.count)
+            for (position, item) in want.enumerated() {
+                let (at, found) = entries.locate(item.key)
+                #expect(found && entries.record(at: at) == item.value)
+                #expect(entries.position(of: at) == position)
+                #expect(entries.location(ofPosition: position) == at)
+            }
+        }
+    }
+
+    /// A file git wrote, in each version it writes, with its tree cache (an optional extension):
+    /// read with every entry git lists (`ls-files --stage`), and back in version 2 that git lists
+    /// the same way, its stat data as written (`ls-files --debug`).
+    @Test(arguments: [2, 3, 4]) func readsWhatGitWritesAndGitReadsWhatItWrites(version: Int) throws {
+        let t = try TempDevice()
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        for (i, path) in Self.pool.enumerated() {
+            let file = t.data.pushing(FilePath(bytes: path))
+            try Files.makeDirectories(file.removingLastComponent())
+            try Files.create(file, bytes: Array("content \(i)\n".utf8), executable: false)
+        }
+        func g(_ args: [String]) throws -> Data {
+            let r = try git(t.gitDir, ["--work-tree", t.data.string] + args)
+            #expect(r.status == 0, "git \(args)")
+            return r.out
+        }
+        _ = try g(["add", "-A"])
+        _ = try g(["write-tree"])  // the tree cache extension (TREE)
+        if version == 3 {
+            try Data("later\n".utf8).write(to: URL(fileURLWithPath: t.data.appending("later.txt").string))
+            _ = try g(["add", "--intent-to-add", "later.txt"])  // an extended flag: version 3
+        }
+        if version == 4 { _ = try g(["update-index", "--index-version", "4"]) }
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: t.gitDir.appending("index").string)))
+        #expect(Int(bytes[7]) == version)
+        var entries = IndexEntries()
+        try bytes.withUnsafeBytes { try IndexFile.read($0, into: &entries) }
+        let listed = try g(["ls-files", "--stage", "-z"])
+        func lines(_ d: Data) -> [[UInt8]] { d.split(separator: 0).map { Array($0) } }
+        let mine = Self.listing(entries).map { path, r in
+            Array("\(String(r.mode, radix: 8)) \(r.oid.hex) 0\t".utf8) + path
+        }
+        #expect(mine == lines(listed))
+        #expect(entries.count == Self.pool.count + (version == 3 ? 1 : 0))
+
+        // Written back (version 2, no extension): git lists the same entries and stat data.
+        let index = try repo.index()
+        try index.read(force: true)
+        try index.write()
+        let again = try [UInt8](Data(contentsOf: URL(fileURLWithPath: t.gitDir.appending("index").string)))
+        #expect(Array(again[0..<8]) == Array("DIRC".utf8) + [0, 0, 0, 2])
+        #expect(try g(["ls-files", "--stage", "-z"]) == listed)
+        let st = try #require(try FileStat.of(t.data.pushing(FilePath(bytes: Self.pool[0]))))
+        let debug = String(decoding: try g(["ls-files", "--debug", "--", "a/x"]), as: UTF8.self)
+        #expect(debug.contains("mtime: \(st.mtimeSeconds):\(st.mtimeNanoseconds)"), "\(debug)")
+        #expect(debug.contains("ino: \(UInt32(truncatingIfNeeded: st.inode))") && debug.contains("size: \(st.size)"), "\(debug)")
+        // The work tree against the index. An intent-to-add entry (version 3) comes back as a
+        // staged empty file: extended flags are not kept (this store never sets one).
+        let status = try g(["diff-files", "--name-only"])
+        #expect(status == Data((version == 3 ? "later.txt\n" : "").utf8), "git finds every file as the index has it: \(String(decoding: status, as: UTF8.self))")
+    }
+
+    /// A damaged file is refused with the file's name and what to do, and the index keeps what it
+    /// had: a flipped byte, a file cut short, an empty one, a required extension git would refuse
+    /// too, entries out of order.
+    @Test func aDamagedFileIsRefusedByNameAndLosesNothing() throws {
+        let t = try TempDevice()
+        try t.write("a.txt", "hello\n")
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let index = try repo.index()
+        #expect(try index.add("a.txt") == .added)
+        try index.write()
+        let file = t.gitDir.appending("index")
+        let good = try [UInt8](Data(contentsOf: URL(fileURLWithPath: file.string)))
+        func sealed(_ body: [UInt8]) throws -> [UInt8] {
+            let sha = try StreamSHA1()
+            body.withUnsafeBytes { sha.update($0) }
+            return body + (try sha.finish())
+        }
+        var flipped = good
+        flipped[20] ^= 1
+        var reordered = Array(good.dropLast(20))  // two entries, the second before the first
+        let entry = Array(reordered[12...])
+        reordered = Array(reordered[..<8]) + [0, 0, 0, 2] + entry + entry
+        let damaged: [(String, [UInt8])] = [
+            ("checksum", flipped), ("cut short", Array(good.prefix(40))), ("empty", []),
+            ("required extension", try sealed(Array(good.dropLast(20)) + Array("link".utf8) + [0, 0, 0, 0])),
+            ("out of order", try sealed(reordered)),
+        ]
+        for (what, bytes) in damaged {
+            try Data(bytes).write(to: URL(fileURLWithPath: file.string))
+            do {
+                try index.read(force: true)
+                Issue.record("a file with a damaged \(what) was read")
+            } catch {
+                #expect(error.message.contains(file.string) && error.message.contains("remove it"), "\(what): \(error)")
+            }
+            #expect(index.entry("a.txt") != nil && index.count == 1, "\(what): the entries are kept")
+        }
+        // An optional extension is read past.
+        try Data(try sealed(Array(good.dropLast(20)) + Array("ZZZZ".utf8) + [0, 0, 0, 2, 1, 2])).write(to: URL(fileURLWithPath: file.string))
+        try index.read(force: true)
+        #expect(index.count == 1)
+    }
+
+    /// Staging follows git's index: a file where one of the new path's directories would be goes,
+    /// every entry under a path that becomes a file goes, and a path with an empty, `.`, `..` or
+    /// `.git` part is refused.
+    @Test func stagingReplacesFilesAndDirectoriesInTheWayAndRefusesBadPaths() throws {
+        let t = try TempDevice()
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let index = try repo.index()
+        let blob = try repo.createBlob(Array("x".utf8))
+        for p: FilePath in ["a", "b/c", "b/d/e", "b-c", "c"] { try index.add(p, blob: blob, mode: 0o100644) }
+        try index.add("a/inner", blob: blob, mode: 0o100644)  // `a` was a file
+        try index.add("b", blob: blob, mode: 0o120000)  // `b/...` was a directory
+        #expect(index.entries().map(\.path) == ["a/inner", "b", "b-c", "c"])
+        for bad: FilePath in ["", "./x", "x/../y", ".git/config", "d/.GIT/x", "GIT~1/x", "x/."] {
+            #expect(throws: GitError.self, "\(bad)") { try index.add(bad, blob: blob, mode: 0o100644) }
+        }
+        #expect(throws: GitError.self) { try index.add("d", blob: blob, mode: 0o040000) }
+        #expect(index.count == 4)
+        #expect(index.hasEntries(under: "a", except: "a/other") && !index.hasEntries(under: "a", except: "a/inner"))
+        #expect(index.entries(under: "b").isEmpty && index.entries(under: "a").map(\.path) == ["a/inner"])
+        #expect(index.find("c")?.position == 3 && index.path(at: 1) == "b")
+    }
+
+    /// `diffIndex` (one pass over a tree walk and the index) gives what `git diff-index --cached`
+    /// gives for the same tree and index file: random trees from the pool, random indexes from
+    /// them (removed, added, changed content, changed mode, file to link).
+    @Test func theDiffAgainstATreeIsGits() async throws {
+        let t = try TempDevice()
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let blobs = try (0..<4).map { try repo.createBlob(Array("blob \($0)\n".utf8)) }
+        let modes: [UInt32] = [0o100644, 0o100755, 0o120000]
+        // The pool has no path that is a directory of another.
+        await propertyCheck(count: 40, input: Gen.int(in: 0...11).array(of: Self.pool.count...Self.pool.count).array(of: 2...2)) { draws in
+            let (base, staged) = (draws[0], draws[1])
+            do {
+                var edits: [(path: FilePath, edit: TreeEdit)] = []
+                for (i, d) in base.enumerated() where d < 8 {
+                    edits.append((FilePath(bytes: Self.pool[i]), .entry(ConflictSide(oid: blobs[d % 4], mode: modes[d % 2]))))
+                }
+                let tree = edits.isEmpty ? nil : try repo.updateTree(nil, edits: edits)
+                let index = try repo.index()
+                try index.read(force: true)
+                for p in index.entries().map(\.path) { try index.remove(p) }
+                for (i, d) in staged.enumerated() where d < 9 {
+                    // Mostly the tree's entry, else another blob or mode.
+                    let same = base[i] < 8 && d < 5
+                    let side = same ? ConflictSide(oid: blobs[base[i] % 4], mode: modes[base[i] % 2]) : ConflictSide(oid: blobs[d % 4], mode: modes[d % 3])
+                    try index.add(FilePath(bytes: Self.pool[i]), blob: side.oid, mode: side.mode)
+                }
+                try index.write()
+                let mine = try repo.diffIndex(index, against: tree)
+                let against = tree?.hex ?? "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  // the empty tree
+                if tree == nil { _ = try repo.updateTree(nil, edits: []) }
+                let out = try git(t.gitDir, ["diff-index", "--cached", "-r", "--no-renames", "-z", against])
+                #expect(out.status == 0)
+                // ":old new oldid newid X\0path\0" each.
+                let fields = out.out.split(separator: 0, omittingEmptySubsequences: false).map { Array($0) }
+                var theirs: [TreeChange] = []
+                var i = 0
+                while i + 1 < fields.count, !fields[i].isEmpty {
+                    let head = String(decoding: fields[i].dropFirst(), as: UTF8.self).split(separator: " ")
+                    func side(_ mode: Substring, _ id: Substring) -> ConflictSide? {
+                        mode == "000000" ? nil : ConflictSide(oid: Oid(hex: String(id))!, mode: UInt32(mode, radix: 8)!)
+                    }
+                    theirs.append(TreeChange(path: FilePath(bytes: fields[i + 1]), old: side(head[0], head[2]), new: side(head[1], head[3])))
+                    i += 2
+                }
+                #expect(mine == theirs)
+            } catch {
+                Issue.record("\(error)")
+            }
+        }
+    }
+}
