@@ -181,8 +181,16 @@ extension PackTransfer {
         _ = try Self.linkOrCopy(index, to: tempIndex)
 
         // The index as a roll-up reads it: version 2, each object's bytes matching its CRC-32.
+        // On the way, a whole object's type and size from its header; a delta's come below.
         guard let listed = try? PackRollUp.Index(tempIndex) else { return nil }
-        try listed.forEachObject(in: tempPack) { _, _, _, _ in }
+        var types = [git_object_t](repeating: GIT_OBJECT_INVALID, count: listed.entries.count)
+        var tooBig = false
+        try listed.forEachObject(in: tempPack) { i, _, buffer, length in
+            guard let (type, size) = Self.wholeObjectHeader(buffer, length) else { return }
+            types[i] = git_object_t(rawValue: type.rawValue)
+            if size > Self.adoptObjectsUpTo { tooBig = true }
+        }
+        if tooBig { return nil }
 
         let odb = try Self.objectDatabase(loose: nil, packIndexes: [tempIndex])
         defer { git_odb_free(odb) }
@@ -190,16 +198,15 @@ extension PackTransfer {
         try check(git_repository_wrap_odb(&wrapped, odb), "git_repository_wrap_odb(\(tempPack))")
         defer { git_repository_free(wrapped) }
         // Each object is read whole below: one too big for that leaves the pack to the indexer,
-        // found before any is hashed.
-        var types: [git_object_t] = []
-        types.reserveCapacity(listed.entries.count)
-        for entry in listed.entries {
+        // found before any is hashed. Deltas only are asked of libgit2 (its reading maps the pack's
+        // windows: 3-4 MB of a 100k-file first sync's peak when every header went through it).
+        for (i, entry) in listed.entries.enumerated() where types[i] == GIT_OBJECT_INVALID {
             var raw = entry.id.raw
             var size = 0
             var type = GIT_OBJECT_INVALID
             try check(git_odb_read_header(&size, &type, odb, &raw), "git_odb_read_header(\(entry.id)) in \(pack)")
             if size > Self.adoptObjectsUpTo { return nil }
-            types.append(type)
+            types[i] = type
         }
         // Every id computed. A big pack (photos: hashing is most of the cost) is split
         // in two runs of objects in offset order, each read through a handle of its own on a core
@@ -242,9 +249,23 @@ extension PackTransfer {
         }
         // Each tree is parsed once, through a handle freed below: none is cached meanwhile
         // (`withoutCachingTrees`; the 1,000 trees of a 100k-file first sync held 4 MB there).
+        // A whole tree, commit or tag is read here (pread) and checked by libgit2's parser on its
+        // bytes; a delta through libgit2's object database.
+        let reader = PackedObjects(packDir: folder)
+        var content: [UInt8] = []
         try Libgit2.withoutCachingTrees { () throws(GitError) in
             for (n, entry) in entries.enumerated() where types[n] != GIT_OBJECT_BLOB {
-                let links = try Self.links(of: entry.id, in: wrapped, pack: pack)
+                content.removeAll(keepingCapacity: true)
+                let read: (type: ObjectType, size: Int)?
+                do { read = try reader?.stream(atOffset: entry.offset, maxSize: Self.adoptObjectsUpTo, into: { content.append(contentsOf: $0) }) } catch {
+                    throw GitError(code: GitError.Code.generic, errorClass: 0, message: "cannot read \(entry.id) in \(pack): \(error)", call: "adopt")
+                }
+                let links: [Oid]
+                if let read {
+                    links = try Self.links(of: entry.id, type: read.type, content: content, pack: pack)
+                } else {
+                    links = try Self.links(of: entry.id, in: wrapped, pack: pack)
+                }
                 if let lacking = links.first(where: { !inPack($0) && !has($0) }) {
                     throw GitError(code: GitError.Code.notFound, errorClass: Int32(GIT_ERROR_ODB.rawValue),
                                    message: "\(pack) names object \(lacking), which is neither in it nor in \(gitDir)", call: "adopt")
@@ -361,6 +382,63 @@ extension PackTransfer {
     /// What a tree, commit or tag names, as libgit2 parses it (a malformed one is refused, as the
     /// indexer refuses it): a tree's entries (not a submodule's commit, stored elsewhere), a
     /// commit's tree and parents, a tag's target.
+    /// The type and size a whole object's header gives (`buffer` begins with its entry); nil for a
+    /// delta or a header that does not decode (left to libgit2 and its errors).
+    static func wholeObjectHeader(_ buffer: [UInt8], _ length: Int) -> (ObjectType, Int)? {
+        guard length >= 1, let type = ObjectType(rawValue: Int32((buffer[0] >> 4) & 7)) else { return nil }
+        var size = Int(buffer[0] & 0x0f)
+        var shift = 4
+        var i = 0
+        while buffer[i] & 0x80 != 0 {
+            i += 1
+            guard i < length, shift <= 56 else { return nil }
+            size |= Int(buffer[i] & 0x7f) << shift
+            shift += 7
+        }
+        return (type, size)
+    }
+
+    /// The ids a whole tree, commit or tag of the pack names, from its bytes, checked first by
+    /// libgit2's parser (`git_object_rawcontent_is_valid`): the same refusal as `links(of:in:pack:)`.
+    static func links(of id: Oid, type: ObjectType, content: [UInt8], pack: FilePath) throws(GitError) -> [Oid] {
+        var valid: Int32 = 0
+        let rc = (content.isEmpty ? [0] : content).withUnsafeBytes {
+            git_object_rawcontent_is_valid(&valid, $0.baseAddress!.assumingMemoryBound(to: CChar.self), content.count, git_object_t(rawValue: type.rawValue))
+        }
+        guard rc == 0, valid == 1 else {
+            throw GitError.damagedObject("object \(id) in \(pack) is not a well-formed \(type.name) (\(git_error_last()?.pointee.message.map { String(cString: $0) } ?? "")): the peer's store is damaged",
+                                         call: "adopt \(pack)")
+        }
+        switch type {
+        case .tree:
+            // "<mode> <name>\0<20 bytes>" each; a submodule's (160000) names no object here.
+            var ids: [Oid] = []
+            var at = 0
+            while at < content.count {
+                guard let nul = content[at...].firstIndex(of: 0), nul + 21 <= content.count else { break }
+                // The mode in octal, as libgit2 reads it.
+                let mode = content[at...].prefix { $0 != UInt8(ascii: " ") }.reduce(0) { $0 &* 8 &+ Int($1) - 48 }
+                if mode != 0o160000 {
+                    ids.append(content.withUnsafeBytes { Oid(raw: $0.baseAddress! + nul + 1) })
+                }
+                at = nul + 21
+            }
+            return ids
+        case .commit, .tag:
+            // "tree <hex>" and "parent <hex>" lines, or a tag's "object <hex>", up to the first blank line.
+            var ids: [Oid] = []
+            for line in content.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+                if line.isEmpty { break }
+                for key in type == .tag ? ["object "] : ["tree ", "parent "] where line.starts(with: Array(key.utf8)) {
+                    if let oid = Oid(hex: String(decoding: line.dropFirst(key.utf8.count), as: UTF8.self)) { ids.append(oid) }
+                }
+            }
+            return ids
+        case .blob:
+            return []
+        }
+    }
+
     static func links(of id: Oid, in repo: OpaquePointer?, pack: FilePath) throws(GitError) -> [Oid] {
         var raw = id.raw
         var object: OpaquePointer?
