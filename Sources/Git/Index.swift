@@ -134,7 +134,7 @@ public final class Index {
             oid: blob, mode: mode, size: UInt32(truncatingIfNeeded: stat.size),
             mtimeSeconds: Int32(truncatingIfNeeded: stat.mtimeSeconds), mtimeNanoseconds: UInt32(truncatingIfNeeded: stat.mtimeNanoseconds),
             ctimeSeconds: Int32(truncatingIfNeeded: stat.ctimeSeconds), ctimeNanoseconds: UInt32(truncatingIfNeeded: stat.ctimeNanoseconds),
-            inode: UInt32(truncatingIfNeeded: stat.inode), device: UInt32(truncatingIfNeeded: stat.device),
+            inode: UInt32(truncatingIfNeeded: stat.inode),
             marks: stamped ? Self.stampedMark : 0))
     }
 
@@ -242,14 +242,11 @@ public final class Index {
     var storage: IndexEntries { staged }
 
     /// Writes the staged tree (and its subtrees) into the object database: O(entries), for checks
-    /// (`SYNCAGENT_VERIFY_TREES`) and a fast-forward that keeps local changes.
+    /// (`SYNCAGENT_VERIFY_TREES`) and a fast-forward that keeps local changes. Built here from the
+    /// sorted entries, one tree builder per open directory, not through `updateTree`: the check it
+    /// makes of the commit path's trees is only worth something if it is another way to the tree.
     public func writeTree() throws(GitError) -> Oid {
-        var edits: [(path: FilePath, edit: TreeEdit)] = []
-        edits.reserveCapacity(count)
-        staged.forEach { record, bytes in
-            edits.append((FilePath(bytes: Array(bytes)), .entry(ConflictSide(oid: record.oid, mode: record.mode))))
-        }
-        return try repository.updateTree(nil, edits: edits)
+        try repository.writeTree(sortedEntries: staged)
     }
 
     /// This process's user and group, written as every entry's owner.
@@ -310,7 +307,7 @@ public final class Index {
 /// (nor its NTFS short name `git~1`), as git's own checks (`verify_path`) refuse.
 enum IndexPath {
     static func isValid(_ bytes: [UInt8]) -> Bool {
-        guard !bytes.isEmpty else { return false }
+        guard !bytes.isEmpty, bytes.count <= Int(UInt16.max) else { return false }
         for part in bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
             if part.isEmpty || part.elementsEqual([0x2e]) || part.elementsEqual([0x2e, 0x2e]) { return false }
             let lower = part.map { $0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0 }

@@ -93,4 +93,56 @@ extension Repository {
         try check(git_treebuilder_write(&out, builder), "git_treebuilder_write")
         return noteWritten(Oid(out))
     }
+
+    /// The tree of `entries` (sorted as git's index is: a directory's entries together, right after
+    /// the paths that sort before `name/`): directories are opened as their first entry comes and
+    /// written as the first entry outside them comes.
+    func writeTree(sortedEntries entries: IndexEntries) throws(GitError) -> Oid {
+        var stack: [(prefix: [UInt8], builder: OpaquePointer)] = []
+        defer { for open in stack { git_treebuilder_free(open.builder) } }
+        func open(_ prefix: [UInt8]) throws(GitError) {
+            var builder: OpaquePointer?
+            try check(git_treebuilder_new(&builder, handle, nil), "git_treebuilder_new")
+            stack.append((prefix, builder!))
+        }
+        func insert(_ name: some Collection<UInt8>, _ id: Oid, _ mode: UInt32, into builder: OpaquePointer) throws(GitError) {
+            var raw = id.raw
+            let cName = Array(name) + [0]
+            let rc = cName.withUnsafeBufferPointer { buf in
+                buf.withMemoryRebound(to: CChar.self) { git_treebuilder_insert(nil, builder, $0.baseAddress, &raw, git_filemode_t(rawValue: mode)) }
+            }
+            try check(rc, "git_treebuilder_insert(\(FilePath(bytes: Array(name))))")
+        }
+        /// Writes the innermost open directory and enters it in its parent.
+        func close() throws(GitError) -> Oid {
+            let (prefix, builder) = stack.removeLast()
+            defer { git_treebuilder_free(builder) }
+            var out = git_oid()
+            try check(git_treebuilder_write(&out, builder), "git_treebuilder_write")
+            let id = noteWritten(Oid(out))
+            if let parent = stack.last {
+                try insert(prefix[parent.prefix.count..<(prefix.count - 1)], id, 0o040000, into: parent.builder)
+            }
+            return id
+        }
+        try open([])
+        var failure: GitError?
+        entries.forEach { record, path in
+            guard failure == nil else { return }
+            do throws(GitError) {
+                while !path.starts(with: stack.last!.prefix) { _ = try close() }
+                var from = stack.last!.prefix.count
+                while let slash = path[from...].firstIndex(of: UInt8(ascii: "/")) {
+                    try open(Array(path[..<(slash + 1)]))
+                    from = slash + 1
+                }
+                try insert(path[from...], record.oid, record.mode, into: stack.last!.builder)
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+        while stack.count > 1 { _ = try close() }
+        return try close()
+    }
 }

@@ -1,10 +1,12 @@
 import Glibc
 
-/// One staged path's fixed part: what git's index keeps of it, less the owner (every entry this
-/// store writes is its user's). 64 bytes with its path's place; libgit2 spent about 140 an entry
-/// (an allocation each, a hash map and a vector of pointers): 14 MB at 100k files, 8.5 here.
+/// One staged path's fixed part: what git's index keeps of it, less the owner and the device
+/// (every entry this store writes is its user's; neither git nor this store compares st_dev). 56
+/// bytes with its path's place; libgit2 spent about 140 an entry (an allocation each, a hash map
+/// and a vector of pointers): 14 MB at 100k files, about 8 here.
 package struct IndexRecord: Equatable, Sendable {
-    package var oid: Oid
+    /// The id's 20 bytes as five words (an `Oid` is aligned to 8 and would make the record 64).
+    private var id: (UInt32, UInt32, UInt32, UInt32, UInt32)
     package var mode: UInt32
     package var size: UInt32
     package var mtimeSeconds: Int32
@@ -12,16 +14,15 @@ package struct IndexRecord: Equatable, Sendable {
     package var ctimeSeconds: Int32
     package var ctimeNanoseconds: UInt32
     package var inode: UInt32
-    package var device: UInt32
     /// Where the path lies in its chunk's bytes.
     var pathStart: UInt32 = 0
-    var pathLength: UInt32 = 0
-    /// Marks kept in memory only (`IndexEntries.stamped`); never written.
+    var pathLength: UInt16 = 0
+    /// Marks kept in memory only (`Index.stampedMark`); never written.
     package var marks: UInt16 = 0
 
     package init(oid: Oid, mode: UInt32, size: UInt32 = 0, mtimeSeconds: Int32 = 0, mtimeNanoseconds: UInt32 = 0,
-                 ctimeSeconds: Int32 = 0, ctimeNanoseconds: UInt32 = 0, inode: UInt32 = 0, device: UInt32 = 0, marks: UInt16 = 0) {
-        self.oid = oid
+                 ctimeSeconds: Int32 = 0, ctimeNanoseconds: UInt32 = 0, inode: UInt32 = 0, marks: UInt16 = 0) {
+        id = (0, 0, 0, 0, 0)
         self.mode = mode
         self.size = size
         self.mtimeSeconds = mtimeSeconds
@@ -29,15 +30,20 @@ package struct IndexRecord: Equatable, Sendable {
         self.ctimeSeconds = ctimeSeconds
         self.ctimeNanoseconds = ctimeNanoseconds
         self.inode = inode
-        self.device = device
         self.marks = marks
+        self.oid = oid
+    }
+
+    package var oid: Oid {
+        get { withUnsafeBytes(of: id) { Oid(raw: $0.baseAddress!) } }
+        set { withUnsafeMutableBytes(of: &id) { newValue.store(to: $0.baseAddress!) } }
     }
 
     /// The same data with another place (equality of records ignores where their paths lie).
     package static func == (l: IndexRecord, r: IndexRecord) -> Bool {
         l.oid == r.oid && l.mode == r.mode && l.size == r.size && l.mtimeSeconds == r.mtimeSeconds
             && l.mtimeNanoseconds == r.mtimeNanoseconds && l.ctimeSeconds == r.ctimeSeconds
-            && l.ctimeNanoseconds == r.ctimeNanoseconds && l.inode == r.inode && l.device == r.device && l.marks == r.marks
+            && l.ctimeNanoseconds == r.ctimeNanoseconds && l.inode == r.inode && l.marks == r.marks
     }
 }
 
@@ -59,7 +65,7 @@ package struct IndexEntries {
 
         func path(_ i: Int) -> ArraySlice<UInt8> {
             let r = records[i]
-            return bytes[Int(r.pathStart)..<Int(r.pathStart + r.pathLength)]
+            return bytes[Int(r.pathStart)..<(Int(r.pathStart) + Int(r.pathLength))]
         }
 
         /// Appends `record` with `path` at the end of this chunk's records.
@@ -70,9 +76,14 @@ package struct IndexEntries {
         mutating func insert(_ record: IndexRecord, path: some Collection<UInt8>, at slot: Int) {
             var r = record
             r.pathStart = UInt32(bytes.count)
-            r.pathLength = UInt32(path.count)
+            r.pathLength = UInt16(path.count)  // (a path is at most PATH_MAX, 4096 bytes)
             bytes.append(contentsOf: path)
             records.insert(r, at: slot)
+        }
+
+        /// Its bytes in an array of their size (growth by doubling left up to half of it unused).
+        mutating func fitBytes() {
+            if bytes.capacity > bytes.count + bytes.count / 16 { bytes = bytes.withUnsafeBufferPointer { Array($0) } }
         }
 
         mutating func remove(at slot: Int) {
@@ -96,6 +107,8 @@ package struct IndexEntries {
             for i in records.indices {
                 if i < half { lower.append(records[i], path: path(i)) } else { upper.append(records[i], path: path(i)) }
             }
+            lower.fitBytes()
+            upper.fitBytes()
             self = lower
             return upper
         }
@@ -237,6 +250,7 @@ package struct IndexEntries {
     /// Appends a record whose path follows every path held (reading a file in order).
     package mutating func appendInOrder(_ record: IndexRecord, path: UnsafeRawBufferPointer) {
         if chunks.isEmpty || chunks[chunks.count - 1].records.count >= chunkLimit {
+            if !chunks.isEmpty { chunks[chunks.count - 1].fitBytes() }
             chunks.append(Chunk(capacity: chunkLimit))
         }
         chunks[chunks.count - 1].append(record, path: path)
@@ -260,6 +274,7 @@ package struct IndexEntries {
         // A full chunk: past its end, the next chunk is a new one (appends in order fill chunks
         // whole); within it, it splits in two.
         if l.slot == chunks[l.chunk].records.count {
+            chunks[l.chunk].fitBytes()
             var c = Chunk(capacity: chunkLimit)
             c.append(record, path: path)
             chunks.insert(c, at: l.chunk + 1)

@@ -2,7 +2,7 @@ import Glibc
 
 /// git's index file (`Documentation/gitformat-index.txt`): versions 2, 3 and 4 read, version 2
 /// written, its trailing SHA-1 checked and written. What the store keeps of an entry is
-/// `IndexRecord`: stage-0 entries only (a conflict's stages 1-3 are read past: this store never
+/// `IndexRecord`: stage-0 entries only, a path of at most 65,535 bytes (a conflict's stages 1-3 are read past: this store never
 /// stages conflicts), no owner, no flags. Extensions are read past when optional (an upper-case
 /// first letter: the tree cache, resolve-undo, ...); a required one is an error, as it is to git.
 package enum IndexFile {
@@ -66,7 +66,7 @@ package enum IndexFile {
                 next = at + ((fixed + path.count + 8) & ~7)
                 guard next <= end else { throw damage("entry \(n) of \(count) is cut short") }
             }
-            guard !path.isEmpty else { throw damage("entry \(n) has an empty path") }
+            guard !path.isEmpty, path.count <= Int(UInt16.max) else { throw damage("entry \(n) has an empty path or one of over 65,535 bytes") }
             if version == 4 { previous = path }
             let stage = (flags >> 12) & 3
             defer { at = next }
@@ -76,7 +76,7 @@ package enum IndexFile {
                 mode: be32(bytes, at + 24), size: be32(bytes, at + 36),
                 mtimeSeconds: Int32(bitPattern: be32(bytes, at + 8)), mtimeNanoseconds: be32(bytes, at + 12),
                 ctimeSeconds: Int32(bitPattern: be32(bytes, at)), ctimeNanoseconds: be32(bytes, at + 4),
-                inode: be32(bytes, at + 20), device: be32(bytes, at + 16))
+                inode: be32(bytes, at + 20))
             let inOrder = path.withUnsafeBytes { key in
                 entries.last.map { entries.withPath(at: $0) { IndexEntries.compare($0, key) < 0 } } ?? true
             }
@@ -118,7 +118,7 @@ package enum IndexFile {
         try entries.forEach { r, path in
             put32(&buffer, UInt32(bitPattern: r.ctimeSeconds)); put32(&buffer, r.ctimeNanoseconds)
             put32(&buffer, UInt32(bitPattern: r.mtimeSeconds)); put32(&buffer, r.mtimeNanoseconds)
-            put32(&buffer, r.device); put32(&buffer, r.inode); put32(&buffer, r.mode)
+            put32(&buffer, 0); put32(&buffer, r.inode); put32(&buffer, r.mode)  // no device: see `IndexRecord`
             put32(&buffer, owner.uid); put32(&buffer, owner.gid); put32(&buffer, r.size)
             r.oid.withBytes { buffer.append(contentsOf: $0) }
             let length = UInt16(min(path.count, 0xfff))
