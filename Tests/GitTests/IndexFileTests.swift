@@ -251,4 +251,54 @@ import TestSupport
             }
         }
     }
+
+    /// The commit path's tree along edited paths (`updateTree` on the parent's tree) is the tree
+    /// the index gives for the same changes (`writeTree`, built another way and held to
+    /// `git write-tree` above): random trees, then random sets and removals of files and of whole
+    /// directories, files replacing directories and the reverse.
+    @Test func theTreeAlongEditsIsTheIndexsTree() async throws {
+        let t = try TempDevice()
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let blobs = try (0..<3).map { try repo.createBlob(Array("blob \($0)\n".utf8)) }
+        let paths = ["a", "a/x", "a/y/z", "a-b", "a.txt", "b/c/d", "b/c", "b", "c/d e", "c/f", "d/1", "d/10", "d/2/3"].map { FilePath($0) }
+        await propertyCheck(count: 60, input: Gen.int(in: 0...9).array(of: 0...12).array(of: 2...2)) { draws in
+            do {
+                let index = try repo.index()
+                try index.read(force: true)
+                for p in index.entries().map(\.path) { try index.remove(p) }
+                for (i, d) in draws[0].enumerated() where d < 6 {
+                    try index.add(paths[i % paths.count], blob: blobs[d % 3], mode: d % 2 == 0 ? 0o100644 : 0o100755)
+                }
+                let base = try index.writeTree()
+                // Every path changed, as the commit path knows them: those set or removed, and a
+                // file that a new path's directory replaced.
+                var touched: Set<FilePath> = []
+                for (i, d) in draws[1].enumerated() {
+                    let path = paths[(i * 7 + d) % paths.count]
+                    touched.insert(path)
+                    if d < 6 {
+                        var up = path.removingLastComponent()
+                        while !up.isEmpty {
+                            if index.entry(up) != nil { touched.insert(up) }
+                            up = up.removingLastComponent()
+                        }
+                        try index.add(path, blob: blobs[d % 3], mode: 0o100644)
+                    } else {
+                        try index.remove(path)
+                        try index.removeDirectory(path)
+                    }
+                }
+                // Each set to what the index holds at the end; none under a path that is a file now.
+                let edits = touched.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+                    .filter { path in !touched.contains { $0 != path && path.starts(with: $0) && index.entry($0) != nil } }
+                    .map { path -> (path: FilePath, edit: TreeEdit) in
+                        index.entry(path).map { (path, .entry(ConflictSide(oid: $0.oid, mode: $0.mode))) } ?? (path, .remove)
+                    }
+                let along = try repo.updateTree(base, edits: edits)
+                #expect(along == (try index.writeTree()), "\(draws)")
+            } catch {
+                Issue.record("\(error)")
+            }
+        }
+    }
 }
