@@ -541,7 +541,10 @@ private struct ObjectCopier: ~Copyable {
             let pack = folder.appending("pack-\(name).pack")
             var st = stat()
             let bytes = pack.withPlatformString { lstat($0, &st) } == 0 ? Int(st.st_size) : 0
-            result.append((PackTransfer(pack: pack, ids: group.flatMap(\.transfer.ids), bytes: bytes),
+            var ids: [Oid] = []  // at its size (a flatMap grows it by doubling)
+            ids.reserveCapacity(objects)
+            for candidate in group { ids += candidate.transfer.ids }
+            result.append((PackTransfer(pack: pack, ids: ids, bytes: bytes),
                            group.reduce(0) { $0 + $1.needed }, group.count))
         }
         for candidate in small {
