@@ -358,6 +358,8 @@ actor SyncEngine {
             // A committed chunk's paths are dropped as the index takes them: at 100k files the
             // whole list (5 MB) no longer sits beside the full index at the end.
             rest.removeFirst(batch.count)
+            // (and its buffer with them, once half of it is unused)
+            if rest.count < rest.capacity / 2 { rest = rest.withUnsafeBufferPointer { Array($0) } }
             let next = hashAhead()
             commit(WatchBatch(paths: batch), ahead: ahead, deletionsJudged: true)
             // The chunk's sets and hashes are freed while the index grows: without handing the
