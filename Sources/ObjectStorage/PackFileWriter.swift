@@ -38,7 +38,11 @@ package final class PackFileWriter {
     private var stream = z_stream()
     /// libdeflate at the same level, for whole objects (`append`): twice zlib's speed on text, and
     /// as small (a streamed object, whose bytes come in pieces, goes through zlib).
-    private let compressor: OpaquePointer
+    /// Made at the first object deflated (a batch's writer, `deflateAtRest`, never deflates: zlib's
+    /// and libdeflate's state were 250 KB a writer for nothing).
+    private var compressor: OpaquePointer?
+    /// Whether `stream` was initialised (at the first object streamed through zlib).
+    private var streamReady = false
     private var scratch: [UInt8] = []
     private var finished = false
     /// A write failed: the file no longer matches `entries`, so nothing more goes in and
@@ -66,18 +70,6 @@ package final class PackFileWriter {
     package init(packDir: FilePath, deflateAtRest: Bool = false) throws(GitError) {
         self.deflateAtRest = deflateAtRest
         let (fd, path) = try Self.temporary(in: packDir, prefix: "tmp_pack_")
-        guard let compressor = libdeflate_alloc_compressor(Self.compression) else {
-            close(fd)
-            _ = path.withPlatformString { unlink($0) }
-            throw GitError(code: GitError.Code.generic, errorClass: 0, message: "libdeflate would not start a pack in \(packDir)", call: "libdeflate_alloc_compressor")
-        }
-        self.compressor = compressor
-        guard syncagent_deflate_init(&stream, Self.compression) == Z_OK else {
-            libdeflate_free_compressor(compressor)
-            close(fd)
-            _ = path.withPlatformString { unlink($0) }
-            throw GitError(code: GitError.Code.generic, errorClass: 0, message: "zlib would not start a pack in \(packDir)", call: "deflateInit")
-        }
         self.fd = fd
         self.tempPath = path
         self.packDir = packDir
@@ -86,8 +78,8 @@ package final class PackFileWriter {
     }
 
     deinit {
-        deflateEnd(&stream)
-        libdeflate_free_compressor(compressor)
+        if streamReady { deflateEnd(&stream) }
+        if let compressor { libdeflate_free_compressor(compressor) }
         if !finished { abandon() }
     }
 
@@ -149,7 +141,12 @@ package final class PackFileWriter {
         drop()  // a stream libgit2 opened and never finished or freed is not part of the pack
         if let broken { throw broken }
         if !stored {
-            guard deflateReset(&stream) == Z_OK else { throw zlibFailed(nil) }
+            if !streamReady {
+                guard syncagent_deflate_init(&stream, Self.compression) == Z_OK else { throw zlibFailed(nil) }
+                streamReady = true
+            } else {
+                guard deflateReset(&stream) == Z_OK else { throw zlibFailed(nil) }
+            }
             if piece.isEmpty { piece = [UInt8](repeating: 0, count: 1 << 17) }
         }
         var header = Self.header(type: type, size: objectSize)
@@ -236,6 +233,8 @@ package final class PackFileWriter {
     /// Deflates one whole object into `scratch` (a zlib stream, as a pack holds it); returns how
     /// many bytes it took, 0 when libdeflate failed.
     private func compress(_ data: UnsafeRawBufferPointer) -> Int {
+        if compressor == nil { compressor = libdeflate_alloc_compressor(Self.compression) }
+        guard let compressor else { return 0 }
         let bound = libdeflate_zlib_compress_bound(compressor, data.count)
         if scratch.count < bound { scratch = [UInt8](repeating: 0, count: bound) }
         return scratch.withUnsafeMutableBytes { out in
@@ -311,7 +310,7 @@ package final class PackFileWriter {
             guard pwrite(fd, &count, 4, 8) == 4 else { throw ioFailed("cannot write the object count of", errno) }
             // The pack's checksum: every byte of it, read back (the count is known only now).
             let sha = try StreamSHA1()
-            var chunk = [UInt8](repeating: 0, count: 1 << 20)
+            var chunk = [UInt8](repeating: 0, count: 256 << 10)  // (1 MiB a writer was 2 MB of a start-up commit's peak)
             var at: UInt64 = 0
             while at < size {
                 let want = Int(min(UInt64(chunk.count), size - at))
