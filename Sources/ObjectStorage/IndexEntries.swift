@@ -5,8 +5,7 @@ import Glibc
 /// bytes with its path's place; libgit2 spent about 140 an entry (an allocation each, a hash map
 /// and a vector of pointers): 14 MB at 100k files, about 8 here.
 package struct IndexRecord: Equatable, Sendable {
-    /// The id's 20 bytes as five words (an `Oid` is aligned to 8 and would make the record 64).
-    private var id: (UInt32, UInt32, UInt32, UInt32, UInt32)
+    package var oid: Oid
     package var mode: UInt32
     package var size: UInt32
     package var mtimeSeconds: Int32
@@ -22,7 +21,7 @@ package struct IndexRecord: Equatable, Sendable {
 
     package init(oid: Oid, mode: UInt32, size: UInt32 = 0, mtimeSeconds: Int32 = 0, mtimeNanoseconds: UInt32 = 0,
                  ctimeSeconds: Int32 = 0, ctimeNanoseconds: UInt32 = 0, inode: UInt32 = 0, marks: UInt16 = 0) {
-        id = (0, 0, 0, 0, 0)
+        self.oid = oid
         self.mode = mode
         self.size = size
         self.mtimeSeconds = mtimeSeconds
@@ -31,12 +30,6 @@ package struct IndexRecord: Equatable, Sendable {
         self.ctimeNanoseconds = ctimeNanoseconds
         self.inode = inode
         self.marks = marks
-        self.oid = oid
-    }
-
-    package var oid: Oid {
-        get { withUnsafeBytes(of: id) { Oid(raw: $0.baseAddress!) } }
-        set { withUnsafeMutableBytes(of: &id) { newValue.store(to: $0.baseAddress!) } }
     }
 
     /// The same data with another place (equality of records ignores where their paths lie).

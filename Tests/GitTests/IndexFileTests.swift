@@ -301,4 +301,15 @@ import TestSupport
             }
         }
     }
+
+    /// What a first sync's lists of ids and the index's records cost per item: an id 20 bytes (not
+    /// 24), a record 56 (not 64), and an id's bytes, order and hash as they were.
+    @Test func idsAndRecordsTakeTheirSize() {
+        #expect(MemoryLayout<Oid>.stride == 20)
+        #expect(MemoryLayout<IndexRecord>.stride == 56)
+        let x = Oid(bytes: (0..<20).map { UInt8($0) }), y = Oid(bytes: (0..<20).map { UInt8($0 == 19 ? 20 : $0) })
+        #expect(x.bytes == (0..<20).map { UInt8($0) } && x < y && !(y < x) && x != y)
+        #expect(Set([x, y, Oid(bytes: x.bytes)]).count == 2)
+        #expect(Oid(hex: x.hex) == x && x.prefix64 == UInt64(bigEndian: 0x0001020304050607))
+    }
 }
