@@ -7,17 +7,22 @@ public struct FileStat: Sendable, Equatable {
         case regular, directory, symlink, fifo, socket, characterDevice, blockDevice, unknown
     }
 
-    public let kind: Kind
+    // (Widest first, nanoseconds in 32 bits: 64 bytes a stride instead of 88, and a big commit
+    // keeps one for each file hashed ahead.)
     public let size: Int64
     public let mtimeSeconds: Int64
-    public let mtimeNanoseconds: Int64
-    public let inode: UInt64
-    public let mode: UInt32
     public let ctimeSeconds: Int64
-    public let ctimeNanoseconds: Int64
+    public let inode: UInt64
     public let device: UInt64
     /// Bytes the file takes on disk (`st_blocks` × 512).
     public let allocated: Int64
+    private let mtimeNs: UInt32
+    private let ctimeNs: UInt32
+    public let mode: UInt32
+    public let kind: Kind
+
+    public var mtimeNanoseconds: Int64 { Int64(mtimeNs) }
+    public var ctimeNanoseconds: Int64 { Int64(ctimeNs) }
 
     public var isExecutable: Bool { mode & 0o100 != 0 }
     /// Whether git can store it: regular files and symbolic links only.
@@ -28,11 +33,11 @@ public struct FileStat: Sendable, Equatable {
         kind = Self.kind(of: st.st_mode)
         size = Int64(st.st_size)
         mtimeSeconds = Int64(st.st_mtim.tv_sec)
-        mtimeNanoseconds = Int64(st.st_mtim.tv_nsec)
+        mtimeNs = UInt32(truncatingIfNeeded: st.st_mtim.tv_nsec)
         inode = UInt64(st.st_ino)
         mode = UInt32(st.st_mode)
         ctimeSeconds = Int64(st.st_ctim.tv_sec)
-        ctimeNanoseconds = Int64(st.st_ctim.tv_nsec)
+        ctimeNs = UInt32(truncatingIfNeeded: st.st_ctim.tv_nsec)
         device = UInt64(st.st_dev)
         allocated = Int64(st.st_blocks) * 512
     }

@@ -48,7 +48,8 @@ extension Store {
                         cancelled: @Sendable () -> Bool = { false }) -> (found: [FilePath: Prehashed], packs: [String]?, written: [String]) {
         let workers = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
         guard workers > 1 else { return ([:], [], []) }
-        let found = Mutex<[FilePath: Prehashed]>([:])
+        // At its size: merged into as it grew, it was copied at each doubling (two tables alive).
+        let found = Mutex<[FilePath: Prehashed]>(Dictionary(minimumCapacity: list.count))
         let packs = Mutex<[String]?>([])
         let written = Mutex<[String]>([])
         inParallel(workers: workers) { worker in
