@@ -52,27 +52,32 @@ public final class Index {
             stamp = nil
             return
         }
-        guard force || now != stamp else { return }
-        let fd = file.withPlatformString { open($0, O_RDONLY | O_CLOEXEC) }
-        guard fd >= 0 else { throw Self.failure("cannot open \(file): \(Errno(rawValue: errno))", call: "index read", errno: errno) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw Self.failure("cannot look at \(file): \(Errno(rawValue: errno))", call: "index read", errno: errno) }
+        guard force || !Self.sameFile(now, stamp) else { return }
+        // Read whole, not mapped: a file cut short under a mapping would kill the process.
+        let bytes: [UInt8]
+        do { bytes = try Files.read(file) } catch {
+            throw Self.failure("cannot read \(file): \(error); check that the store's directory is readable", call: "index read", errno: error.rawValue)
+        }
         var fresh = IndexEntries()
-        let size = Int(st.st_size)
-        // Mapped, not read into the heap: its pages go with the mapping.
-        let base = size == 0 ? nil : mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0)
-        if base == MAP_FAILED { throw Self.failure("cannot map \(file): \(Errno(rawValue: errno))", call: "index read", errno: errno) }
-        defer { if let base { munmap(base, size) } }
-        do {
-            try IndexFile.read(UnsafeRawBufferPointer(start: base, count: size), into: &fresh)
-        } catch {
+        var damage: IndexFile.Damage?
+        bytes.withUnsafeBytes { buffer in
+            do throws(IndexFile.Damage) { try IndexFile.read(buffer, into: &fresh) } catch { damage = error }
+        }
+        if let damage {
             throw GitError(code: GitError.Code.generic, errorClass: Self.indexClass,
-                           message: "the index \(file) is damaged: \(error.reason); remove it and the agent rebuilds it from the last commit (every file is read again)",
+                           message: "the index \(file) cannot be read: \(damage.reason); remove it and the agent rebuilds it from the last commit (every file is read again)",
                            call: "index read")
         }
         staged = fresh
-        stamp = FileStat(st)
+        stamp = now
+    }
+
+    /// Whether the file is still the one read or written: size, inode, mtime and ctime, as git and
+    /// libgit2 judge it (not the blocks it takes, which some file systems change later by themselves).
+    static func sameFile(_ a: FileStat, _ b: FileStat?) -> Bool {
+        guard let b else { return false }
+        return a.size == b.size && a.inode == b.inode && a.mtimeSeconds == b.mtimeSeconds && a.mtimeNanoseconds == b.mtimeNanoseconds
+            && a.ctimeSeconds == b.ctimeSeconds && a.ctimeNanoseconds == b.ctimeNanoseconds
     }
 
     private func clearStamps() {
@@ -142,13 +147,20 @@ public final class Index {
     /// (`a` for `a/b`) goes, and so does every entry under `path/` (a directory the file replaces).
     private func stage(_ path: FilePath, _ record: IndexRecord) throws(GitError) {
         let bytes = path.bytes
-        guard IndexPath.isValid(bytes) else {
+        guard IndexFile.isValidPath(bytes) else {
             throw GitError(code: GitError.Code.invalid, errorClass: Self.indexClass,
                            message: "invalid path '\(path.display)': a store path has no empty, '.', '..' or '.git' part", call: "index add")
         }
-        guard Self.validModes.contains(record.mode & 0o170000) else {
+        // The mode as git's index keeps it (as `git_index_add` made it): a link, a submodule, or a
+        // file that is executable or not; no other permission bits.
+        var record = record
+        switch record.mode & 0o170000 {
+        case 0o120000: record.mode = 0o120000
+        case 0o160000: record.mode = 0o160000
+        case 0o100000: record.mode = record.mode & 0o100 != 0 ? 0o100755 : 0o100644
+        default:
             throw GitError(code: GitError.Code.invalid, errorClass: Self.indexClass,
-                           message: "invalid mode \(String(record.mode, radix: 8)) for '\(path.display)'", call: "index add")
+                           message: "invalid mode \(String(record.mode, radix: 8)) for '\(path.display)': an index holds files, links and submodules", call: "index add")
         }
         for (i, byte) in bytes.enumerated() where byte == UInt8(ascii: "/") {
             let (at, found) = staged.locate(Array(bytes[..<i]))
@@ -157,9 +169,6 @@ public final class Index {
         staged.removeAll(withPrefix: bytes + [UInt8(ascii: "/")])
         staged.set(record, path: bytes)
     }
-
-    /// Regular files (any permission bits), links and submodules, as git's index takes them.
-    private static let validModes: Set<UInt32> = [0o100000, 0o120000, 0o160000]
 
     /// Unstages one path (no error if it was not staged).
     public func remove(_ path: FilePath) throws(GitError) {
@@ -264,7 +273,7 @@ public final class Index {
                                message: "\(lock) exists: another process is writing the index, or one died doing it (remove the file if no syncagent or git runs on this store)",
                                call: "index write", osError: err)
             }
-            throw Self.failure("cannot create \(lock): \(Errno(rawValue: err))", call: "index write", errno: err)
+            throw Self.failure("cannot create \(lock): \(Errno(rawValue: err)); check that the store's directory is writable and the disk is not full", call: "index write", errno: err)
         }
         var failed: GitError?
         do {
@@ -274,7 +283,7 @@ public final class Index {
                     let n = Glibc.write(fd, piece.baseAddress! + at, piece.count - at)
                     if n < 0 {
                         if errno == EINTR { continue }
-                        throw Self.failure("cannot write \(lock): \(Errno(rawValue: errno))", call: "index write", errno: errno)
+                        throw Self.failure("cannot write \(lock): \(Errno(rawValue: errno)); check that the disk is not full", call: "index write", errno: errno)
                     }
                     at += n
                 }
@@ -284,7 +293,7 @@ public final class Index {
         } catch {
             failed = Self.failure("cannot write \(lock): \(error)", call: "index write", errno: EIO)
         }
-        if close(fd) != 0, failed == nil { failed = Self.failure("cannot write \(lock): \(Errno(rawValue: errno))", call: "index write", errno: errno) }
+        if close(fd) != 0, failed == nil { failed = Self.failure("cannot write \(lock): \(Errno(rawValue: errno)); check that the disk is not full", call: "index write", errno: errno) }
         if failed == nil, lock.withPlatformString({ from in file.withPlatformString { rename(from, $0) } }) != 0 {
             failed = Self.failure("cannot rename \(lock) to \(file): \(Errno(rawValue: errno))", call: "index write", errno: errno)
         }
@@ -300,20 +309,6 @@ public final class Index {
 
     private static func failure(_ message: String, call: String, errno: Int32) -> GitError {
         GitError(code: GitError.Code.generic, errorClass: GitError.Class.os, message: message, call: call, osError: errno)
-    }
-}
-
-/// Which paths an index takes: relative, no empty, `.` or `..` part, no `.git` part in any case
-/// (nor its NTFS short name `git~1`), as git's own checks (`verify_path`) refuse.
-enum IndexPath {
-    static func isValid(_ bytes: [UInt8]) -> Bool {
-        guard !bytes.isEmpty, bytes.count <= Int(UInt16.max) else { return false }
-        for part in bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
-            if part.isEmpty || part.elementsEqual([0x2e]) || part.elementsEqual([0x2e, 0x2e]) { return false }
-            let lower = part.map { $0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0 }
-            if lower.elementsEqual(Array(".git".utf8)) || lower.elementsEqual(Array("git~1".utf8)) { return false }
-        }
-        return true
     }
 }
 

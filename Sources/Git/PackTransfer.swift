@@ -418,9 +418,10 @@ extension PackTransfer {
             var at = 0
             while at < content.count {
                 guard let nul = content[at...].firstIndex(of: 0), nul + 21 <= content.count else { break }
-                // The mode in octal, as libgit2 reads it.
+                // The mode in octal, and a submodule as libgit2 tells one (`normalize_filemode`):
+                // type 16 with no execute bit.
                 let mode = content[at...].prefix { $0 != UInt8(ascii: " ") }.reduce(0) { $0 &* 8 &+ Int($1) - 48 }
-                if mode != 0o160000 {
+                if !(mode & ~0o777 == 0o160000 && mode & 0o100 == 0) {
                     ids.append(content.withUnsafeBytes { Oid(raw: $0.baseAddress! + nul + 1) })
                 }
                 at = nul + 21

@@ -137,7 +137,7 @@ package struct IndexEntries {
         mutating func remove(at slot: Int) {
             dead += Int(records[slot].pathLength)
             records.remove(at: slot)
-            if dead > 4096 && dead * 2 > bytes.count { rebuild(prefix: prefix) }
+            if dead > 256 && dead * 2 > bytes.count { rebuild(prefix: prefix) }
         }
 
         /// Splits off the upper half of the records into a chunk of its own.
@@ -311,9 +311,14 @@ package struct IndexEntries {
             chunks[l.chunk].insert(record, path: path, at: l.slot)
             return
         }
-        // A full chunk: past its end, the next chunk is a new one (appends in order fill chunks
-        // whole); within it, it splits in two.
+        // A full chunk: past its end, the front of the next chunk when it has room (paths added
+        // in descending order, as directory markers are, would otherwise make a chunk each), else
+        // a new chunk (appends in order fill chunks whole); within it, it splits in two.
         if l.slot == chunks[l.chunk].records.count {
+            if l.chunk + 1 < chunks.count, chunks[l.chunk + 1].records.count < chunkLimit {
+                chunks[l.chunk + 1].insert(record, path: path, at: 0)
+                return
+            }
             chunks[l.chunk].seal()
             var c = Chunk(capacity: chunkLimit)
             c.append(record, path: path)

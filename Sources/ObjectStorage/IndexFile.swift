@@ -14,7 +14,8 @@ package enum IndexFile {
 
     /// Reads every stage-0 entry of `bytes` (a whole index file), in the file's order, which must
     /// be git's: a file whose paths are out of order is damaged.
-    package static func read(_ bytes: UnsafeRawBufferPointer, into entries: inout IndexEntries) throws(Damage) {
+    /// `keep`: false only checks (nothing is added; the order is checked against the last path).
+    package static func read(_ bytes: UnsafeRawBufferPointer, into entries: inout IndexEntries, keep: Bool = true) throws(Damage) {
         func damage(_ why: String) -> Damage { Damage(reason: why) }
         guard bytes.count >= 12 + 20 else { throw damage(bytes.isEmpty ? "it is empty" : "it is cut short (\(bytes.count) bytes)") }
         guard bytes.starts(with: Array("DIRC".utf8)) else { throw damage("it does not begin with DIRC") }
@@ -22,17 +23,17 @@ package enum IndexFile {
         guard (2...4).contains(version) else { throw damage("its version is \(version); versions 2 to 4 are read") }
         let count = Int(be32(bytes, 8))
         let end = bytes.count - 20
-        // The trailer: SHA-1 of everything before it (all zeros when git's index.skipHash wrote it).
+        // The trailer: SHA-1 of everything before it. (git's `index.skipHash` writes zeros there;
+        // here zeros are what a power cut leaves, and the index is rebuilt from the last commit.)
         let trailer = UnsafeRawBufferPointer(rebasing: bytes[end...])
-        if !trailer.allSatisfy({ $0 == 0 }) {
-            let sha: StreamSHA1
-            do { sha = try StreamSHA1() } catch { throw damage("its checksum cannot be computed: \(error)") }
-            sha.update(UnsafeRawBufferPointer(rebasing: bytes[..<end]))
-            guard let sum = try? sha.finish(), sum.elementsEqual(trailer) else { throw damage("its checksum does not match its content") }
-        }
+        let sha: StreamSHA1
+        do { sha = try StreamSHA1() } catch { throw damage("its checksum cannot be computed: \(error)") }
+        sha.update(UnsafeRawBufferPointer(rebasing: bytes[..<end]))
+        guard let sum = try? sha.finish(), sum.elementsEqual(trailer) else { throw damage("its checksum does not match its content") }
         var at = 12
         var previous: [UInt8] = []  // version 4 strips from the previous path
         var path: [UInt8] = []
+        var lastKept: [UInt8]?
         for n in 0..<count {
             guard at + 62 <= end else { throw damage("entry \(n) of \(count) is cut short") }
             let flags = be16(bytes, at + 60)
@@ -68,20 +69,30 @@ package enum IndexFile {
             }
             guard !path.isEmpty, path.count <= Int(UInt16.max) else { throw damage("entry \(n) has an empty path or one of over 65,535 bytes") }
             if version == 4 { previous = path }
+            guard IndexFile.isValidPath(path) else {
+                throw damage("entry \(n)'s path is not one a store holds (an empty, '.', '..' or '.git' part)")
+            }
             let stage = (flags >> 12) & 3
+            // git's intent-to-add (`git add -N`): staged as nothing yet.
+            let intentToAdd = extended && be16(bytes, at + 62) & 0x2000 != 0
             defer { at = next }
-            guard stage == 0 else { continue }
+            guard stage == 0, !intentToAdd else { continue }
             let record = IndexRecord(
                 oid: Oid(raw: bytes.baseAddress! + at + 40),
                 mode: be32(bytes, at + 24), size: be32(bytes, at + 36),
                 mtimeSeconds: Int32(bitPattern: be32(bytes, at + 8)), mtimeNanoseconds: be32(bytes, at + 12),
                 ctimeSeconds: Int32(bitPattern: be32(bytes, at)), ctimeNanoseconds: be32(bytes, at + 4),
                 inode: be32(bytes, at + 20))
-            let inOrder = path.withUnsafeBytes { key in
-                entries.last.map { entries.withPath(at: $0) { IndexEntries.compare($0, key) < 0 } } ?? true
+            var inOrder = true
+            path.withUnsafeBytes { key in
+                if keep, let last = entries.last {
+                    inOrder = entries.withPath(at: last) { IndexEntries.compare($0, key) < 0 }
+                } else if !keep, let last = lastKept {
+                    inOrder = last.withUnsafeBytes { IndexEntries.compare($0, key) < 0 }
+                }
             }
             guard inOrder else { throw damage("entry \(n) is out of order") }
-            path.withUnsafeBytes { entries.appendInOrder(record, path: $0) }
+            if keep { path.withUnsafeBytes { entries.appendInOrder(record, path: $0) } } else { lastKept = path }
         }
         // Extensions, up to the trailer.
         while at < end {
@@ -131,6 +142,28 @@ package enum IndexFile {
         try flush()
         let sum = try sha.finish()
         try sum.withUnsafeBytes { try write($0) }
+    }
+
+    /// Whether an index may hold this path: relative, no empty, `.` or `..` part, no `.git` part
+    /// in any case (nor its NTFS short name `git~1`), at most 65,535 bytes: what git's own checks
+    /// (`verify_path`) refuse, a store never stages.
+    package static func isValidPath(_ bytes: [UInt8]) -> Bool {
+        guard !bytes.isEmpty, bytes.count <= Int(UInt16.max) else { return false }
+        for part in bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
+            if part.isEmpty || part.elementsEqual([0x2e]) || part.elementsEqual([0x2e, 0x2e]) { return false }
+            if part.count == 4 || part.count == 5 {
+                let lower = part.map { $0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0 }
+                if lower.elementsEqual(Array(".git".utf8)) || lower.elementsEqual(Array("git~1".utf8)) { return false }
+            }
+        }
+        return true
+    }
+
+    /// Why `bytes` are not an index this code reads (nil: they are), without keeping its entries.
+    package static func damage(_ bytes: UnsafeRawBufferPointer) -> String? {
+        var entries = IndexEntries()
+        do { try read(bytes, into: &entries, keep: false) } catch { return error.reason }
+        return nil
     }
 
     @inline(__always)

@@ -13,16 +13,15 @@ public enum Integrity {
         do { _ = try LooseObject.stream(file: path, chunk: 256 << 10, into: { _ in }); return false } catch { return true }
     }
 
-    /// Why these bytes are no index libgit2 can read (nil: they are): too short, no `DIRC`, or a
-    /// trailing SHA-1 that does not match (libgit2 then refuses it, and nothing can be committed).
+    /// Why these bytes are no index the agent can read (nil: they are): too short, no `DIRC`, a
+    /// trailing SHA-1 that does not match, or anything else `IndexFile` refuses (it would refuse
+    /// it at every start, and nothing could be committed).
     public static func indexDamage(_ bytes: [UInt8]) -> String? {
         guard bytes.count >= 32, bytes.starts(with: Array("DIRC".utf8)) else {
             return bytes.isEmpty ? "it is empty" : "it is cut short or overwritten (\(bytes.count) bytes)"
         }
-        guard let sha = try? StreamSHA1() else { return nil }
-        bytes.withUnsafeBytes { sha.update(UnsafeRawBufferPointer(rebasing: $0[..<(bytes.count - 20)])) }
-        guard let sum = try? sha.finish() else { return nil }
-        return sum[...] == bytes[(bytes.count - 20)...] ? nil : "its checksum does not match its content"
+        // What the agent's reader refuses (`IndexFile`), as it would refuse it at every start.
+        return bytes.withUnsafeBytes { IndexFile.damage($0) }
     }
 
     /// Why the pack `pack-X.idx` and its `pack-X.pack` are not a pair libgit2 can read (nil: they
