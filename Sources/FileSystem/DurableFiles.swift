@@ -10,45 +10,29 @@ import SystemPackage
 /// skipped. One removed and written again (a loose object packed, then unpacked) has another
 /// inode or times, and is flushed again.
 public enum DurableFiles {
-    struct Stamp: Hashable {
-        let device: UInt64
-        let inode: UInt64
-        let size: Int64
-        let ctimeSeconds: Int64
-        let ctimeNanoseconds: Int64
-        let mtimeSeconds: Int64
-        let mtimeNanoseconds: Int64
-        init?(_ path: FilePath) { self.init((try? FileStat.of(path)) ?? nil) }
-
-        init?(_ stat: FileStat?) {
-            guard let stat, stat.kind == .regular else { return nil }
-            device = stat.device
-            inode = stat.inode
-            size = stat.size
-            ctimeSeconds = stat.ctimeSeconds
-            ctimeNanoseconds = stat.ctimeNanoseconds
-            mtimeSeconds = stat.mtimeSeconds
-            mtimeNanoseconds = stat.mtimeNanoseconds
-        }
+    /// A regular file's identity (nil for anything else).
+    static func stamp(_ stat: FileStat?) -> FileStat.Identity? {
+        guard let stat, stat.kind == .regular else { return nil }
+        return stat.identity
     }
 
     /// Remembered at most this many files; past it the memo starts again (files then get one more
     /// flush each, which costs time and never durability). A fetch relies only on objects of the
     /// last two minutes: a few hundred at a change every second (half a megabyte at the limit).
     static let limit = 4_096
-    private static let known = Mutex<[FilePath: Stamp]>([:])
+    private static let known = Mutex<[FilePath: FileStat.Identity]>([:])
 
     /// Of `files`, those not made durable by this process as they are now, each with its stamp
     /// (nil: not a regular file). With `skippingMissing`, a path `lstat` cannot find is left out
     /// (anything else there, a link or a directory, stays: its flush fails, as it should). Each
     /// file is looked at once, outside the lock.
-    static func pending(_ files: [FilePath], skippingMissing: Bool = false) -> (files: [FilePath], stamps: [Stamp?]) {
+    static func pending(_ files: [FilePath], skippingMissing: Bool = false) -> (files: [FilePath], stamps: [FileStat.Identity?]) {
         let now = files.map { (try? FileStat.of($0)) ?? nil }
         return known.withLock { known in
-            var out: (files: [FilePath], stamps: [Stamp?]) = ([], [])
+            var out: (files: [FilePath], stamps: [FileStat.Identity?]) = ([], [])
             for (file, stat) in zip(files, now) {
                 if stat == nil, skippingMissing { continue }
-                let stamp = Stamp(stat)
+                let stamp = stamp(stat)
                 if let stamp, known[file] == stamp { continue }
                 out.files.append(file)
                 out.stamps.append(stamp)
@@ -60,9 +44,9 @@ public enum DurableFiles {
     /// Notes that these files were flushed (with their directories): each whose stamp is still
     /// `before`, the one taken before the flush. A file renamed over the path meanwhile (another
     /// writer of the same object, whose bytes this flush may not have reached) is not noted.
-    static func remember(_ files: [FilePath], before: [Stamp?]) {
-        let stamps: [(FilePath, Stamp)] = zip(files, before).compactMap { file, before in
-            guard let before, Stamp(file) == before else { return nil }
+    static func remember(_ files: [FilePath], before: [FileStat.Identity?]) {
+        let stamps: [(FilePath, FileStat.Identity)] = zip(files, before).compactMap { file, before in
+            guard let before, stamp((try? FileStat.of(file)) ?? nil) == before else { return nil }
             return (file, before)
         }
         known.withLock { known in

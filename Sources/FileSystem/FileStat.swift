@@ -24,6 +24,24 @@ public struct FileStat: Sendable, Equatable {
     public var mtimeNanoseconds: Int64 { Int64(mtimeNs) }
     public var ctimeNanoseconds: Int64 { Int64(ctimeNs) }
 
+    /// What tells a file from another one at the same path, or from itself written again: device,
+    /// inode, size, change and modification times. Not the blocks it takes, which some file
+    /// systems (ZFS, btrfs with compression, XFS trimming preallocation) change later by themselves.
+    public struct Identity: Hashable, Sendable {
+        public let device: UInt64
+        public let inode: UInt64
+        public let size: Int64
+        public let ctimeSeconds: Int64
+        public let ctimeNanoseconds: Int64
+        public let mtimeSeconds: Int64
+        public let mtimeNanoseconds: Int64
+    }
+
+    public var identity: Identity {
+        Identity(device: device, inode: inode, size: size, ctimeSeconds: ctimeSeconds, ctimeNanoseconds: ctimeNanoseconds,
+                 mtimeSeconds: mtimeSeconds, mtimeNanoseconds: mtimeNanoseconds)
+    }
+
     public var isExecutable: Bool { mode & 0o100 != 0 }
     /// Whether git can store it: regular files and symbolic links only.
     public var isStorable: Bool { kind == .regular || kind == .symlink }

@@ -15,7 +15,7 @@ public final class Index {
     private var staged = IndexEntries()
     /// The file's stat data when it was last read or written: `read()` reads it again only when
     /// they changed (another process wrote it).
-    private var stamp: FileStat?
+    private var stamp: FileStat.Identity?
     /// Marks an entry that holds the stat data of a file this process wrote with a `WriteStamp` as
     /// its mtime (`add(_:blob:mode:stat:stamped:)`): while `lstat` still gives exactly those stat
     /// data, the file holds the entry's blob, however close a write came after it. Kept in the
@@ -52,7 +52,7 @@ public final class Index {
             stamp = nil
             return
         }
-        guard force || !Self.sameFile(now, stamp) else { return }
+        guard force || now.identity != stamp else { return }
         // Read whole, not mapped: a file cut short under a mapping would kill the process.
         let bytes: [UInt8]
         do { bytes = try Files.read(file) } catch {
@@ -69,15 +69,7 @@ public final class Index {
                            call: "index read")
         }
         staged = fresh
-        stamp = now
-    }
-
-    /// Whether the file is still the one read or written: size, inode, mtime and ctime, as git and
-    /// libgit2 judge it (not the blocks it takes, which some file systems change later by themselves).
-    static func sameFile(_ a: FileStat, _ b: FileStat?) -> Bool {
-        guard let b else { return false }
-        return a.size == b.size && a.inode == b.inode && a.mtimeSeconds == b.mtimeSeconds && a.mtimeNanoseconds == b.mtimeNanoseconds
-            && a.ctimeSeconds == b.ctimeSeconds && a.ctimeNanoseconds == b.ctimeNanoseconds
+        stamp = now.identity
     }
 
     private func clearStamps() {
@@ -117,9 +109,7 @@ public final class Index {
             throw GitError(code: GitError.Code.invalid, errorClass: Self.indexClass,
                            message: "\(absolute) is a \(st.kind), which git cannot store", call: "index add")
         }
-        try add(path, blob: blob, mode: mode, stat: IndexStat(size: st.size, mtimeSeconds: st.mtimeSeconds, mtimeNanoseconds: st.mtimeNanoseconds,
-                                                             ctimeSeconds: st.ctimeSeconds, ctimeNanoseconds: st.ctimeNanoseconds,
-                                                             inode: st.inode, device: st.device))
+        try add(path, blob: blob, mode: mode, stat: IndexStat(st))
         return .added
     }
 
@@ -301,7 +291,7 @@ public final class Index {
             _ = lock.withPlatformString { unlink($0) }
             throw failed
         }
-        stamp = try? FileStat.of(file)
+        stamp = (try? FileStat.of(file))??.identity
     }
 
     /// libgit2's error class for the index (`GIT_ERROR_INDEX`), kept for callers that tell errors by it.
@@ -333,6 +323,14 @@ public struct IndexStat: Sendable, Equatable {
         self.ctimeNanoseconds = ctimeNanoseconds
         self.inode = inode
         self.device = device
+    }
+}
+
+extension IndexStat {
+    /// The stat data of a file as `lstat` gave it.
+    public init(_ st: FileStat) {
+        self.init(size: st.size, mtimeSeconds: st.mtimeSeconds, mtimeNanoseconds: st.mtimeNanoseconds,
+                  ctimeSeconds: st.ctimeSeconds, ctimeNanoseconds: st.ctimeNanoseconds, inode: st.inode, device: st.device)
     }
 }
 

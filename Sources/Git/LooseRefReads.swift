@@ -1,4 +1,5 @@
 import CLibgit2
+import FileSystem
 import Glibc
 import ObjectStorage
 import SystemPackage
@@ -19,24 +20,11 @@ import SystemPackage
 /// plainly a loose ref (packed only, a directory, damaged bytes, a symbolic ref to a packed one)
 /// is left to libgit2, which answers as before.
 struct LooseRefMemo {
-    private struct FileID: Equatable {
-        var inode: UInt64
-        var size: Int64
-        var ctime: timespec
-        var mtime: timespec
-
-        init?(_ st: stat) {
-            guard st.st_mode & S_IFMT == S_IFREG, st.st_ctim.tv_nsec != 0 else { return nil }
-            inode = UInt64(st.st_ino)
-            size = Int64(st.st_size)
-            ctime = st.st_ctim
-            mtime = st.st_mtim
-        }
-
-        static func == (a: FileID, b: FileID) -> Bool {
-            a.inode == b.inode && a.size == b.size && a.ctime.tv_sec == b.ctime.tv_sec && a.ctime.tv_nsec == b.ctime.tv_nsec
-                && a.mtime.tv_sec == b.mtime.tv_sec && a.mtime.tv_nsec == b.mtime.tv_nsec
-        }
+    /// A regular file's identity, when its change time has nanoseconds (a file system keeping
+    /// whole seconds could write it twice in one and show the same times).
+    private static func identity(_ st: stat) -> FileStat.Identity? {
+        guard st.st_mode & S_IFMT == S_IFREG, st.st_ctim.tv_nsec != 0 else { return nil }
+        return FileStat(st).identity
     }
 
     private enum Target {
@@ -44,7 +32,7 @@ struct LooseRefMemo {
         case symbolic(String)
     }
 
-    private var known: [String: (file: FileID, target: Target)] = [:]
+    private var known: [String: (file: FileStat.Identity, target: Target)] = [:]
     /// Past this many refs, the memo starts again (a hub's mirror and tracking refs: hundreds).
     static let limit = 4096
     /// How much older than the clock a file's change time must be for it to be remembered.
@@ -63,7 +51,7 @@ struct LooseRefMemo {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         var st = stat()
-        guard path.withPlatformString({ lstat($0, &st) }) == 0, let id = FileID(st) else { return nil }
+        guard path.withPlatformString({ lstat($0, &st) }) == 0, let id = Self.identity(st) else { return nil }
         if let memo = known[name], memo.file == id {
             switch memo.target {
             case .id(let oid): return oid
@@ -72,7 +60,7 @@ struct LooseRefMemo {
         }
         guard let read = Self.read(path) else { return nil }
         if known.count >= Self.limit { known.removeAll(keepingCapacity: true) }
-        let age = (Int64(now.tv_sec) - Int64(read.file.ctime.tv_sec)) * 1_000_000_000 + (Int64(now.tv_nsec) - Int64(read.file.ctime.tv_nsec))
+        let age = (Int64(now.tv_sec) - read.file.ctimeSeconds) * 1_000_000_000 + (Int64(now.tv_nsec) - read.file.ctimeNanoseconds)
         known[name] = age > settledNanoseconds ? read : nil
         switch read.target {
         case .id(let oid): return oid
@@ -82,12 +70,12 @@ struct LooseRefMemo {
 
     /// The file's identity (from the descriptor it was read through) and what it says: 40 hex
     /// digits and a newline, or `ref: refs/...` and a newline.
-    private static func read(_ path: FilePath) -> (file: FileID, target: Target)? {
+    private static func read(_ path: FilePath) -> (file: FileStat.Identity, target: Target)? {
         let fd = path.withPlatformString { open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0, let id = FileID(st), st.st_size > 0, st.st_size < 256 else { return nil }
+        guard fstat(fd, &st) == 0, let id = Self.identity(st), st.st_size > 0, st.st_size < 256 else { return nil }
         var bytes = [UInt8](repeating: 0, count: Int(st.st_size) + 1)
         let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         guard n == Int(st.st_size), bytes[n - 1] == UInt8(ascii: "\n") else { return nil }

@@ -188,7 +188,7 @@ extension PackTransfer {
         var types = [git_object_t](repeating: GIT_OBJECT_INVALID, count: listed.entries.count)
         var tooBig = false
         try listed.forEachObject(in: tempPack) { i, _, buffer, length in
-            guard let (type, size) = Self.wholeObjectHeader(buffer, length) else { return }
+            guard let (type, size) = PackedObjects.wholeObjectHeader(buffer[..<min(length, 16)]) else { return }
             types[i] = git_object_t(rawValue: type.rawValue)
             if size > Self.adoptObjectsUpTo { tooBig = true }
         }
@@ -384,22 +384,6 @@ extension PackTransfer {
     /// What a tree, commit or tag names, as libgit2 parses it (a malformed one is refused, as the
     /// indexer refuses it): a tree's entries (not a submodule's commit, stored elsewhere), a
     /// commit's tree and parents, a tag's target.
-    /// The type and size a whole object's header gives (`buffer` begins with its entry); nil for a
-    /// delta or a header that does not decode (left to libgit2 and its errors).
-    static func wholeObjectHeader(_ buffer: [UInt8], _ length: Int) -> (ObjectType, Int)? {
-        guard length >= 1, let type = ObjectType(rawValue: Int32((buffer[0] >> 4) & 7)) else { return nil }
-        var size = Int(buffer[0] & 0x0f)
-        var shift = 4
-        var i = 0
-        while buffer[i] & 0x80 != 0 {
-            i += 1
-            guard i < length, shift <= 56 else { return nil }
-            size |= Int(buffer[i] & 0x7f) << shift
-            shift += 7
-        }
-        return (type, size)
-    }
-
     /// The ids a whole tree, commit or tag of the pack names, from its bytes, checked first by
     /// libgit2's parser (`git_object_rawcontent_is_valid`): the same refusal as `links(of:in:pack:)`.
     static func links(of id: Oid, type: ObjectType, content: [UInt8], pack: FilePath) throws(GitError) -> [Oid] {

@@ -54,6 +54,12 @@ package final class PackedObjects {
         return try pack.read(at: offset, expecting: expecting, maxSize: maxSize, scratch: self, start: start, into: body)
     }
 
+    /// The type and size a whole object's entry header gives (`bytes` begin with the entry); nil
+    /// for a delta or what is not a header.
+    package static func wholeObjectHeader(_ bytes: ArraySlice<UInt8>) -> (type: ObjectType, size: Int)? {
+        Pack.entryHeader(bytes).map { ($0.0, $0.1) }
+    }
+
     /// Scratch buffers up to this size are kept from one object to the next.
     static let keptScratch = 1 << 20
 

@@ -329,4 +329,23 @@ import TestSupport
             #expect(Self.listing(entries).map(\.0) == before + paths)
         }
     }
+
+    /// A path longer than the 12 bits git's entry has for its length (4,000 bytes, deep and with
+    /// names of 200 bytes, some not UTF-8) goes to the file and back whole, and git lists it.
+    @Test func aLongPathGoesToTheFileAndBack() throws {
+        let t = try TempDevice()
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let index = try repo.index()
+        let blob = try repo.createBlob(Array("x".utf8))
+        let part = Array(repeating: UInt8(ascii: "n"), count: 198) + [0xe9, 0xff]
+        let long = FilePath(bytes: Array(Array(repeating: part, count: 20).joined(separator: [UInt8(ascii: "/")])))
+        #expect(long.bytes.count == 4019)
+        try index.add(long, blob: blob, mode: 0o100644)
+        try index.add("a", blob: blob, mode: 0o100644)
+        try index.write()
+        try index.read(force: true)
+        #expect(index.entries().map(\.path) == ["a", long])
+        let listed = try git(t.gitDir, ["ls-files", "-z"])
+        #expect(listed.status == 0 && [UInt8](listed.out) == Array("a".utf8) + [0] + long.bytes + [0])
+    }
 }

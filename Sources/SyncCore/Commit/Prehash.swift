@@ -140,11 +140,3 @@ public final class PrehashJob: @unchecked Sendable {
         }
     }
 }
-
-extension IndexStat {
-    /// The stat data of a file as `lstat` gave it.
-    init(_ st: FileStat) {
-        self.init(size: st.size, mtimeSeconds: st.mtimeSeconds, mtimeNanoseconds: st.mtimeNanoseconds,
-                  ctimeSeconds: st.ctimeSeconds, ctimeNanoseconds: st.ctimeNanoseconds, inode: st.inode, device: st.device)
-    }
-}

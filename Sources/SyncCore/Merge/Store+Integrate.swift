@@ -660,10 +660,9 @@ extension Store {
         try feed { change in
             guard change.new != nil else { return }
             let bytes = change.path.bytes
-            if bytes.split(separator: 0x2f, omittingEmptySubsequences: false).contains(where: {
-                $0.elementsEqual([0x2e]) || $0.elementsEqual([0x2e, 0x2e]) || Self.isDotGit($0)
-            }) {
-                reasons.append("\(change.path.display): a '.', '..' or '.git' entry")
+            // What the index would refuse to stage (`IndexFile.isValidPath`), refused here by name.
+            if !IndexFile.isValidPath(bytes) {
+                reasons.append("\(change.path.display): a '.', '..', '.git' or empty entry")
                 return
             }
             let parent = change.path.removingLastComponent()
@@ -696,10 +695,6 @@ extension Store {
             }
         }
         if !reasons.isEmpty { throw SyncRefusal(peer: peer, reasons: Array(reasons.prefix(20))) }
-    }
-
-    private static func isDotGit(_ name: some Collection<UInt8>) -> Bool {
-        name.count == 4 && name.map { $0 >= 0x41 && $0 <= 0x5a ? $0 + 0x20 : $0 } == Array(".git".utf8)
     }
 
     /// Open (or all) conflict records, newest detection first.
