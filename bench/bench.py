@@ -721,7 +721,7 @@ def disk_bytes(path):
     return total
 
 
-def wait_settled(agent, quiet=3.0, timeout=120.0):
+def wait_store_settled(agent, quiet=3.0, timeout=120.0):
     """Until the store's size on disk has not changed for `quiet` seconds: packs the commits left
     in stored blocks are rewritten deflated once the store is at rest, after the loose objects."""
     deadline = time.monotonic() + timeout
@@ -772,7 +772,7 @@ def bench_store(syncagent, tmp, rows, notes, agents):
     t0 = time.perf_counter()
     wait_packed("the edits")
     packed_edits = time.perf_counter() - t0
-    wait_settled(agent)
+    wait_store_settled(agent)
     agent.stop()
     after = disk_bytes(agent.store)
     status = json.loads(subprocess.run([syncagent, "status", "--config", agent.config, "--json"],
