@@ -193,6 +193,44 @@ final class TwoDevices {
         #expect(try t.watch.store.blob(#require(Oid(hex: phoneBlob))) == Array("phone's version\n".utf8))
     }
 
+    /// The idle safety poll of a peer on this machine skips its round only when nothing could
+    /// come of it: the peer's main is ours and its conflict records are the ones fetched last.
+    @Test func inStepOnlyWhenThePeersMainAndRecordsAreOurs() throws {
+        let t = try TwoDevices()
+        func inStep() -> Bool { Store.inStep(gitDir: t.phone.gitDir, withPeer: "watch", at: t.watch.gitDir) }
+        #expect(!inStep(), "the watch has no main yet")
+        try t.phone.write("notes.txt", "base\n")
+        try t.phone.commit("notes.txt")
+        #expect(!inStep(), "the watch has no main yet")
+        _ = try t.watch.pull(from: t.phone)
+        #expect(!inStep(), "the phone never fetched the watch's conflict records")
+        _ = try t.phone.pull(from: t.watch)
+        #expect(inStep())
+        // The watch commits: its main moves.
+        try t.watch.write("notes.txt", "watch's version\n", mtime: 1_800_000_100)
+        try t.watch.commit("notes.txt")
+        #expect(!inStep(), "the watch's main moved")
+        _ = try t.phone.pull(from: t.watch)
+        #expect(inStep())
+        // Ours moves: a round would not fetch anything, but the stores differ: a round.
+        try t.phone.write("other.txt", "phone\n")
+        try t.phone.commit("other.txt")
+        #expect(!inStep(), "the phone's main moved")
+        _ = try t.watch.pull(from: t.phone)
+        #expect(inStep())
+        // The watch's conflict records move (a record made or settled there) while the mains
+        // stay equal: a round would fetch them.
+        let records = try #require(try git(t.watch.gitDir, ["rev-parse", "refs/syncagent/conflicts"]).split(separator: "\n").first)
+        let root = try #require(try git(t.watch.gitDir, ["rev-list", "--max-parents=0", "refs/heads/main"]).split(separator: "\n").first)
+        _ = try git(t.watch.gitDir, ["update-ref", "refs/syncagent/conflicts", String(root)])
+        #expect(!inStep(), "the watch's records moved after the phone's last fetch")
+        _ = try git(t.watch.gitDir, ["update-ref", "refs/syncagent/conflicts", String(records)])
+        #expect(inStep())
+        // A peer whose store went away is never in step.
+        try FileManager.default.removeItem(atPath: t.watch.gitDir.appending("refs").string)
+        #expect(!inStep())
+    }
+
     @Test func modificationBeatsDeletion() throws {
         let t = try TwoDevices()
         try t.phone.write("f", "v1")

@@ -131,6 +131,8 @@ final class PeerSyncer: Sendable {
         let refsWatchable = link.localGitDir.map(LocalFileSystem.seesEveryChange(at:)) ?? false
         var seenRefs: RefSnapshot?
         var rung = true
+        /// The wait after the last round was the safety poll of a watched store (not a retry).
+        var safetyPollDue = false
         // Nobody pulls from a hub: what changes here must be pushed, so local commits, merges from
         // direct peers and conflict records ring the bell too.
         let listener: Task<Void, Never>? = link.hub ? Task { [doorbell, engine] in
@@ -168,6 +170,21 @@ final class PeerSyncer: Sendable {
                 let now = Self.ownRefs(dir, hub: link.hub)
                 if now != seen { logger.notice("\(Self.refsMovedUnseen(link.name, seen: seen, now: now))") }
             }
+            // The safety poll of a direct peer on this machine finds both stores in step: nothing
+            // to fetch or merge, no round (a round here was most of an idle agent's CPU). Only
+            // after a round that went well: a retry or a push waiting for its answer is a round.
+            if !rung, safetyPollDue, !link.hub, let dir = link.localGitDir {
+                let (gitDir, peer) = (config.storePath, link.name)
+                if await onOwnThread("syncagent-look", { Store.inStep(gitDir: gitDir, withPeer: peer, at: dir) }) {
+                    state.withLock {
+                        $0.lastSync = Date()
+                        $0.reachable = true
+                    }
+                    await engine.notePeer(link.name, ledgerEntry)
+                    rung = await doorbell.wait(upTo: Self.watchedSafetyPoll(link.pollSeconds))
+                    continue
+                }
+            }
             let started = clock.now
             hubMoved.clear()
             let ok = await round() == nil
@@ -193,6 +210,7 @@ final class PeerSyncer: Sendable {
             let retry: Duration = channel?.isListening == true ? .seconds(86_400) : .seconds(link.pollSeconds)
             // A push waiting for a quiet hub is tried again soon, rung or not.
             let wait = ok ? (ackWaiting ? .milliseconds(300) : poll) : min(backoff, retry)
+            safetyPollDue = ok && !ackWaiting && channel?.isListening != true && refWatcher != nil && refsWatchable
             // What the peer's refs were, for the check above at the next round that no ring
             // started. Not read when a ring waits already (the next round is rung) or no watch
             // could miss anything: with 100 devices on a hub, this walk of its refs after every
