@@ -197,10 +197,7 @@ final class TwoDevices {
     /// come of it: the peer's main is ours and its conflict records are the ones fetched last.
     @Test func inStepOnlyWhenThePeersMainAndRecordsAreOurs() throws {
         let t = try TwoDevices()
-        func inStep() -> Bool {
-            let read = RefSnapshot.read(gitDir: t.watch.gitDir, under: ["refs/"])
-            return read.whole && Store.inStep(gitDir: t.phone.gitDir, withPeer: "watch", peerRefs: read.snapshot)
-        }
+        func inStep() -> Bool { Store.inStep(gitDir: t.phone.gitDir, withPeer: "watch", at: t.watch.gitDir) }
         #expect(!inStep(), "the watch has no main yet")
         try t.phone.write("notes.txt", "base\n")
         try t.phone.commit("notes.txt")

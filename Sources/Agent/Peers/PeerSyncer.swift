@@ -166,21 +166,20 @@ final class PeerSyncer: Sendable {
                     }
                 }
             }
-            // The peer's refs as the safety poll finds them, read once for both checks below.
-            var peerRefs: (snapshot: RefSnapshot, whole: Bool)?
             if !rung, refWatcher != nil, let dir = link.localGitDir, let seen = seenRefs {
-                let hub = link.hub
-                let now = await onOwnThread("syncagent-look") { Self.readOwnRefs(dir, hub: hub) }
-                peerRefs = now
-                if now.snapshot != seen { logger.notice("\(Self.refsMovedUnseen(link.name, seen: seen, now: now.snapshot))") }
+                let now = Self.ownRefs(dir, hub: link.hub)
+                if now != seen { logger.notice("\(Self.refsMovedUnseen(link.name, seen: seen, now: now))") }
             }
             // The safety poll of a direct peer on this machine finds both stores in step: nothing
             // to fetch or merge, no round (a round here was most of an idle agent's CPU). Only
             // after a round that went well: a retry or a push waiting for its answer is a round.
-            if !rung, safetyPollDue, !link.hub, let peerRefs, peerRefs.whole {
+            if !rung, safetyPollDue, !link.hub, let dir = link.localGitDir {
                 let (gitDir, peer) = (config.storePath, link.name)
-                if await onOwnThread("syncagent-look", { Store.inStep(gitDir: gitDir, withPeer: peer, peerRefs: peerRefs.snapshot) }) {
-                    state.withLock { $0.lastSync = Date() }
+                if await onOwnThread("syncagent-look", { Store.inStep(gitDir: gitDir, withPeer: peer, at: dir) }) {
+                    state.withLock {
+                        $0.lastSync = Date()
+                        $0.reachable = true
+                    }
                     await engine.notePeer(link.name, ledgerEntry)
                     rung = await doorbell.wait(upTo: Self.watchedSafetyPoll(link.pollSeconds))
                     continue
@@ -633,15 +632,11 @@ final class PeerSyncer: Sendable {
 
     /// A hub: only the refs its devices move (`RefSnapshot.readHub`; with 100 devices, listing a
     /// directory of records per device after each round cost more than reading the files).
-    static func ownRefs(_ gitDir: FilePath, hub: Bool = false) -> RefSnapshot { readOwnRefs(gitDir, hub: hub).snapshot }
-
-    /// The same, and whether every ref could be read (`RefSnapshot.read`).
-    static func readOwnRefs(_ gitDir: FilePath, hub: Bool) -> (snapshot: RefSnapshot, whole: Bool) {
-        if hub { return RefSnapshot.readHub(gitDir: gitDir) }
-        let read = RefSnapshot.read(gitDir: gitDir, under: ["refs/"])
-        return (read.snapshot.filtered { name in
+    static func ownRefs(_ gitDir: FilePath, hub: Bool = false) -> RefSnapshot {
+        if hub { return RefSnapshot.readHub(gitDir: gitDir).snapshot }
+        return RefSnapshot.read(gitDir: gitDir).filtered { name in
             !name.starts(with: Array("refs/remotes/".utf8)) && !name.starts(with: Array("refs/tags/".utf8))
-        }, read.whole)
+        }
     }
 
     static func refsMovedUnseen(_ peer: String, seen: RefSnapshot, now: RefSnapshot) -> String {

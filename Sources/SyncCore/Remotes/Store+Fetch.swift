@@ -160,12 +160,12 @@ extension Store {
     /// from it. A round would then fetch and merge nothing, so the idle safety poll (a net for a
     /// ref watch that lost its directory) costs a few small reads instead of a round: opening two
     /// repositories and a copy plan were about 10 ms of CPU each time, five times the idle target.
-    /// `peerRefs`: the peer's refs, read whole (the safety poll has read them already). False
-    /// when one of ours cannot be read or the peer has no `main` (the round then says why).
-    public static func inStep(gitDir: FilePath, withPeer peer: String, peerRefs theirs: RefSnapshot) -> Bool {
+    /// False when a ref cannot be read or the peer has no `main` (the round then says why).
+    public static func inStep(gitDir: FilePath, withPeer peer: String, at peerGitDir: FilePath) -> Bool {
+        let theirs = RefSnapshot.read(gitDir: peerGitDir, under: ["refs/heads/", "refs/syncagent/"])
         let ours = RefSnapshot.read(gitDir: gitDir, under: ["refs/heads/", "refs/remotes/\(peer)/"])
-        guard ours.whole, let main = theirs.refs[Array(mainRef.utf8)] else { return false }
+        guard theirs.whole, ours.whole, let main = theirs.snapshot.refs[Array(mainRef.utf8)] else { return false }
         return ours.snapshot.refs[Array(mainRef.utf8)] == main
-            && ours.snapshot.refs[Array(ConflictBook.peerRef(peer).utf8)] == theirs.refs[Array(ConflictBook.ref.utf8)]
+            && ours.snapshot.refs[Array(ConflictBook.peerRef(peer).utf8)] == theirs.snapshot.refs[Array(ConflictBook.ref.utf8)]
     }
 }
