@@ -197,7 +197,15 @@ final class TwoDevices {
     /// come of it: the peer's main is ours and its conflict records are the ones fetched last.
     @Test func inStepOnlyWhenThePeersMainAndRecordsAreOurs() throws {
         let t = try TwoDevices()
-        func inStep() -> Bool { Store.inStep(gitDir: t.phone.gitDir, withPeer: "watch", at: t.watch.gitDir) }
+        // Both ways agree: reading the watch's refs here, and with its refs as the agent's safety
+        // poll reads them (every ref under `refs/`, once, for its unseen-move check too).
+        func inStep() -> Bool {
+            let read = Store.inStep(gitDir: t.phone.gitDir, withPeer: "watch", at: t.watch.gitDir)
+            let whole = RefSnapshot.read(gitDir: t.watch.gitDir, under: ["refs/"])
+            let given = whole.whole && Store.inStep(gitDir: t.phone.gitDir, withPeer: "watch", peerRefs: whole.snapshot)
+            #expect(read == given)
+            return read
+        }
         #expect(!inStep(), "the watch has no main yet")
         try t.phone.write("notes.txt", "base\n")
         try t.phone.commit("notes.txt")

@@ -63,6 +63,13 @@ final class PeerSyncer: Sendable {
     /// The hub's refs moved (its ref watch or notify channel said so) since the current round
     /// began; this device's own commits and merges ring the doorbell too, but never set this.
     private let hubMoved = Flag()
+    /// The ref watch told of a problem (the peer's `refs` deleted or moved away, a directory
+    /// it cannot read or watch): it may miss moves from now on, so it is dropped and made
+    /// again before the next round, and that round is rung.
+    private let refWatchLost = Flag()
+    /// A directory under the peer's `refs` could not be read or watched: its safety poll is
+    /// every `poll_seconds`, as for a store on a network file system.
+    private let refWatchPartial = Flag()
     /// `syncagent pause`: while this peer is paused, no round runs.
     private let pauses: PauseBoard
 
@@ -155,6 +162,12 @@ final class PeerSyncer: Sendable {
                 rung = true  // the first round after a resume is asked for, not a safety poll
                 continue
             }
+            if refWatchLost.isSet, let lost = refWatcher {
+                refWatchLost.clear()
+                lost.stop()
+                refWatcher = nil
+                rung = true
+            }
             if refWatcher == nil {
                 refWatcher = watchRefs()
                 // The early fetch began before the peer's refs were watched (it runs during the
@@ -166,20 +179,24 @@ final class PeerSyncer: Sendable {
                     }
                 }
             }
-            if !rung, refWatcher != nil, let dir = link.localGitDir, let seen = seenRefs {
-                let now = Self.ownRefs(dir, hub: link.hub)
-                if now != seen { logger.notice("\(Self.refsMovedUnseen(link.name, seen: seen, now: now))") }
-            }
-            // The safety poll of a direct peer on this machine finds both stores in step: nothing
-            // to fetch or merge, no round (a round here was most of an idle agent's CPU). Only
-            // after a round that went well: a retry or a push waiting for its answer is a round.
-            if !rung, safetyPollDue, !link.hub, let dir = link.localGitDir {
-                let (gitDir, peer) = (config.storePath, link.name)
-                if await onOwnThread("syncagent-look", { Store.inStep(gitDir: gitDir, withPeer: peer, at: dir) }) {
-                    state.withLock {
-                        $0.lastSync = Date()
-                        $0.reachable = true
-                    }
+            // The safety poll (no ring started this round): the peer's refs, read once on a thread
+            // of its own, say whether the watch missed a move (told), and, for a direct peer after
+            // a round that went well, whether both stores are in step: nothing to fetch or merge,
+            // so no round (a round here was most of an idle agent's CPU). A retry or a push
+            // waiting for its answer is a round.
+            if !rung, refWatcher != nil, let dir = link.localGitDir, seenRefs != nil || safetyPollDue {
+                let (gitDir, peer, hub) = (config.storePath, link.name, link.hub)
+                let checkStep = safetyPollDue && !hub
+                let look = await onOwnThread("syncagent-look") { () -> (now: RefSnapshot, inStep: Bool) in
+                    let read = Self.readOwnRefs(dir, hub: hub)
+                    return (read.snapshot, checkStep && read.whole && Store.inStep(gitDir: gitDir, withPeer: peer, peerRefs: read.snapshot))
+                }
+                if let seen = seenRefs, look.now != seen {
+                    logger.notice("\(Self.refsMovedUnseen(link.name, seen: seen, now: look.now))")
+                }
+                if look.inStep {
+                    logger.debug("peer \(link.name): in step at the safety poll; no round")
+                    state.withLock { $0.lastSync = Date() }
                     await engine.notePeer(link.name, ledgerEntry)
                     rung = await doorbell.wait(upTo: Self.watchedSafetyPoll(link.pollSeconds))
                     continue
@@ -204,13 +221,13 @@ final class PeerSyncer: Sendable {
             // many devices, their polls were most of the work); a slow safety poll stays, for a
             // watch that lost its directory.
             let poll: Duration = channel?.isListening == true ? .seconds(86_400)
-                : refWatcher != nil && refsWatchable ? Self.watchedSafetyPoll(link.pollSeconds) : .seconds(link.pollSeconds)
+                : refWatcher != nil && refsWatchable && !refWatchPartial.isSet ? Self.watchedSafetyPoll(link.pollSeconds) : .seconds(link.pollSeconds)
             // A failed round is retried on the backoff, never later than `poll_seconds` (the
             // once-a-minute safety poll of a watched store is for idle waits only).
             let retry: Duration = channel?.isListening == true ? .seconds(86_400) : .seconds(link.pollSeconds)
             // A push waiting for a quiet hub is tried again soon, rung or not.
             let wait = ok ? (ackWaiting ? .milliseconds(300) : poll) : min(backoff, retry)
-            safetyPollDue = ok && !ackWaiting && channel?.isListening != true && refWatcher != nil && refsWatchable
+            safetyPollDue = ok && !ackWaiting && channel?.isListening != true && refWatcher != nil && refsWatchable && !refWatchPartial.isSet
             // What the peer's refs were, for the check above at the next round that no ring
             // started. Not read when a ring waits already (the next round is rung) or no watch
             // could miss anything: with 100 devices on a hub, this walk of its refs after every
@@ -609,6 +626,7 @@ final class PeerSyncer: Sendable {
             engine.events.emit(.peer(link.name, reachable: now, error: now ? nil : error))
         }
         if first, let error { logger.warning("\(error.hasPrefix("peer \(link.name) ") ? error : "peer \(link.name): \(error)")") }
+        logger.debug("peer \(link.name): round \(snapshot.rounds) \(problem == nil ? "went well" : "failed")")
         await engine.notePeer(link.name, ledgerEntry)
         return told
     }
@@ -626,17 +644,24 @@ final class PeerSyncer: Sendable {
     /// For a peer on this machine: an inotify watch on its refs, so its commits are seen at once.
     /// The refs of the peer's store that its ref watch covers (not `refs/remotes`, `refs/tags`).
     /// How often a store whose refs are watched is fetched all the same: a safety net for a
-    /// watch that lost its directory. Two minutes: an idle round spans one or two of the idle
-    /// bench's 50 ms windows, and an idle agent wakes at most once a minute (issue 45).
+    /// watch that missed a move. The watch says when it loses the peer's `refs` (watched again
+    /// at once, and a round rung) or cannot watch all of it (then every `poll_seconds`). Two
+    /// minutes: each poll of an idle pair costs a millisecond or two of CPU. Five minutes cost
+    /// more, measured: after five minutes asleep, the same poll took 8-13 ms of CPU (caches and
+    /// pages gone cold on this VM), against 1-1.6 ms after two (issue 45).
     static func watchedSafetyPoll(_ pollSeconds: Int) -> Duration { .seconds(max(pollSeconds, 120)) }
 
     /// A hub: only the refs its devices move (`RefSnapshot.readHub`; with 100 devices, listing a
     /// directory of records per device after each round cost more than reading the files).
-    static func ownRefs(_ gitDir: FilePath, hub: Bool = false) -> RefSnapshot {
-        if hub { return RefSnapshot.readHub(gitDir: gitDir).snapshot }
-        return RefSnapshot.read(gitDir: gitDir).filtered { name in
+    static func ownRefs(_ gitDir: FilePath, hub: Bool = false) -> RefSnapshot { readOwnRefs(gitDir, hub: hub).snapshot }
+
+    /// The same, and whether every ref could be read (`RefSnapshot.read`).
+    static func readOwnRefs(_ gitDir: FilePath, hub: Bool) -> (snapshot: RefSnapshot, whole: Bool) {
+        if hub { return RefSnapshot.readHub(gitDir: gitDir) }
+        let read = RefSnapshot.read(gitDir: gitDir, under: ["refs/"])
+        return (read.snapshot.filtered { name in
             !name.starts(with: Array("refs/remotes/".utf8)) && !name.starts(with: Array("refs/tags/".utf8))
-        }
+        }, read.whole)
     }
 
     static func refsMovedUnseen(_ peer: String, seen: RefSnapshot, now: RefSnapshot) -> String {
@@ -658,7 +683,21 @@ final class PeerSyncer: Sendable {
         let watcher: Watcher
         do {
             watcher = try Watcher(root: gitDir.appending("refs"), quiet: quiet, maxDelay: most,
-                                  ignore: { $0.string == "remotes" || $0.string == "tags" || $0.extension == "lock" })
+                                  ignore: { $0.string == "remotes" || $0.string == "tags" || $0.extension == "lock" },
+                                  onProblem: { [refWatchLost, refWatchPartial, doorbell, logger, name = link.name, pollSeconds = link.pollSeconds] problem in
+                                      switch problem.kind {
+                                      case .rootGone:
+                                          logger.notice("peer \(name): \(gitDir.appending("refs").display) was deleted or moved away; watching it again and syncing now")
+                                          refWatchLost.set()
+                                          doorbell.ring()
+                                      case .unreadable, .watchLimit:
+                                          if !refWatchPartial.isSet {
+                                              logger.notice("peer \(name): its refs are not all watched (\(problem.message)); fetched every \(pollSeconds) s")
+                                          }
+                                          refWatchPartial.set()
+                                      case .recovered: break
+                                      }
+                                  })
         } catch where error.errno != .noSuchFileOrDirectory {
             // Told once: the peer is still fetched, every poll_seconds, and this is tried again each round.
             let text = "peer \(link.name): \(error) Until then it is fetched every \(link.pollSeconds) s"
