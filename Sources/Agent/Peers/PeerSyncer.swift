@@ -68,7 +68,8 @@ final class PeerSyncer: Sendable {
     /// again before the next round, and that round is rung.
     private let refWatchLost = Flag()
     /// A directory under the peer's `refs` could not be read or watched: its safety poll is
-    /// every `poll_seconds`, as for a store on a network file system.
+    /// every `poll_seconds`, as for a store on a network file system (until the watch limit
+    /// problem goes away: `recovered`).
     private let refWatchPartial = Flag()
     /// `syncagent pause`: while this peer is paused, no round runs.
     private let pauses: PauseBoard
@@ -695,7 +696,7 @@ final class PeerSyncer: Sendable {
                                               logger.notice("peer \(name): its refs are not all watched (\(problem.message)); fetched every \(pollSeconds) s")
                                           }
                                           refWatchPartial.set()
-                                      case .recovered: break
+                                      case .recovered: refWatchPartial.clear()  // every directory watched again
                                       }
                                   })
         } catch where error.errno != .noSuchFileOrDirectory {
