@@ -197,14 +197,10 @@ final class TwoDevices {
     /// come of it: the peer's main is ours and its conflict records are the ones fetched last.
     @Test func inStepOnlyWhenThePeersMainAndRecordsAreOurs() throws {
         let t = try TwoDevices()
-        // Both ways agree: reading the watch's refs here, and with its refs as the agent's safety
-        // poll reads them (every ref under `refs/`, once, for its unseen-move check too).
+        // The watch's refs as the agent's safety poll reads them (once, for its unseen-move check too).
         func inStep() -> Bool {
-            let read = Store.inStep(gitDir: t.phone.gitDir, withPeer: "watch", at: t.watch.gitDir)
-            let whole = RefSnapshot.read(gitDir: t.watch.gitDir, under: ["refs/"])
-            let given = whole.whole && Store.inStep(gitDir: t.phone.gitDir, withPeer: "watch", peerRefs: whole.snapshot)
-            #expect(read == given)
-            return read
+            let theirs = RefSnapshot.readPeer(gitDir: t.watch.gitDir, hub: false)
+            return theirs.whole && Store.inStep(gitDir: t.phone.gitDir, withPeer: "watch", peerRefs: theirs.snapshot)
         }
         #expect(!inStep(), "the watch has no main yet")
         try t.phone.write("notes.txt", "base\n")

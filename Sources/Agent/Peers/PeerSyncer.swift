@@ -189,7 +189,7 @@ final class PeerSyncer: Sendable {
                 let (gitDir, peer, hub) = (config.storePath, link.name, link.hub)
                 let checkStep = safetyPollDue && !hub
                 let look = await onOwnThread("syncagent-look") { () -> (now: RefSnapshot, inStep: Bool) in
-                    let read = Self.readOwnRefs(dir, hub: hub)
+                    let read = RefSnapshot.readPeer(gitDir: dir, hub: hub)
                     return (read.snapshot, checkStep && read.whole && Store.inStep(gitDir: gitDir, withPeer: peer, peerRefs: read.snapshot))
                 }
                 if let seen = seenRefs, look.now != seen {
@@ -220,20 +220,26 @@ final class PeerSyncer: Sendable {
             // An open notify channel rings when the peer's refs move: no request while nothing does.
             // So does inotify on the refs of a store on this machine's disks (a hub on a path: with
             // many devices, their polls were most of the work); a slow safety poll stays, for a
-            // watch that lost its directory.
+            // move the watch missed.
+            let watched = refWatcher != nil && refsWatchable && !refWatchPartial.isSet
             let poll: Duration = channel?.isListening == true ? .seconds(86_400)
-                : refWatcher != nil && refsWatchable && !refWatchPartial.isSet ? Self.watchedSafetyPoll(link.pollSeconds) : .seconds(link.pollSeconds)
+                : watched ? Self.watchedSafetyPoll(link.pollSeconds) : .seconds(link.pollSeconds)
             // A failed round is retried on the backoff, never later than `poll_seconds` (the
-            // once-a-minute safety poll of a watched store is for idle waits only).
+            // safety poll of a watched store is for idle waits only).
             let retry: Duration = channel?.isListening == true ? .seconds(86_400) : .seconds(link.pollSeconds)
             // A push waiting for a quiet hub is tried again soon, rung or not.
             let wait = ok ? (ackWaiting ? .milliseconds(300) : poll) : min(backoff, retry)
-            safetyPollDue = ok && !ackWaiting && channel?.isListening != true && refWatcher != nil && refsWatchable && !refWatchPartial.isSet
+            safetyPollDue = ok && !ackWaiting && channel?.isListening != true && watched
             // What the peer's refs were, for the check above at the next round that no ring
             // started. Not read when a ring waits already (the next round is rung) or no watch
             // could miss anything: with 100 devices on a hub, this walk of its refs after every
             // round was a tenth of each agent's work in a burst.
-            seenRefs = refWatcher != nil && !doorbell.isRung ? link.localGitDir.map { Self.ownRefs($0, hub: link.hub) } : nil
+            if refWatcher != nil, !doorbell.isRung, let dir = link.localGitDir {
+                let hub = link.hub
+                seenRefs = await onOwnThread("syncagent-look") { Self.ownRefs(dir, hub: hub) }
+            } else {
+                seenRefs = nil
+            }
             if !ok, snapshot.offline {
                 await waitForReturn(upTo: wait)
                 rung = true
@@ -642,8 +648,6 @@ final class PeerSyncer: Sendable {
         return SyncError.fetching(error, link: link, configFile: config.file) ?? SyncError(.other, "\(error)")
     }
 
-    /// For a peer on this machine: an inotify watch on its refs, so its commits are seen at once.
-    /// The refs of the peer's store that its ref watch covers (not `refs/remotes`, `refs/tags`).
     /// How often a store whose refs are watched is fetched all the same: a safety net for a
     /// watch that missed a move. The watch says when it loses the peer's `refs` (watched again
     /// at once, and a round rung) or cannot watch all of it (then every `poll_seconds`). Two
@@ -652,24 +656,15 @@ final class PeerSyncer: Sendable {
     /// pages gone cold on this VM), against 1-1.6 ms after two (issue 45).
     static func watchedSafetyPoll(_ pollSeconds: Int) -> Duration { .seconds(max(pollSeconds, 120)) }
 
-    /// A hub: only the refs its devices move (`RefSnapshot.readHub`; with 100 devices, listing a
-    /// directory of records per device after each round cost more than reading the files).
-    static func ownRefs(_ gitDir: FilePath, hub: Bool = false) -> RefSnapshot { readOwnRefs(gitDir, hub: hub).snapshot }
-
-    /// The same, and whether every ref could be read (`RefSnapshot.read`).
-    static func readOwnRefs(_ gitDir: FilePath, hub: Bool) -> (snapshot: RefSnapshot, whole: Bool) {
-        if hub { return RefSnapshot.readHub(gitDir: gitDir) }
-        let read = RefSnapshot.read(gitDir: gitDir, under: ["refs/"])
-        return (read.snapshot.filtered { name in
-            !name.starts(with: Array("refs/remotes/".utf8)) && !name.starts(with: Array("refs/tags/".utf8))
-        }, read.whole)
-    }
+    /// The peer's refs that its ref watch covers (`RefSnapshot.readPeer`).
+    static func ownRefs(_ gitDir: FilePath, hub: Bool = false) -> RefSnapshot { RefSnapshot.readPeer(gitDir: gitDir, hub: hub).snapshot }
 
     static func refsMovedUnseen(_ peer: String, seen: RefSnapshot, now: RefSnapshot) -> String {
         let moved = now.changes(since: seen).map { FilePath(bytes: $0.name).display }
         return "peer \(peer): its refs moved with no inotify event (\(moved.prefix(3).joined(separator: ", "))); the safety poll found it"
     }
 
+    /// For a peer on this machine: an inotify watch on its refs, so its commits are seen at once.
     private func watchRefs() -> Watcher? {
         guard let gitDir = link.localGitDir else { return nil }
         // Its own refs only (main and the conflict records): never refs/remotes, which changes when

@@ -78,6 +78,17 @@ public struct RefSnapshot: Equatable, Sendable {
         return read
     }
 
+    /// A peer's own refs, as the agent's watch of them covers them: every ref under `refs/` but
+    /// `refs/remotes/` (moved when the peer fetches from us) and `refs/tags/`; a hub's, as
+    /// `readHub` reads them. `whole`: as for `read`.
+    public static func readPeer(gitDir: FilePath, hub: Bool) -> (snapshot: RefSnapshot, whole: Bool) {
+        if hub { return readHub(gitDir: gitDir) }
+        let read = read(gitDir: gitDir, under: ["refs/"])
+        return (read.snapshot.filtered { name in
+            !name.starts(with: Array("refs/remotes/".utf8)) && !name.starts(with: Array("refs/tags/".utf8))
+        }, read.whole)
+    }
+
     /// Reads the loose files of these refs by name, each over what `packed-refs` said of it (a
     /// loose ref hides a packed one); a name with no loose file keeps its packed value, if any.
     /// False when a file is there and cannot be read (another reason than not being there).

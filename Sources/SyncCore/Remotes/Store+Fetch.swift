@@ -160,18 +160,13 @@ extension Store {
     /// from it. A round would then fetch and merge nothing, so the idle safety poll (a net for a
     /// ref watch that lost its directory) costs a few small reads instead of a round: opening two
     /// repositories and a copy plan were about 10 ms of CPU each time, five times the idle target.
-    /// `peerRefs`: the peer's refs, read whole (the safety poll has read them already). False
+    /// `peerRefs`: the peer's refs, read whole (`RefSnapshot.readPeer`: the safety poll has read
+    /// them already, to tell a move its watch missed). False
     /// when one of ours cannot be read or the peer has no `main` (the round then says why).
     public static func inStep(gitDir: FilePath, withPeer peer: String, peerRefs theirs: RefSnapshot) -> Bool {
         let ours = RefSnapshot.read(gitDir: gitDir, under: ["refs/heads/", "refs/remotes/\(peer)/"])
         guard ours.whole, let main = theirs.refs[Array(mainRef.utf8)] else { return false }
         return ours.snapshot.refs[Array(mainRef.utf8)] == main
             && ours.snapshot.refs[Array(ConflictBook.peerRef(peer).utf8)] == theirs.refs[Array(ConflictBook.ref.utf8)]
-    }
-
-    /// The same, reading the peer's refs at `peerGitDir` (false when one cannot be read).
-    public static func inStep(gitDir: FilePath, withPeer peer: String, at peerGitDir: FilePath) -> Bool {
-        let theirs = RefSnapshot.read(gitDir: peerGitDir, under: ["refs/heads/", "refs/syncagent/"])
-        return theirs.whole && inStep(gitDir: gitDir, withPeer: peer, peerRefs: theirs.snapshot)
     }
 }
