@@ -119,4 +119,33 @@ import TestSupport
         repo.refreshObjects()
         #expect(throws: (any Error).self) { try repo.streamBlob(id) { _ in } }
     }
+
+    /// A big photo (read block by block, not whole) damaged on disk in its middle: the read throws
+    /// a damage error naming the pack once the Adler-32 disagrees, so a caller that took the
+    /// first blocks (a file being written) drops them; never a whole object with wrong bytes.
+    /// Undamaged, the same object reads whole and right (`everyObjectOfOurPacksReadsAsGitReadsIt`).
+    @Test func aDamagedBigStoredObjectThrowsInsteadOfEndingRight() throws {
+        let t = try TempDevice()
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let photo = randomBytes(3_000_000)
+        let batch = try PackBatch(gitDir: t.gitDir)
+        let id = try photo.withUnsafeBytes { try batch.write($0) }
+        try batch.flush()
+        let packs = try FileManager.default.contentsOfDirectory(atPath: t.gitDir.appending("objects/pack").string)
+        let name = try #require(packs.first { $0.hasSuffix(".pack") })
+        let pack = t.gitDir.appending("objects/pack").appending(name)
+        let reader = try #require(PackedObjects(packDir: t.gitDir.appending("objects/pack")))
+        #expect(try read(reader, id)?.1 == photo)
+
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: pack.string))
+        bytes[bytes.count / 2] ^= 0xff
+        try? FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: pack.string)
+        try bytes.write(to: URL(fileURLWithPath: pack.string))
+
+        let damaged = try #require(PackedObjects(packDir: t.gitDir.appending("objects/pack")))
+        let error = #expect(throws: GitError.self) { try damaged.stream(id, maxSize: 64 << 20, into: { _ in }) }
+        #expect(error?.message.contains(name) == true, "\(String(describing: error))")
+        repo.refreshObjects()
+        #expect(throws: (any Error).self) { try repo.streamBlob(id) { _ in } }
+    }
 }
