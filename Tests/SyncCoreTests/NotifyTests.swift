@@ -2,6 +2,7 @@ import Foundation
 import SystemPackage
 import Testing
 
+@testable import FileSystem
 @testable import SyncCore
 import TestSupport
 
@@ -100,6 +101,55 @@ import TestSupport
         try "\(String(repeating: "e", count: 40))\n".write(toFile: repo.appending("refs/heads/devices/car.lock").string, atomically: true, encoding: .utf8)
         let snap = RefSnapshot.read(gitDir: repo)
         #expect(snap.refs == [Array("refs/heads/devices/phone".utf8): id("d"), Array("refs/heads/devices/watch".utf8): id("b")])
+    }
+
+    /// A hub's refs are read at every round and remembered by their files' identity
+    /// (`RememberedReads`): every way a ref moves is still seen at the next read: renamed over
+    /// (git's way), rewritten in place with another length, removed, or packed.
+    @Test func everyMoveIsSeenThroughTheMemo() throws {
+        let temp = try bareRepository()
+        let repo = temp.root
+        let phone = repo.appending("refs/heads/devices/phone")
+        func write(_ c: Character, atomically: Bool = true) throws {
+            try "\(String(repeating: c, count: 40))\n".write(toFile: phone.string, atomically: atomically, encoding: .utf8)
+        }
+        func read() -> [UInt8]? { RefSnapshot.readHub(gitDir: repo).snapshot.refs[Array("refs/heads/devices/phone".utf8)] }
+        try write("a")
+        #expect(read() == id("a"))
+        // Remembered once settled; read with no settling here so the memo is what answers next.
+        _ = try RememberedReads.read(phone, settledNanoseconds: 0)
+        #expect(RememberedReads.remembers(phone))
+        #expect(read() == id("a"))
+        try write("b")  // a new file renamed over it
+        #expect(read() == id("b"))
+        _ = try RememberedReads.read(phone, settledNanoseconds: 0)
+        try "\(String(repeating: "c", count: 40))\n\n".write(toFile: phone.string, atomically: false, encoding: .utf8)  // in place, longer
+        #expect(read() == id("c"))
+        _ = try RememberedReads.read(phone, settledNanoseconds: 0)
+        try FileManager.default.removeItem(atPath: phone.string)
+        #expect(read() == nil)
+        try "\(String(repeating: "d", count: 40)) refs/heads/devices/phone\n".write(toFile: repo.appending("packed-refs").string, atomically: true, encoding: .utf8)
+        #expect(read() == id("d"))
+    }
+
+    /// The memo keeps no file written a moment ago (git's rule against racy files: a rewrite
+    /// within the file system's clock tick could show the same inode and times), and answers as
+    /// `Files.read` does for what is not a regular file.
+    @Test func aFreshFileIsNotRememberedAndOddFilesFailAsBefore() throws {
+        let temp = try TempDirectory("remembered")
+        let file = temp.root.appending("ref")
+        try "fresh\n".write(toFile: file.string, atomically: true, encoding: .utf8)
+        #expect(try RememberedReads.read(file) == Array("fresh\n".utf8))
+        #expect(!RememberedReads.remembers(file))
+        #expect(try RememberedReads.read(file, settledNanoseconds: 0) == Array("fresh\n".utf8))
+        #expect(RememberedReads.remembers(file))
+        try FileManager.default.createSymbolicLink(atPath: temp.root.appending("link").string, withDestinationPath: file.string)
+        #expect(throws: Errno.tooManySymbolicLinkLevels) { try RememberedReads.read(temp.root.appending("link")) }
+        #expect(throws: Errno.noSuchFileOrDirectory) { try RememberedReads.read(temp.root.appending("none")) }
+        let big = [UInt8](repeating: 7, count: 200_000)
+        try Data(big).write(to: URL(fileURLWithPath: temp.root.appending("big").string))
+        #expect(try RememberedReads.read(temp.root.appending("big"), settledNanoseconds: 0) == big)
+        #expect(!RememberedReads.remembers(temp.root.appending("big")))
     }
 
     /// A hub's round reads only the devices' refs (`Store.hubRefs`): the named directories and the

@@ -5,7 +5,8 @@ import SystemPackage
 
 /// A bare repository's references as they are on disk (loose files under `refs/` over
 /// `packed-refs`), read byte for byte: names are never decoded. What `notify-changes` compares
-/// before and after a burst of ref moves. Pure reading: no libgit2, no locks, no writes.
+/// before and after a burst of ref moves. Pure reading: no libgit2, no locks, no writes. A file
+/// that is the one read before is not read again (`RememberedReads`).
 public struct RefSnapshot: Equatable, Sendable {
     /// Ref name (e.g. `refs/heads/devices/phone`) -> the 40 hex digits it points at.
     public private(set) var refs: [[UInt8]: [UInt8]] = [:]
@@ -30,7 +31,7 @@ public struct RefSnapshot: Equatable, Sendable {
         let wanted = prefixes.map { Array($0.utf8) }
         let packedWanted = wanted + packedUnder.map { Array($0.utf8) }
         func readIfThere(_ path: FilePath) -> [UInt8]? {
-            do { return try Files.read(path) } catch {
+            do { return try RememberedReads.read(path) } catch {
                 if error != .noSuchFileOrDirectory { whole = false }
                 return nil
             }
@@ -99,7 +100,7 @@ public struct RefSnapshot: Equatable, Sendable {
         var whole = true
         for name in names {
             let bytes: [UInt8]
-            do { bytes = try Files.read(gitDir.pushing(FilePath(bytes: name))) } catch {
+            do { bytes = try RememberedReads.read(gitDir.pushing(FilePath(bytes: name))) } catch {
                 if error != .noSuchFileOrDirectory && error != .notDirectory { whole = false }
                 continue
             }

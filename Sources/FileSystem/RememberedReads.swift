@@ -1,0 +1,73 @@
+import Glibc
+import Synchronization
+import SystemPackage
+
+/// Small files read again only when they changed: the refs of a hub or a peer, read whole at
+/// every round (with 100 devices through one hub, 200 ref files each time, each an open, two
+/// reads and a close, in directories that a hundred agents watch). A file seen with the same
+/// device, inode, size, change and modification times as when it was read holds what was read.
+///
+/// Git and libgit2 replace a ref by renaming a new file over it. The rule against racy files is
+/// `LooseRefMemo`'s: a file is remembered only once its change time is `settledNanoseconds` older
+/// than the clock read before it was looked at (file systems stamp times from a coarse clock, and
+/// ext4 hands a freed inode out again at once, so a file rewritten within one tick can show the
+/// inode and times it had); a change time without nanoseconds is never remembered.
+public enum RememberedReads {
+    /// Past this many files the memo starts again (a hub of 100 devices: about 200 refs).
+    static let limit = 2048
+    /// Files bigger than this are read each time (and not kept).
+    static let maxBytes = 64 << 10
+    public static let settledNanoseconds: Int64 = 50_000_000
+
+    private static let known = Mutex<[FilePath: (file: FileStat.Identity, bytes: [UInt8])]>([:])
+
+    /// The bytes of the file at `path`, as `Files.read` gives them (the same errors: missing is
+    /// `ENOENT`, a symbolic link `ELOOP`), from the memo when the file is the one read before.
+    public static func read(_ path: FilePath, settledNanoseconds settled: Int64 = settledNanoseconds) throws(Errno) -> [UInt8] {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var st = stat()
+        guard path.withPlatformString({ lstat($0, &st) }) == 0 else { throw Errno(rawValue: errno) }
+        if st.st_mode & S_IFMT == S_IFREG, st.st_ctim.tv_nsec != 0,
+           let memo = known.withLock({ $0[path] }), memo.file == FileStat(st).identity {
+            return memo.bytes
+        }
+        let fd = path.withPlatformString { open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
+        guard fd >= 0 else { throw Errno(rawValue: errno) }
+        defer { close(fd) }
+        guard fstat(fd, &st) == 0 else { throw Errno(rawValue: errno) }
+        let bytes = try readAll(fd, expecting: st.st_mode & S_IFMT == S_IFREG ? Int(st.st_size) : 0)
+        let age = (Int64(now.tv_sec) - Int64(st.st_ctim.tv_sec)) * 1_000_000_000 + (Int64(now.tv_nsec) - Int64(st.st_ctim.tv_nsec))
+        if st.st_mode & S_IFMT == S_IFREG, st.st_ctim.tv_nsec != 0, age > settled, bytes.count == Int(st.st_size),
+           bytes.count <= maxBytes {
+            let file = FileStat(st).identity
+            known.withLock { known in
+                if known.count >= limit { known.removeAll(keepingCapacity: true) }
+                known[path] = (file, bytes)
+            }
+        }
+        return bytes
+    }
+
+    /// Whether the memo holds `path` (for tests).
+    static func remembers(_ path: FilePath) -> Bool { known.withLock { $0[path] != nil } }
+
+    /// Everything `fd` holds, read in one call when it holds `expecting` bytes (one more byte of
+    /// room tells the end), in more when it grew meanwhile.
+    private static func readAll(_ fd: Int32, expecting: Int) throws(Errno) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: max(expecting + 1, 64))
+        var used = 0
+        while true {
+            if used == out.count { out += [UInt8](repeating: 0, count: out.count) }
+            let n = out.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + used, $0.count - used) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw Errno(rawValue: errno)
+            }
+            if n == 0 { break }
+            used += n
+        }
+        out.removeSubrange(used...)
+        return out
+    }
+}
