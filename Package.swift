@@ -59,7 +59,7 @@ let package = Package(
         // lstat and readdir with byte-exact names; atomic file writes. No policy.
         .target(
             name: "FileSystem",
-            dependencies: [.product(name: "SystemPackage", package: "swift-system")]
+            dependencies: ["CFileSystemType", .product(name: "SystemPackage", package: "swift-system")]
         ),
         // inotify, recursive watches, rescans, debounce. Knows nothing of git.
         // statfs(2)'s file system type: one inline C function.
@@ -72,7 +72,7 @@ let package = Package(
         .target(
             name: "Watcher",
             dependencies: [
-                "FileSystem", "CFileSystemType", "Platform",
+                "FileSystem", "Platform",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]

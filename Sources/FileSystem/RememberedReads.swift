@@ -19,18 +19,33 @@ public enum RememberedReads {
     static let maxBytes = 64 << 10
     public static let settledNanoseconds: Int64 = 50_000_000
 
-    private static let known = Mutex<[FilePath: (file: FileStat.Identity, bytes: [UInt8])]>([:])
+    /// Bytes kept in all, past which the memo starts again (refs are 41 bytes; a hub's
+    /// `packed-refs`, a few KiB).
+    static let limitBytes = 1 << 20
+
+    private struct Memo {
+        var files: [FilePath: (file: FileStat.Identity, bytes: [UInt8])] = [:]
+        var bytes = 0
+        /// Per root given to `read`: whether its file system is this machine's own (and when
+        /// that was last asked, in seconds of the monotonic clock).
+        var local: [FilePath: (yes: Bool, at: Int)] = [:]
+    }
+    private static let memo = Mutex(Memo())
 
     /// The bytes of the file at `path`, as `Files.read` gives them (the same errors: missing is
     /// `ENOENT`, a symbolic link `ELOOP`), from the memo when the file is the one read before.
-    public static func read(_ path: FilePath, settledNanoseconds settled: Int64 = settledNanoseconds) throws(Errno) -> [UInt8] {
+    /// Only on this machine's own file systems (`LocalFileSystem`, asked of `root` once a minute):
+    /// on NFS, `lstat` may answer from the client's cache for a minute where `open` asks the
+    /// server, and the server's clock stamps the times. Elsewhere every call reads the file.
+    public static func read(_ path: FilePath, root: FilePath, settledNanoseconds settled: Int64 = settledNanoseconds) throws(Errno) -> [UInt8] {
+        guard isLocal(root) else { return try Files.read(path) }
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         var st = stat()
         guard path.withPlatformString({ lstat($0, &st) }) == 0 else { throw Errno(rawValue: errno) }
         if st.st_mode & S_IFMT == S_IFREG, st.st_ctim.tv_nsec != 0,
-           let memo = known.withLock({ $0[path] }), memo.file == FileStat(st).identity {
-            return memo.bytes
+           let known = memo.withLock({ $0.files[path] }), known.file == FileStat(st).identity {
+            return known.bytes
         }
         let fd = path.withPlatformString { open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
         guard fd >= 0 else { throw Errno(rawValue: errno) }
@@ -41,16 +56,34 @@ public enum RememberedReads {
         if st.st_mode & S_IFMT == S_IFREG, st.st_ctim.tv_nsec != 0, age > settled, bytes.count == Int(st.st_size),
            bytes.count <= maxBytes {
             let file = FileStat(st).identity
-            known.withLock { known in
-                if known.count >= limit { known.removeAll(keepingCapacity: true) }
-                known[path] = (file, bytes)
+            memo.withLock { memo in
+                if memo.files.count >= limit || memo.bytes + bytes.count > limitBytes {
+                    memo.files.removeAll(keepingCapacity: true)
+                    memo.bytes = 0
+                }
+                memo.bytes += bytes.count - (memo.files[path]?.bytes.count ?? 0)
+                memo.files[path] = (file, bytes)
             }
         }
         return bytes
     }
 
+    /// Whether `root` is on one of this machine's own file systems, asked again after a minute.
+    private static func isLocal(_ root: FilePath) -> Bool {
+        var clock = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &clock)
+        let now = Int(clock.tv_sec)
+        if let known = memo.withLock({ $0.local[root] }), now - known.at < 60 { return known.yes }
+        let yes = LocalFileSystem.seesEveryChange(at: root)
+        memo.withLock { memo in
+            if memo.local.count >= 64 { memo.local.removeAll() }
+            memo.local[root] = (yes, now)
+        }
+        return yes
+    }
+
     /// Whether the memo holds `path` (for tests).
-    static func remembers(_ path: FilePath) -> Bool { known.withLock { $0[path] != nil } }
+    static func remembers(_ path: FilePath) -> Bool { memo.withLock { $0.files[path] != nil } }
 
     /// Everything `fd` holds, read in one call when it holds `expecting` bytes (one more byte of
     /// room tells the end), in more when it grew meanwhile.

@@ -247,8 +247,9 @@ public final class Repository {
     func forgetPackReader() { packReader = nil }
 
     /// A packed blob up to this size is read by `PackedObjects` (whole, in memory: its compressed
-    /// bytes and, unless stored, its content; about twice its size for a moment); a bigger one by
-    /// libgit2, through its mapped windows.
+    /// bytes and, unless stored, its content; about twice its size for a moment; one over 1 MiB in
+    /// stored blocks, block by block through 64 KiB); a bigger one by libgit2, through its mapped
+    /// windows.
     static let packedReadLimit = 16 << 20
 
     /// Hands the bytes of a blob to `body`: a packed one of 2 KiB or more through `PackedObjects` (libdeflate, or

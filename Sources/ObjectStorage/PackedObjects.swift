@@ -251,8 +251,15 @@ package final class PackedObjects {
             for (offset, length) in layout.blocks {
                 let got = Self.readFully(fd, into: &scratch.compressed, at: 0, count: length, from: offset)
                 guard got == length else {
-                    let why = got == nil ? String(cString: strerror(errno)) : "it ends early"
-                    throw GitError.damagedObject("pack \(name).pack cannot be read at offset \(offset): \(why)", call: "pread")
+                    // A read that fails is the disk's (its errno kept); one that ends early, the
+                    // pack's damage.
+                    guard got != nil else {
+                        let error = errno
+                        throw GitError(code: GitError.Code.generic, errorClass: GitError.Class.os,
+                                       message: "pack \(name).pack cannot be read at offset \(offset): \(String(cString: strerror(error)))",
+                                       call: "pread", osError: error)
+                    }
+                    throw GitError.damagedObject("pack \(name).pack ends early, at offset \(offset)", call: "pread")
                 }
                 try scratch.compressed.withUnsafeBytes { raw in
                     let piece = UnsafeRawBufferPointer(rebasing: raw[..<length])

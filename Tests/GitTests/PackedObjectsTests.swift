@@ -74,6 +74,10 @@ import TestSupport
             ids.append(id)
             #expect(try git(t.gitDir, ["update-ref", "refs/keep/\(n)", id.hex]).status == 0)  // (a ref may name a blob)
         }
+        // A big document git deflates (over 1 MiB: not in stored blocks, so not read block by block).
+        let big = Array((0..<60_000).map { "line \($0) of a long document\n" }.joined().utf8)
+        let bigID = try repo.createBlob(big)
+        #expect(try git(t.gitDir, ["update-ref", "refs/keep/big", bigID.hex]).status == 0)
         #expect(try git(t.gitDir, ["repack", "-a", "-d", "-f", "-q", "--window=10"]).status == 0)
         let packs = try FileManager.default.contentsOfDirectory(atPath: t.gitDir.appending("objects/pack").string)
         let idx = try #require(packs.first { $0.hasSuffix(".idx") })
@@ -96,6 +100,8 @@ import TestSupport
             #expect(streamed == Array(shown.out))
         }
         #expect(whole >= 1 && left >= 1, "whole \(whole), deltas \(left)")
+        #expect(big.count > PackedObjects.keptScratch)
+        #expect(try read(reader, bigID)?.1 == big, "a big deflated object is read whole, by libdeflate")
     }
 
     /// A photo's stored bytes damaged on disk: not handed out (its Adler-32 no longer matches), so
@@ -136,6 +142,10 @@ import TestSupport
         let pack = t.gitDir.appending("objects/pack").appending(name)
         let reader = try #require(PackedObjects(packDir: t.gitDir.appending("objects/pack")))
         #expect(try read(reader, id)?.1 == photo)
+        // Where the photo's entry starts (`git verify-pack -v`: id, type, size, size in the pack, offset).
+        let listed = try git(t.gitDir, ["verify-pack", "-v", pack.string.replacingOccurrences(of: ".pack", with: ".idx")])
+        let line = try #require(String(decoding: listed.out, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix(id.hex) })
+        let entry = try #require(line.split(separator: " ").last.flatMap { Int($0) })
 
         var bytes = try Data(contentsOf: URL(fileURLWithPath: pack.string))
         bytes[bytes.count / 2] ^= 0xff
@@ -145,6 +155,17 @@ import TestSupport
         let damaged = try #require(PackedObjects(packDir: t.gitDir.appending("objects/pack")))
         let error = #expect(throws: GitError.self) { try damaged.stream(id, maxSize: 64 << 20, into: { _ in }) }
         #expect(error?.message.contains(name) == true, "\(String(describing: error))")
+        repo.refreshObjects()
+        #expect(throws: (any Error).self) { try repo.streamBlob(id) { _ in } }
+
+        // The second block's header damaged instead (its length no longer matches its check):
+        // nothing handed out, and the reading is libgit2's, which refuses it too.
+        bytes[bytes.count / 2] ^= 0xff  // (undone)
+        // The entry's header (type and size: 4 bytes for 3 MB), zlib's 2, the first block's 5 and 65,535.
+        bytes[entry + 4 + 2 + 5 + 65_535 + 1] ^= 0xff
+        try bytes.write(to: URL(fileURLWithPath: pack.string))
+        let headerDamaged = try #require(PackedObjects(packDir: t.gitDir.appending("objects/pack")))
+        #expect(try read(headerDamaged, id) == nil)
         repo.refreshObjects()
         #expect(throws: (any Error).self) { try repo.streamBlob(id) { _ in } }
     }

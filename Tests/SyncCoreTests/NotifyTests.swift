@@ -117,15 +117,15 @@ import TestSupport
         try write("a")
         #expect(read() == id("a"))
         // Remembered once settled; read with no settling here so the memo is what answers next.
-        _ = try RememberedReads.read(phone, settledNanoseconds: 0)
-        #expect(RememberedReads.remembers(phone))
+        _ = try RememberedReads.read(phone, root: repo, settledNanoseconds: 0)
+        #expect(RememberedReads.remembers(phone) == LocalFileSystem.seesEveryChange(at: repo))
         #expect(read() == id("a"))
         try write("b")  // a new file renamed over it
         #expect(read() == id("b"))
-        _ = try RememberedReads.read(phone, settledNanoseconds: 0)
+        _ = try RememberedReads.read(phone, root: repo, settledNanoseconds: 0)
         try "\(String(repeating: "c", count: 40))\n\n".write(toFile: phone.string, atomically: false, encoding: .utf8)  // in place, longer
         #expect(read() == id("c"))
-        _ = try RememberedReads.read(phone, settledNanoseconds: 0)
+        _ = try RememberedReads.read(phone, root: repo, settledNanoseconds: 0)
         try FileManager.default.removeItem(atPath: phone.string)
         #expect(read() == nil)
         try "\(String(repeating: "d", count: 40)) refs/heads/devices/phone\n".write(toFile: repo.appending("packed-refs").string, atomically: true, encoding: .utf8)
@@ -139,16 +139,19 @@ import TestSupport
         let temp = try TempDirectory("remembered")
         let file = temp.root.appending("ref")
         try "fresh\n".write(toFile: file.string, atomically: true, encoding: .utf8)
-        #expect(try RememberedReads.read(file) == Array("fresh\n".utf8))
+        let root = temp.root
+        // (Written within the hour: not settled by that window, whatever the machine's load.)
+        #expect(try RememberedReads.read(file, root: root, settledNanoseconds: 3_600_000_000_000) == Array("fresh\n".utf8))
         #expect(!RememberedReads.remembers(file))
-        #expect(try RememberedReads.read(file, settledNanoseconds: 0) == Array("fresh\n".utf8))
-        #expect(RememberedReads.remembers(file))
-        try FileManager.default.createSymbolicLink(atPath: temp.root.appending("link").string, withDestinationPath: file.string)
-        #expect(throws: Errno.tooManySymbolicLinkLevels) { try RememberedReads.read(temp.root.appending("link")) }
-        #expect(throws: Errno.noSuchFileOrDirectory) { try RememberedReads.read(temp.root.appending("none")) }
+        #expect(try RememberedReads.read(file, root: root, settledNanoseconds: 0) == Array("fresh\n".utf8))
+        // Only where `lstat` tells a change (this machine's own file systems) is anything kept.
+        #expect(RememberedReads.remembers(file) == LocalFileSystem.seesEveryChange(at: root))
+        try FileManager.default.createSymbolicLink(atPath: root.appending("link").string, withDestinationPath: file.string)
+        #expect(throws: Errno.tooManySymbolicLinkLevels) { try RememberedReads.read(root.appending("link"), root: root) }
+        #expect(throws: Errno.noSuchFileOrDirectory) { try RememberedReads.read(root.appending("none"), root: root) }
         let big = [UInt8](repeating: 7, count: 200_000)
-        try Data(big).write(to: URL(fileURLWithPath: temp.root.appending("big").string))
-        #expect(try RememberedReads.read(temp.root.appending("big"), settledNanoseconds: 0) == big)
+        try Data(big).write(to: URL(fileURLWithPath: root.appending("big").string))
+        #expect(try RememberedReads.read(root.appending("big"), root: root, settledNanoseconds: 0) == big)
         #expect(!RememberedReads.remembers(temp.root.appending("big")))
     }
 

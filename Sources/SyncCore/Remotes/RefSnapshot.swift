@@ -31,7 +31,7 @@ public struct RefSnapshot: Equatable, Sendable {
         let wanted = prefixes.map { Array($0.utf8) }
         let packedWanted = wanted + packedUnder.map { Array($0.utf8) }
         func readIfThere(_ path: FilePath) -> [UInt8]? {
-            do { return try RememberedReads.read(path) } catch {
+            do { return try RememberedReads.read(path, root: gitDir) } catch {
                 if error != .noSuchFileOrDirectory { whole = false }
                 return nil
             }
@@ -100,7 +100,7 @@ public struct RefSnapshot: Equatable, Sendable {
         var whole = true
         for name in names {
             let bytes: [UInt8]
-            do { bytes = try RememberedReads.read(gitDir.pushing(FilePath(bytes: name))) } catch {
+            do { bytes = try RememberedReads.read(gitDir.pushing(FilePath(bytes: name)), root: gitDir) } catch {
                 if error != .noSuchFileOrDirectory && error != .notDirectory { whole = false }
                 continue
             }
