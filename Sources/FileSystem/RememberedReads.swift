@@ -43,8 +43,7 @@ public enum RememberedReads {
         clock_gettime(CLOCK_REALTIME, &now)
         var st = stat()
         guard path.withPlatformString({ lstat($0, &st) }) == 0 else { throw Errno(rawValue: errno) }
-        if st.st_mode & S_IFMT == S_IFREG, st.st_ctim.tv_nsec != 0,
-           let known = memo.withLock({ $0.files[path] }), known.file == FileStat(st).identity {
+        if let file = identity(st), let known = memo.withLock({ $0.files[path] }), known.file == file {
             return known.bytes
         }
         let fd = path.withPlatformString { open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
@@ -52,10 +51,7 @@ public enum RememberedReads {
         defer { close(fd) }
         guard fstat(fd, &st) == 0 else { throw Errno(rawValue: errno) }
         let bytes = try readAll(fd, expecting: st.st_mode & S_IFMT == S_IFREG ? Int(st.st_size) : 0)
-        let age = (Int64(now.tv_sec) - Int64(st.st_ctim.tv_sec)) * 1_000_000_000 + (Int64(now.tv_nsec) - Int64(st.st_ctim.tv_nsec))
-        if st.st_mode & S_IFMT == S_IFREG, st.st_ctim.tv_nsec != 0, age > settled, bytes.count == Int(st.st_size),
-           bytes.count <= maxBytes {
-            let file = FileStat(st).identity
+        if let file = identity(st), isSettled(file, before: now, by: settled), bytes.count == Int(st.st_size), bytes.count <= maxBytes {
             memo.withLock { memo in
                 if memo.files.count >= limit || memo.bytes + bytes.count > limitBytes {
                     memo.files.removeAll(keepingCapacity: true)
@@ -66,6 +62,20 @@ public enum RememberedReads {
             }
         }
         return bytes
+    }
+
+    /// The identity a memo of a file may keep it under: a regular file's, when its change time has
+    /// nanoseconds (a file system keeping whole seconds could write it twice in one and show the
+    /// same times). Git's rule against racy files, with `isSettled`; `LooseRefMemo` keeps it too.
+    public static func identity(_ st: stat) -> FileStat.Identity? {
+        guard st.st_mode & S_IFMT == S_IFREG, st.st_ctim.tv_nsec != 0 else { return nil }
+        return FileStat(st).identity
+    }
+
+    /// Whether a file of this identity, read after the clock said `now`, may be remembered: its
+    /// change time is more than `settled` nanoseconds older (any later version has a later one).
+    public static func isSettled(_ file: FileStat.Identity, before now: timespec, by settled: Int64) -> Bool {
+        (Int64(now.tv_sec) - file.ctimeSeconds) * 1_000_000_000 + (Int64(now.tv_nsec) - file.ctimeNanoseconds) > settled
     }
 
     /// Whether `root` is on one of this machine's own file systems, asked again after a minute.

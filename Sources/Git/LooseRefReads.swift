@@ -20,12 +20,8 @@ import SystemPackage
 /// plainly a loose ref (packed only, a directory, damaged bytes, a symbolic ref to a packed one)
 /// is left to libgit2, which answers as before.
 struct LooseRefMemo {
-    /// A regular file's identity, when its change time has nanoseconds (a file system keeping
-    /// whole seconds could write it twice in one and show the same times).
-    private static func identity(_ st: stat) -> FileStat.Identity? {
-        guard st.st_mode & S_IFMT == S_IFREG, st.st_ctim.tv_nsec != 0 else { return nil }
-        return FileStat(st).identity
-    }
+    /// A regular file's identity, when it may be remembered (`RememberedReads.identity`).
+    private static func identity(_ st: stat) -> FileStat.Identity? { RememberedReads.identity(st) }
 
     private enum Target {
         case id(Oid)
@@ -60,8 +56,7 @@ struct LooseRefMemo {
         }
         guard let read = Self.read(path) else { return nil }
         if known.count >= Self.limit { known.removeAll(keepingCapacity: true) }
-        let age = (Int64(now.tv_sec) - read.file.ctimeSeconds) * 1_000_000_000 + (Int64(now.tv_nsec) - read.file.ctimeNanoseconds)
-        known[name] = age > settledNanoseconds ? read : nil
+        known[name] = RememberedReads.isSettled(read.file, before: now, by: settledNanoseconds) ? read : nil
         switch read.target {
         case .id(let oid): return oid
         case .symbolic(let target): return resolve(target, in: gitDir, depth: depth + 1)

@@ -134,6 +134,8 @@ package final class PackedObjects {
     /// One pack: its index mapped, its file open.
     final class Pack {
         let name: String
+        /// The pack file (for messages).
+        let file: FilePath
         let index: MappedPackIndex
         let fd: Int32
         /// Where the objects end (the pack's checksum follows).
@@ -146,6 +148,7 @@ package final class PackedObjects {
             var st = stat()
             guard fstat(fd, &st) == 0, st.st_size >= 32 else { close(fd); return nil }
             self.name = name
+            self.file = directory.appending(name + ".pack")
             self.index = index
             self.fd = fd
             self.end = UInt64(st.st_size) - 20
@@ -224,20 +227,17 @@ package final class PackedObjects {
             var total = 0
             var head = [UInt8](repeating: 0, count: 5)
             while true {
-                guard at + 5 <= end, Self.readFully(fd, into: &head, at: 0, count: 5, from: at) == 5 else { return nil }
-                // Only a stored block starts on a byte with nothing after its three bits.
-                guard head[0] & 0b110 == 0, head[0] >> 3 == 0 else { return nil }
-                let length = Int(head[1]) | Int(head[2]) << 8
-                let check = Int(head[3]) | Int(head[4]) << 8
-                guard length ^ check == 0xffff, at + 5 + UInt64(length) <= end else { return nil }
+                guard at + 5 <= end, Self.readFully(fd, into: &head, at: 0, count: 5, from: at) == 5,
+                      let (length, final) = head.withUnsafeBytes(StoredZlib.blockHeader),
+                      at + 5 + UInt64(length) <= end else { return nil }
                 if length > 0 { blocks.append((at + 5, length)) }
                 total += length
                 at += 5 + UInt64(length)
                 guard total <= size else { return nil }
-                if head[0] & 1 == 1 { break }
+                if final { break }
             }
             guard total == size, at + 4 <= end, Self.readFully(fd, into: &head, at: 0, count: 4, from: at) == 4 else { return nil }
-            return (blocks, UInt32(head[0]) << 24 | UInt32(head[1]) << 16 | UInt32(head[2]) << 8 | UInt32(head[3]))
+            return (blocks, head.withUnsafeBytes(StoredZlib.trailer))
         }
 
         /// Hands out the bytes of the blocks `storedLayout` found, one block at a time through
@@ -256,10 +256,10 @@ package final class PackedObjects {
                     guard got != nil else {
                         let error = errno
                         throw GitError(code: GitError.Code.generic, errorClass: GitError.Class.os,
-                                       message: "pack \(name).pack cannot be read at offset \(offset): \(String(cString: strerror(error)))",
+                                       message: "pack \(file) cannot be read at offset \(offset): \(String(cString: strerror(error)))",
                                        call: "pread", osError: error)
                     }
-                    throw GitError.damagedObject("pack \(name).pack ends early, at offset \(offset)", call: "pread")
+                    throw GitError.damagedObject("pack \(file) ends early, at offset \(offset) (`git fsck` in its store lists what else is damaged)", call: "pread")
                 }
                 try scratch.compressed.withUnsafeBytes { raw in
                     let piece = UnsafeRawBufferPointer(rebasing: raw[..<length])
@@ -268,7 +268,8 @@ package final class PackedObjects {
                 }
             }
             guard adler == layout.adler else {
-                throw GitError.damagedObject("an object in pack \(name).pack is damaged: its bytes do not match their Adler-32", call: "inflate")
+                throw GitError.damagedObject("an object in pack \(file) is damaged: its bytes do not match their Adler-32 "
+                                             + "(`git fsck` in its store lists what else is)", call: "inflate")
             }
         }
 
@@ -378,6 +379,21 @@ extension StoredZlib {
         cmf & 0x0f == 8 && cmf >> 4 <= 7 && flg & 0x20 == 0 && (Int(cmf) << 8 | Int(flg)) % 31 == 0
     }
 
+    /// A stored block's 5-byte header (`bytes` start with it): how many bytes follow and whether
+    /// it is the last block; nil for any other block. Only a stored block starts on a byte with
+    /// nothing after its three bits (what `appendBlocks`, zlib at level 0 and git write).
+    static func blockHeader(_ bytes: UnsafeRawBufferPointer) -> (length: Int, final: Bool)? {
+        guard bytes.count >= 5, bytes[0] & 0b110 == 0, bytes[0] >> 3 == 0 else { return nil }
+        let length = Int(bytes[1]) | Int(bytes[2]) << 8
+        let check = Int(bytes[3]) | Int(bytes[4]) << 8
+        return length ^ check == 0xffff ? (length, bytes[0] & 1 == 1) : nil
+    }
+
+    /// The Adler-32 a zlib stream ends with (`bytes` start with it: big-endian).
+    static func trailer(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        UInt32(bytes[0]) << 24 | UInt32(bytes[1]) << 16 | UInt32(bytes[2]) << 8 | UInt32(bytes[3])
+    }
+
     /// Where the bytes of a zlib stream made only of stored blocks lie in `stream` (which may go on
     /// past its end), when they are exactly `size` bytes and their Adler-32 matches the stream's
     /// trailer; nil otherwise (compressed blocks, a dictionary, damage: decode it as any stream).
@@ -387,24 +403,18 @@ extension StoredZlib {
         var ranges: [Range<Int>] = []
         var total = 0
         while true {
-            guard at + 5 <= stream.count else { return nil }
-            let head = stream[at]
-            // Only a stored block starts on a byte with nothing after its three bits (what
-            // `appendBlocks`, zlib at level 0 and git write); any other block: not ours to read.
-            guard head & 0b110 == 0, head >> 3 == 0 else { return nil }
-            let length = Int(stream[at + 1]) | Int(stream[at + 2]) << 8
-            let check = Int(stream[at + 3]) | Int(stream[at + 4]) << 8
-            guard length ^ check == 0xffff, at + 5 + length <= stream.count else { return nil }
+            // Any other block than a stored one: not ours to read.
+            guard let (length, final) = blockHeader(UnsafeRawBufferPointer(rebasing: stream[at...])),
+                  at + 5 + length <= stream.count else { return nil }
             ranges.append((at + 5)..<(at + 5 + length))
             total += length
             at += 5 + length
             guard total <= size else { return nil }
-            if head & 1 == 1 { break }
+            if final { break }
         }
         guard total == size, at + 4 <= stream.count else { return nil }
         var adler: UInt32 = 1
         for range in ranges { adler = Checksum.adler32(adler, UnsafeRawBufferPointer(rebasing: stream[range])) }
-        let trailer = UInt32(stream[at]) << 24 | UInt32(stream[at + 1]) << 16 | UInt32(stream[at + 2]) << 8 | UInt32(stream[at + 3])
-        return adler == trailer ? ranges : nil
+        return adler == trailer(UnsafeRawBufferPointer(rebasing: stream[at...])) ? ranges : nil
     }
 }

@@ -104,21 +104,33 @@ import TestSupport
         #expect(try read(reader, bigID)?.1 == big, "a big deflated object is read whole, by libdeflate")
     }
 
-    /// A photo's stored bytes damaged on disk: not handed out (its Adler-32 no longer matches), so
-    /// the reading falls to libgit2, which refuses it too.
-    @Test func aDamagedStoredObjectIsNeverHandedOut() throws {
-        let t = try TempDevice()
+    /// A store holding one photo of `size` random bytes, in a pack of a batch (stored blocks):
+    /// the store, its id, its bytes and the pack's name.
+    func storeWithAPackedPhoto(_ t: TempDevice, size: Int) throws -> (repo: Repository, id: Oid, photo: [UInt8], pack: String) {
         let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
-        let photo = randomBytes(300_000)
+        let photo = randomBytes(size)
         let batch = try PackBatch(gitDir: t.gitDir)
         let id = try photo.withUnsafeBytes { try batch.write($0) }
         try batch.flush()
         let packs = try FileManager.default.contentsOfDirectory(atPath: t.gitDir.appending("objects/pack").string)
-        let pack = t.gitDir.appending("objects/pack").appending(try #require(packs.first { $0.hasSuffix(".pack") }))
-        var bytes = try Data(contentsOf: URL(fileURLWithPath: pack.string))
-        bytes[bytes.count / 2] ^= 0xff
+        return (repo, id, photo, try #require(packs.first { $0.hasSuffix(".pack") }))
+    }
+
+    /// Writes `bytes` over the pack (made read-only by its writer).
+    func overwrite(_ pack: FilePath, with bytes: Data) throws {
         try? FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: pack.string)
         try bytes.write(to: URL(fileURLWithPath: pack.string))
+    }
+
+    /// A photo's stored bytes damaged on disk: not handed out (its Adler-32 no longer matches), so
+    /// the reading falls to libgit2, which refuses it too.
+    @Test func aDamagedStoredObjectIsNeverHandedOut() throws {
+        let t = try TempDevice()
+        let (repo, id, _, name) = try storeWithAPackedPhoto(t, size: 300_000)
+        let pack = t.gitDir.appending("objects/pack").appending(name)
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: pack.string))
+        bytes[bytes.count / 2] ^= 0xff
+        try overwrite(pack, with: bytes)
 
         let reader = try #require(PackedObjects(packDir: t.gitDir.appending("objects/pack")))
         #expect(try reader.stream(id, maxSize: 1 << 20, into: { _ in Issue.record("damaged bytes handed out") }) == nil)
@@ -132,13 +144,7 @@ import TestSupport
     /// Undamaged, the same object reads whole and right (`everyObjectOfOurPacksReadsAsGitReadsIt`).
     @Test func aDamagedBigStoredObjectThrowsInsteadOfEndingRight() throws {
         let t = try TempDevice()
-        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
-        let photo = randomBytes(3_000_000)
-        let batch = try PackBatch(gitDir: t.gitDir)
-        let id = try photo.withUnsafeBytes { try batch.write($0) }
-        try batch.flush()
-        let packs = try FileManager.default.contentsOfDirectory(atPath: t.gitDir.appending("objects/pack").string)
-        let name = try #require(packs.first { $0.hasSuffix(".pack") })
+        let (repo, id, photo, name) = try storeWithAPackedPhoto(t, size: 3_000_000)
         let pack = t.gitDir.appending("objects/pack").appending(name)
         let reader = try #require(PackedObjects(packDir: t.gitDir.appending("objects/pack")))
         #expect(try read(reader, id)?.1 == photo)
@@ -149,8 +155,7 @@ import TestSupport
 
         var bytes = try Data(contentsOf: URL(fileURLWithPath: pack.string))
         bytes[bytes.count / 2] ^= 0xff
-        try? FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: pack.string)
-        try bytes.write(to: URL(fileURLWithPath: pack.string))
+        try overwrite(pack, with: bytes)
 
         let damaged = try #require(PackedObjects(packDir: t.gitDir.appending("objects/pack")))
         let error = #expect(throws: GitError.self) { try damaged.stream(id, maxSize: 64 << 20, into: { _ in }) }
@@ -163,7 +168,7 @@ import TestSupport
         bytes[bytes.count / 2] ^= 0xff  // (undone)
         // The entry's header (type and size: 4 bytes for 3 MB), zlib's 2, the first block's 5 and 65,535.
         bytes[entry + 4 + 2 + 5 + 65_535 + 1] ^= 0xff
-        try bytes.write(to: URL(fileURLWithPath: pack.string))
+        try overwrite(pack, with: bytes)
         let headerDamaged = try #require(PackedObjects(packDir: t.gitDir.appending("objects/pack")))
         #expect(try read(headerDamaged, id) == nil)
         repo.refreshObjects()
