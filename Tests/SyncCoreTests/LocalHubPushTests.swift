@@ -46,4 +46,45 @@ import TestSupport
         #expect(try onHub() == theirs)
         #expect(try gitFsck(hub) == 0)
     }
+    /// After a burst, the other devices' branches move to the join this device made too: the
+    /// round copies nothing for them (the hub's packs are not even opened) and has nothing to
+    /// merge, and a branch that moves to new work is still copied and merged whole.
+    @Test func aBranchMovedToWhatThisStoreHoldsNeedsNoCopyAndNoMerge() throws {
+        let t = try TwoDevices()
+        let hub = t.root.appending("hub.git")
+        #expect(try runProgram("/usr/bin/git", ["init", "-q", "--bare", hub.string]).status == 0)
+        func push(_ d: TwoDevices.Device, _ name: String) throws {
+            _ = try Store.hubPush(gitDir: d.gitDir, data: d.data, hub: "hub", url: "file://\(hub)", device: name, localGitDir: hub)
+        }
+        func fetch(_ d: TwoDevices.Device, _ name: String) throws -> [HubDevice] {
+            try Store.hubFetch(gitDir: d.gitDir, data: d.data, hub: "hub", url: "file://\(hub)", device: name, localGitDir: hub)
+        }
+        try t.phone.write("a.txt", "from the phone\n")
+        try t.phone.commit("a.txt")
+        try push(t.phone, "phone")
+        _ = try fetch(t.watch, "watch")
+        #expect(try t.watch.store.integrate(peer: Store.hubPeer("hub", device: "phone")).action == .fastForward)
+        try push(t.watch, "watch")
+        let phoneHead = try #require(try t.phone.store.head())
+        // The watch's branch now names the phone's own commit.
+        let seen = try fetch(t.phone, "phone")
+        #expect(seen.map(\.name) == ["watch"])
+        #expect(seen.first?.main?.oid == phoneHead)
+        #expect(try t.phone.store.repo.resolveReference(Store.trackingRef(Store.hubPeer("hub", device: "watch"))) == phoneHead)
+        // Its records are new here: one merge takes them, then there is nothing left to do.
+        #expect(try t.phone.store.integrate(peer: Store.hubPeer("hub", device: "watch")).action == .upToDate)
+        let same = try #require(try t.phone.store.upToDateWith(peer: Store.hubPeer("hub", device: "watch")))
+        #expect(same.action == .upToDate)
+        #expect(same.peerMain?.oid == phoneHead)
+        // New work on the watch: not held here, so no shortcut; copied and merged.
+        try t.watch.write("b/c.txt", "from the watch\n")
+        try t.watch.commit("b/c.txt")
+        try push(t.watch, "watch")
+        _ = try fetch(t.phone, "phone")
+        #expect(try t.phone.store.upToDateWith(peer: Store.hubPeer("hub", device: "watch")) == nil)
+        #expect(try t.phone.store.integrate(peer: Store.hubPeer("hub", device: "watch")).action == .fastForward)
+        #expect(t.phone.read("b/c.txt") == "from the watch\n")
+        #expect(try gitFsck(t.phone.gitDir) == 0)
+        #expect(try gitFsck(hub) == 0)
+    }
 }

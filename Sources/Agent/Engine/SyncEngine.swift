@@ -555,6 +555,9 @@ actor SyncEngine {
     func integrate(peer: String, shownAs: String? = nil) async -> IntegrateResult {
         defer { progress.finish(Store.mergeTask) }  // also when it fails half-way
         guard rootIsPresent() else { return .paused(DeletionHold.rootMissing(config.data).message) }
+        // A peer this store holds already (most, each round, with many devices): nothing to
+        // merge, so no local change to commit first.
+        if hold == nil, heldDeletes.isEmpty, let same = try? store.upToDateWith(peer: peer) { return .done(same) }
         await commitPendingLocal(keepingOpen: true)
         if let hold { return .paused("merges wait while deletions are held: \(hold.message)") }
         if !heldDeletes.isEmpty {

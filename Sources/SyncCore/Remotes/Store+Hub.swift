@@ -122,11 +122,21 @@ extension Store {
                                     : "refs/hubs/\(hub)/records/" + $0.name.dropFirst("refs/syncagent/devices/".count), tip: $0.tip) }
             .filter { mirrored[$0.ref] != $0.tip }
         guard !moved.isEmpty else { return mirrored }
-        let source = try Repository.openForReading(gitDir: path)
         // The mirror's tips and `main` are refs of this store: a commit they reach is whole here.
         let refTips = Array(mirrored.values) + [try repo.resolveReference(mainRef)].compactMap { $0 }
-        try copyDurably(into: repo, gitDir: gitDir, from: source, tips: moved.map(\.tip), refTips: refTips,
-                        shouldCancel: shouldCancel, transfer: transfer)
+        // A tip this store's refs reach already (another device's branch moved to the join this
+        // device made too: with many devices, most moves after a burst) needs no copy, and no
+        // opening of the hub's packs to find that out.
+        let present = Array(Set(moved.map(\.tip))).filter { repo.hasObject($0) }
+        let whole = present.isEmpty ? [] : try repo.reachable(present, fromAny: refTips)
+        let lacking = Array(Set(moved.map(\.tip)).subtracting(whole))
+        if !lacking.isEmpty {
+            let source = try Repository.openForReading(gitDir: path)
+            // Small copies loose, anything more into one pack: a loose object is a file, an
+            // inode and an fsync each (100 devices: a burst brings each device a few hundred).
+            try copyDurably(into: repo, gitDir: gitDir, from: source, tips: lacking, refTips: refTips, limits: ObjectCopyLimits(looseLimit: 8),
+                            shouldCancel: shouldCancel, transfer: transfer)
+        }
         // This device's own branch and records are also moved by its push (loose, through
         // libgit2): written loose here too. The other devices' are written together.
         let own = [hubBranch(hub, device), hubRecords(hub, device)]
