@@ -87,4 +87,39 @@ import TestSupport
         #expect(try gitFsck(t.phone.gitDir) == 0)
         #expect(try gitFsck(hub) == 0)
     }
+    /// A power cut kept a commit a hub branch names but not its parent (its file reached the disk,
+    /// the parent's did not): the round's look at what this store holds cannot read through it,
+    /// so everything is copied as before, and the history comes back whole.
+    @Test func aTipHeldWithoutItsHistoryIsCopiedAgain() throws {
+        let t = try TwoDevices()
+        let hub = t.root.appending("hub.git")
+        #expect(try runProgram("/usr/bin/git", ["init", "-q", "--bare", hub.string]).status == 0)
+        func text(_ r: (status: Int32, out: Data)) -> String { String(decoding: r.out, as: UTF8.self) }
+        func push() throws {
+            _ = try Store.hubPush(gitDir: t.phone.gitDir, data: t.phone.data, hub: "hub", url: "file://\(hub)", device: "phone", localGitDir: hub)
+        }
+        func fetch() throws -> [HubDevice] {
+            try Store.hubFetch(gitDir: t.watch.gitDir, data: t.watch.data, hub: "hub", url: "file://\(hub)", device: "watch", localGitDir: hub)
+        }
+        try t.phone.write("a.txt", "one\n")
+        try t.phone.commit("a.txt")
+        try push()
+        _ = try fetch()
+        #expect(try t.watch.store.integrate(peer: Store.hubPeer("hub", device: "phone")).action == .fastForward)
+        try t.phone.write("b.txt", "two\n")
+        try t.phone.commit("b.txt")
+        try t.phone.write("c.txt", "three\n")
+        try t.phone.commit("c.txt")
+        try push()
+        let tip = try #require(try t.phone.store.head())
+        // The watch holds the tip's commit alone: not its parent, tree or blobs.
+        let bytes = try git(t.phone.gitDir, ["cat-file", "commit", tip.hex]).out
+        let planted = text(try git(t.watch.gitDir, ["hash-object", "-t", "commit", "-w", "--stdin"], input: Array(bytes)))
+        #expect(planted.trimmingCharacters(in: .whitespacesAndNewlines) == tip.hex)
+        let seen = try fetch()
+        #expect(seen.first?.main?.oid == tip)
+        #expect(try t.watch.store.integrate(peer: Store.hubPeer("hub", device: "phone")).action == .fastForward)
+        for (rel, body) in [("a.txt", "one\n"), ("b.txt", "two\n"), ("c.txt", "three\n")] { #expect(t.watch.read(rel) == body) }
+        #expect(try gitFsck(t.watch.gitDir) == 0)
+    }
 }

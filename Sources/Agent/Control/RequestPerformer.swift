@@ -66,6 +66,9 @@ struct RequestPerformer: Sendable {
             if let wanted, !peerNames.contains(wanted) {
                 return encoded([SyncResult(peer: wanted, problem: SyncError(.badConfig, "no peer named '\(wanted)' in \(config.file)", subject: wanted))])
             }
+            // "Commit and sync now": what was written before the request is committed first,
+            // whatever the rounds then find (a merge with nothing to do no longer asks for it).
+            await engine.commitPendingNow()
             var results: [SyncResult] = []
             for name in peerNames where wanted == nil || wanted == name {
                 if pauses.isPaused(name) {

@@ -13,6 +13,8 @@ import Watcher
 /// Order by construction: before it merges a peer or settles a record, it takes every change the
 /// watcher has seen so far (`Watcher.drain`) and commits it; a file that changes after that is
 /// caught by the apply step's per-path check and committed as a local change, never overwritten.
+/// (A peer whose `main` this store holds already merges nothing and writes nothing: no drain.
+/// A `sync` request commits what the watcher holds first, whatever its rounds find.)
 actor SyncEngine {
     private nonisolated let executor: ThreadExecutor
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
@@ -265,6 +267,13 @@ actor SyncEngine {
         } else {
             commit(WatchBatch(rescan: true))
         }
+    }
+
+    /// What the watcher holds, committed now (`sync`: "commit and sync now"); files still open for
+    /// writing stay pending, as before a merge.
+    func commitPendingNow() async {
+        guard rootIsPresent() else { return }
+        await commitPendingLocal(keepingOpen: true)
     }
 
     /// An app's `set` (`ControlRequest.commit`): what the watcher holds, then these paths, committed

@@ -128,7 +128,9 @@ extension Store {
         // device made too: with many devices, most moves after a burst) needs no copy, and no
         // opening of the hub's packs to find that out.
         let present = Array(Set(moved.map(\.tip))).filter { repo.hasObject($0) }
-        let whole = present.isEmpty ? [] : try repo.reachable(present, fromAny: refTips)
+        // (A history a power cut left incomplete, here or under a ref tip, cannot be read through:
+        // then everything is copied as before, which brings back what is missing.)
+        let whole = present.isEmpty ? [] : (try? repo.reachable(present, fromAny: refTips)) ?? []
         let lacking = Array(Set(moved.map(\.tip)).subtracting(whole))
         if !lacking.isEmpty {
             let source = try Repository.openForReading(gitDir: path)
