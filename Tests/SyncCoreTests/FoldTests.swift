@@ -67,6 +67,54 @@ import TestSupport
 
     /// A directory this device made empty (its marker) gets a file from another device: the
     /// merge drops the marker, and so must the fold.
+    /// A burst that comes in two parts: the second fold is made on the first one's join, and
+    /// taking it is a fast-forward of content (no three-way merge of two joins). It ends on the
+    /// very join a device that merges every tip in turn makes, with every file.
+    @Test func aSecondFoldOnTheFirstIsTakenWholeAndEndsOnTheSameJoin() throws {
+        let t = try TwoDevices()
+        let hub = t.root.appending("hub.git")
+        #expect(try runProgram("/usr/bin/git", ["init", "-q", "--bare", hub.string]).status == 0)
+        let first = t.phone
+        let others = try (1...4).map { try TwoDevices.Device("d\($0)", root: t.root) }
+        func push(_ d: TwoDevices.Device) throws {
+            _ = try Store.hubPush(gitDir: d.gitDir, data: d.data, hub: "hub", url: "file://\(hub)", device: d.name, localGitDir: hub)
+        }
+        func fetch(_ d: TwoDevices.Device) throws -> [String] {
+            try Store.hubFetch(gitDir: d.gitDir, data: d.data, hub: "hub", url: "file://\(hub)", device: d.name, localGitDir: hub).map(\.name)
+        }
+        func change(_ d: TwoDevices.Device) throws {
+            try d.write("\(d.name).txt", "from \(d.name)\n")
+            try d.commit(FilePath("\(d.name).txt"))
+        }
+        try first.write("base.txt", "base\n")
+        try first.commit("base.txt")
+        try push(first)
+        for d in others {
+            _ = try fetch(d)
+            _ = try d.store.integrate(peer: Store.hubPeer("hub", device: first.name))
+        }
+        try change(first)
+        try push(first)
+        func foldAndTake() throws -> SyncOutcome {
+            let peer = try #require(try first.store.foldJoins(hub: "hub", devices: try fetch(first)))
+            return try first.store.integrate(peer: peer)
+        }
+        for d in others.prefix(2) { try change(d); try push(d) }
+        #expect(try foldAndTake().action == .fastForward)  // its parents hold `main`
+        for d in others.suffix(2) { try change(d); try push(d) }
+        let second = try foldAndTake()
+        #expect(second.action == .fastForward)
+        #expect(second.applied.touchedCount == 2)
+        for d in [first] + others { #expect(first.read("\(d.name).txt") == "from \(d.name)\n") }
+        // The reference: one device merging every other device's tip in turn.
+        let reference = others[0]
+        _ = try fetch(reference)
+        for d in [first] + others.dropFirst() { _ = try reference.store.integrate(peer: Store.hubPeer("hub", device: d.name)) }
+        #expect(try first.store.head() == reference.store.head())
+        #expect(try first.store.repo.commit(#require(try first.store.head())).parents.count == 5)
+        #expect(try gitFsck(first.gitDir) == 0)
+    }
+
     @Test func aMarkerAboveAnotherDevicesNewFileGoesAsInAMerge() throws {
         try Self.check([[.makeDirectory("a/m")], [.write("a/m/x")], [.write("z")], [.write("c/y")], [.write("a/m/w")]])
         try Self.check([[.write("q")], [.makeDirectory("k")], [.write("k/x")], [.write("z")], [.makeDirectory("a/m")]])

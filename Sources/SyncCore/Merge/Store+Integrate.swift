@@ -104,16 +104,22 @@ extension Store {
 
     private func integrateMain(peer: String, theirs: Oid?, book: inout [String: ConflictRecord], now: Int64) throws -> SyncOutcome {
         let ours = try head()
+        // A fold made on this very `main` (nothing committed since): its tree is ours with whole
+        // entries of the folded tips added, and its parents hold every real tip behind ours, so
+        // taking it is a fast-forward of content. (A three-way merge of it reached the same join
+        // through libgit2's merge bases: with many devices, every common tip a base, merged
+        // pairwise into a virtual one.)
+        let foldOnOurs = ours != nil && theirs != nil && lastFold.map { $0.base == ours! && $0.join == theirs! } == true
         let step = try MergeStep.decide(
             hasOurs: ours != nil, hasTheirs: theirs != nil,
             covered: { try covers(ours!, theirs!) },
-            fastForward: { try repo.isDescendant(theirs!, of: ours!) },
+            fastForward: { try foldOnOurs || repo.isDescendant(theirs!, of: ours!) },
             sameTree: { try repo.commit(ours!).tree == repo.commit(theirs!).tree })
         switch step {
         case .upToDate:
             return SyncOutcome(action: .upToDate, head: ours)
         case .fastForward:
-            return try fastForward(peer: peer, ours: ours, theirs: theirs!, book: &book, now: now)
+            return try fastForward(peer: peer, ours: ours, theirs: theirs!, book: &book, now: now, madeHere: foldOnOurs)
         case .join:
             return try join(peer: peer, ours: ours!, theirs: theirs!)
         case .merge:
@@ -123,7 +129,10 @@ extension Store {
 
     /// `main` moves to the peer's commit, whose history holds ours; what changed is written into
     /// the data directory path by path.
-    private func fastForward(peer: String, ours: Oid?, theirs: Oid, book: inout [String: ConflictRecord], now: Int64) throws -> SyncOutcome {
+    /// `madeHere`: `theirs` is a fold this store wrote (its trees and commit are made durable with
+    /// the move, as a merge's are); otherwise it came with a fetch or a copy, flushed then.
+    private func fastForward(peer: String, ours: Oid?, theirs: Oid, book: inout [String: ConflictRecord], now: Int64,
+                             madeHere: Bool = false) throws -> SyncOutcome {
         let theirTree = try repo.commit(theirs).tree
         let ourTree = try ours.map { id throws in try repo.commit(id).tree }
         var applied: ApplyReport
@@ -152,18 +161,33 @@ extension Store {
         defer { endApply() }
         let heldBack = splitHeldBack(&applied)
         guard !applied.localChanges.isEmpty else {
-            // What a fast-forward reaches came with a fetch or a copy, flushed then: nothing new to flush.
+            // What a fast-forward reaches came with a fetch or a copy, flushed then: nothing new to
+            // flush, but for a fold's own trees and join.
+            if madeHere, let ourTree { flushFold(theirs, tree: theirTree, over: ourTree) }
             try moveRef(Store.mainRef, to: theirs, expected: ours, message: "syncagent: fast-forward to \(peer)", written: [])
             applied.localChanges = heldBack
             return SyncOutcome(action: .fastForward, head: theirs, applied: applied)
         }
         // Files changed on disk meanwhile: they go on top of the peer's commit, each one a
         // conflict with the peer's version of it.
+        if madeHere, let ourTree { flushFold(theirs, tree: theirTree, over: ourTree) }
         var records: [ConflictRecord] = []
         let head = try commitKeptLocal(&applied, target: theirTree, baseTree: ourTree, parents: [theirs], expected: ours,
                                        peer: peer, theirTip: theirs, book: &book, records: &records, now: now)
         applied.localChanges += heldBack
         return SyncOutcome(action: .merged, head: head, newConflicts: records, applied: applied)
+    }
+
+    /// Makes a fold's join and the trees it holds that `ourTree` does not durable: an fsync each
+    /// for those that are loose files (the others are in packs, made durable when written), the
+    /// whole file system when that cannot be done. Its blobs are the folded tips', copied and
+    /// flushed before any ref named them.
+    private func flushFold(_ join: Oid, tree: Oid, over ourTree: Oid) {
+        guard let trees = try? repo.treesDiffering(ourTree, tree), trees.count < Repository.writeLogLimit,
+              Durability.flushExistingImmutable((trees + [join]).map(repo.looseObjectPath),
+                                                andDirectories: [gitDir.appending("objects")]) else {
+            return Durability.flushFileSystem(containing: gitDir)
+        }
     }
 
     /// The same files, histories apart: one join commit.
@@ -541,6 +565,7 @@ extension Store {
         let parents = try joinTips([ours] + folded)
         guard parents.count > 1 else { return nil }
         let join = try makeJoin(tips: parents, tree: tree)
+        lastFold = (ours, join)
         let peer = Self.foldedPeer(hub)
         try repo.setReference(Self.trackingRef(peer), to: join, message: "syncagent: \(folded.count) devices of \(hub) folded")
         return peer

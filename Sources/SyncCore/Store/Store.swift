@@ -41,6 +41,9 @@ public final class Store {
     var recordedBeforeReconcile: [FilePath: IndexEntry] = [:]
     /// An interrupted apply is being finished: its new paths may hold their version already.
     var resumingApply = false
+    /// The last fold of a hub's devices (`foldJoins`): the `main` its tree was built on, and its
+    /// join. Merging that join into that `main` is a fast-forward of content (`integrateMain`).
+    var lastFold: (base: Oid, join: Oid)?
     /// New files a power cut left empty or zero-filled, kept out of commits while unchanged
     /// (`Store+PowerCut`); nil until read.
     var powerCutLeftCache: [FilePath: PowerCutStamp]?
