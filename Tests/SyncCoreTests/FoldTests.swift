@@ -65,8 +65,6 @@ import TestSupport
         }
     }
 
-    /// A directory this device made empty (its marker) gets a file from another device: the
-    /// merge drops the marker, and so must the fold.
     /// A burst that comes in two parts: the second fold is made on the first one's join, and
     /// taking it is a fast-forward of content (no three-way merge of two joins). It ends on the
     /// very join a device that merges every tip in turn makes, with every file.
@@ -115,6 +113,8 @@ import TestSupport
         #expect(try gitFsck(first.gitDir) == 0)
     }
 
+    /// A directory this device made empty (its marker) gets a file from another device: the
+    /// merge drops the marker, and so must the fold.
     @Test func aMarkerAboveAnotherDevicesNewFileGoesAsInAMerge() throws {
         try Self.check([[.makeDirectory("a/m")], [.write("a/m/x")], [.write("z")], [.write("c/y")], [.write("a/m/w")]])
         try Self.check([[.write("q")], [.makeDirectory("k")], [.write("k/x")], [.write("z")], [.makeDirectory("a/m")]])

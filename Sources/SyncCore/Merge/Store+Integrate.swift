@@ -119,7 +119,7 @@ extension Store {
         case .upToDate:
             return SyncOutcome(action: .upToDate, head: ours)
         case .fastForward:
-            return try fastForward(peer: peer, ours: ours, theirs: theirs!, book: &book, now: now, madeHere: foldOnOurs)
+            return try fastForward(peer: peer, ours: ours, theirs: theirs!, book: &book, now: now)
         case .join:
             return try join(peer: peer, ours: ours!, theirs: theirs!)
         case .merge:
@@ -129,10 +129,7 @@ extension Store {
 
     /// `main` moves to the peer's commit, whose history holds ours; what changed is written into
     /// the data directory path by path.
-    /// `madeHere`: `theirs` is a fold this store wrote (its trees and commit are made durable with
-    /// the move, as a merge's are); otherwise it came with a fetch or a copy, flushed then.
-    private func fastForward(peer: String, ours: Oid?, theirs: Oid, book: inout [String: ConflictRecord], now: Int64,
-                             madeHere: Bool = false) throws -> SyncOutcome {
+    private func fastForward(peer: String, ours: Oid?, theirs: Oid, book: inout [String: ConflictRecord], now: Int64) throws -> SyncOutcome {
         let theirTree = try repo.commit(theirs).tree
         let ourTree = try ours.map { id throws in try repo.commit(id).tree }
         var applied: ApplyReport
@@ -161,16 +158,14 @@ extension Store {
         defer { endApply() }
         let heldBack = splitHeldBack(&applied)
         guard !applied.localChanges.isEmpty else {
-            // What a fast-forward reaches came with a fetch or a copy, flushed then: nothing new to
-            // flush, but for a fold's own trees and join.
-            if madeHere, let ourTree { flushFold(theirs, tree: theirTree, over: ourTree) }
+            // What a fast-forward reaches came with a fetch or a copy, or is a fold (`foldJoins`),
+            // flushed then: nothing new to flush.
             try moveRef(Store.mainRef, to: theirs, expected: ours, message: "syncagent: fast-forward to \(peer)", written: [])
             applied.localChanges = heldBack
             return SyncOutcome(action: .fastForward, head: theirs, applied: applied)
         }
         // Files changed on disk meanwhile: they go on top of the peer's commit, each one a
         // conflict with the peer's version of it.
-        if madeHere, let ourTree { flushFold(theirs, tree: theirTree, over: ourTree) }
         var records: [ConflictRecord] = []
         let head = try commitKeptLocal(&applied, target: theirTree, baseTree: ourTree, parents: [theirs], expected: ours,
                                        peer: peer, theirTip: theirs, book: &book, records: &records, now: now)
@@ -178,12 +173,15 @@ extension Store {
         return SyncOutcome(action: .merged, head: head, newConflicts: records, applied: applied)
     }
 
-    /// Makes a fold's join and the trees it holds that `ourTree` does not durable: an fsync each
-    /// for those that are loose files (the others are in packs, made durable when written), the
-    /// whole file system when that cannot be done. Its blobs are the folded tips', copied and
-    /// flushed before any ref named them.
+    /// Makes a fold's join and the trees it holds that `ourTree` does not durable, before any ref
+    /// names them (whichever way the fold is then merged): an fsync each for those that are loose
+    /// files (the others are in packs, made durable when written or copied), the whole file
+    /// system when that cannot be done. The join itself must be a loose file (a join found in a
+    /// pack came from elsewhere: the file system is flushed then). Its blobs are the folded tips',
+    /// copied and flushed before any ref named them.
     private func flushFold(_ join: Oid, tree: Oid, over ourTree: Oid) {
-        guard let trees = try? repo.treesDiffering(ourTree, tree), trees.count < Repository.writeLogLimit,
+        guard (try? FileStat.of(repo.looseObjectPath(join))) != nil,
+              let trees = try? repo.treesDiffering(ourTree, tree), trees.count < Repository.writeLogLimit,
               Durability.flushExistingImmutable((trees + [join]).map(repo.looseObjectPath),
                                                 andDirectories: [gitDir.appending("objects")]) else {
             return Durability.flushFileSystem(containing: gitDir)
@@ -565,6 +563,7 @@ extension Store {
         let parents = try joinTips([ours] + folded)
         guard parents.count > 1 else { return nil }
         let join = try makeJoin(tips: parents, tree: tree)
+        flushFold(join, tree: tree, over: try repo.commit(ours).tree)
         lastFold = (ours, join)
         let peer = Self.foldedPeer(hub)
         try repo.setReference(Self.trackingRef(peer), to: join, message: "syncagent: \(folded.count) devices of \(hub) folded")

@@ -147,9 +147,17 @@ extension Store {
     /// that fails), so everything a fetch brings is on disk before any ref of ours points at it and
     /// a fast-forward to it flushes nothing more (`integrateMain`). libgit2's fetch writes packs
     /// only (its indexer), never loose objects.
+    /// A fetch that fails after libgit2 put a pack in place leaves it too: flushed all the same
+    /// (as `copyDurably` does), so every pack in the store is durable and a write that finds an
+    /// object already packed needs no flush of its own.
     static func durably(gitDir: FilePath, _ fetch: () throws(GitError) -> Void) throws(GitError) {
         let before = packFiles(in: gitDir)
-        try fetch()
+        do {
+            try fetch()
+        } catch {
+            flushNew(in: gitDir, packsSince: before, loose: [], packsWritten: false)
+            throw error
+        }
         flushNew(in: gitDir, packsSince: before, loose: [], packsWritten: false)
     }
 }
