@@ -63,12 +63,9 @@ extension Store {
     /// by path, and merges the peer's conflict records into ours. Local changes must be committed
     /// first; a file that changed on disk since is left as it is (see `ApplyReport.localChanges`).
     public func integrate(peer: String, now: Date = Date()) throws -> SyncOutcome {
+        if let same = try upToDateWith(peer: peer) { return same }
         let theirBookTip = try repo.resolveReference(ConflictBook.peerRef(peer))
         let theirMain = try repo.resolveReference(Self.trackingRef(peer))
-        if var same = try alreadyHeld(peer: peer, theirs: theirMain, theirBookTip: theirBookTip) {
-            (same.peerMain, same.peerRecords) = (theirMain?.id, theirBookTip?.id)
-            return same
-        }
         let ourBook = try ConflictBook.load(repo)
         var book = ConflictBook.union(ourBook, try ConflictBook.load(repo, ref: ConflictBook.peerRef(peer)))
         var outcome = try integrateMain(peer: peer, theirs: theirMain, book: &book, now: Int64(now.timeIntervalSince1970))
@@ -109,7 +106,7 @@ extension Store {
         // taking it is a fast-forward of content. (A three-way merge of it reached the same join
         // through libgit2's merge bases: with many devices, every common tip a base, merged
         // pairwise into a virtual one.)
-        let foldOnOurs = ours != nil && theirs != nil && lastFold.map { $0.base == ours! && $0.join == theirs! } == true
+        let foldOnOurs = lastFold.map { $0.base == ours && $0.join == theirs } ?? false
         let step = try MergeStep.decide(
             hasOurs: ours != nil, hasTheirs: theirs != nil,
             covered: { try covers(ours!, theirs!) },

@@ -152,13 +152,8 @@ extension Store {
     /// object already packed needs no flush of its own.
     static func durably(gitDir: FilePath, _ fetch: () throws(GitError) -> Void) throws(GitError) {
         let before = packFiles(in: gitDir)
-        do {
-            try fetch()
-        } catch {
-            flushNew(in: gitDir, packsSince: before, loose: [], packsWritten: false)
-            throw error
-        }
-        flushNew(in: gitDir, packsSince: before, loose: [], packsWritten: false)
+        defer { flushNew(in: gitDir, packsSince: before, loose: [], packsWritten: false) }
+        try fetch()
     }
 }
 

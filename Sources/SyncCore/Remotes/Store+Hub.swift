@@ -127,11 +127,12 @@ extension Store {
         // A tip this store's refs reach already (another device's branch moved to the join this
         // device made too: with many devices, most moves after a burst) needs no copy, and no
         // opening of the hub's packs to find that out.
-        let present = Array(Set(moved.map(\.tip))).filter { repo.hasObject($0) }
+        let tips = Set(moved.map(\.tip))
+        let present = tips.filter { repo.hasObject($0) }
         // (A history a power cut left incomplete, here or under a ref tip, cannot be read through:
         // then everything is copied as before, which brings back what is missing.)
-        let whole = present.isEmpty ? [] : (try? repo.reachable(present, fromAny: refTips)) ?? []
-        let lacking = Array(Set(moved.map(\.tip)).subtracting(whole))
+        let whole = present.isEmpty ? [] : (try? repo.reachable(Array(present), fromAny: refTips)) ?? []
+        let lacking = Array(tips.subtracting(whole))
         if !lacking.isEmpty {
             let source = try Repository.openForReading(gitDir: path)
             // Small copies loose, anything more into one pack: a loose object is a file, an
