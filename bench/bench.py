@@ -622,7 +622,8 @@ def bench_big_tree(syncagent, tmp, rows, notes, agents):
     rows.append((f"peak RSS watching a {k}-file tree", (peak or 0) / 1e3, float("nan"), watch_rss, ("mb", 64)))
     rows.append((f"1 change synced into {k} tree p50", pct(s_lat, 50), pct(p_lat, 50), rss_text(agent, watch),
                  ("ratio", 0.1)))
-    notes.append(f"{k} tree: {BIG_CHANGES} changes, agent min/max {min(a_lat)*1e3:.1f}/{max(a_lat)*1e3:.1f} ms, "
+    notes.append(f"{k} tree: {BIG_CHANGES} changes, agent min/max {min(a_lat)*1e3:.1f}/{max(a_lat)*1e3:.1f} ms "
+                 f"(in order: {' '.join(f'{x*1e3:.1f}' for x in a_lat)}), "
                  f"git min/max {min(g_lat)*1e3:.1f}/{max(g_lat)*1e3:.1f} ms; agent made {n_commits} commits; "
                  f"cpu {agent.stats.get('cpu_s', float('nan')):.2f} s, "
                  f"peak RSS {agent.stats.get('peak_rss_mb') or float('nan'):.0f} MB (the 'peak RSS watching' row "
@@ -1435,9 +1436,19 @@ def bench_idle(syncagent, tmp, rows, notes, agents):
         kid_first = {k: thread_usage(k) for ks in kids.values() for k in ks if os.path.exists(f"/proc/{k}")}
         last = dict(first)
         wakes = {a.name: 0 for a, _ in measured}
+        # Each minute's CPU apart: a row missed by one burst of work reads differently from one
+        # missed by every wake-up costing more.
+        minute_cpu = {a.name: [] for a, _ in measured}
+        minute_mark, minute_last = time.monotonic() + 60, dict(cpu_first)
         end = time.monotonic() + IDLE_S
         while time.monotonic() < end:
             time.sleep(0.05)
+            if time.monotonic() >= minute_mark:
+                minute_mark += 60
+                for name, m in meters.items():
+                    now_cpu = m.seconds()
+                    minute_cpu[name].append((now_cpu - minute_last[name]) * 1e3)
+                    minute_last[name] = now_cpu
             for a, _ in measured:
                 now = thread_usage(a.proc.pid)
                 if now[0] != last[a.name][0]:
@@ -1466,6 +1477,8 @@ def bench_idle(syncagent, tmp, rows, notes, agents):
                     kid_text.append(f"{a.name}'s {comm} ({k}) {(s1 - kid_first[k][0]) / minutes:.1f} switches/min, "
                                     f"{(c1 - kid_first[k][1]) * 1e3 / minutes:.2f} ms CPU/min")
         notes.append(f"idle: CPU time from {meters[phone.name].how}; a wake-up is a 50 ms window in which a thread of the agent ran")
+        notes.append("idle: CPU ms in each whole minute: " + "; ".join(
+            f"{a.name} " + " ".join(f"{x:.2f}" for x in minute_cpu[a.name]) for a, _ in measured))
         notes.append("idle, ssh hub with notify: the agents' ssh processes (OpenSSH's: sessions and the connection master "
                      "with its keep-alives, not counted above): "
                      + ("; ".join(kid_text) or "none"))

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 import SystemPackage
 
 /// Directory listing with names kept byte-exact.
@@ -78,10 +79,26 @@ public enum Durability {
         return value[0] == 0x31 && value[1] == 0  // exactly "1"
     }()
 
+    /// What this task's flushes made durable, for tests that hold a write path to its flush (a
+    /// power cut in between is what they stand for): set with `Durability.$log.withValue`. Task
+    /// local, so tests running side by side see only their own.
+    public final class FlushLog: Sendable {
+        private let state = Mutex<(files: [FilePath], fileSystems: [FilePath])>(([], []))
+        public init() {}
+        /// Files flushed one by one (`fsync`), in order.
+        public var files: [FilePath] { state.withLock { $0.files } }
+        /// Paths whose whole file system was flushed (`syncfs`).
+        public var fileSystems: [FilePath] { state.withLock { $0.fileSystems } }
+        func note(files: some Sequence<FilePath>) { state.withLock { $0.files += files } }
+        func note(fileSystem path: FilePath) { state.withLock { $0.fileSystems.append(path) } }
+    }
+    @TaskLocal public static var log: FlushLog?
+
     /// Flushes everything written to the file system that holds `path` (`syncfs(2)`): one call makes
     /// a whole batch of new git objects durable before a ref points at them.
     public static func flushFileSystem(containing path: FilePath) {
         guard !disabled else { return }
+        log?.note(fileSystem: path)
         let fd = path.withPlatformString { open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else { return }
         defer { close(fd) }
@@ -120,6 +137,7 @@ extension Durability {
                 startWriteback(fd)
             }
             guard fds.allSatisfy(flush) else { return false }
+            log?.note(files: chunk)
         }
         return directories.allSatisfy { dir in
             let fd = dir.withPlatformString { open($0, O_RDONLY | O_CLOEXEC | O_DIRECTORY) }

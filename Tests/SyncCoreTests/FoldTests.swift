@@ -1,3 +1,4 @@
+import FileSystem
 import Foundation
 import Git
 @testable import ObjectStorage
@@ -6,6 +7,22 @@ import SystemPackage
 import Testing
 @testable import SyncCore
 import TestSupport
+
+/// A hub on a path (a bare store under the test's root) that devices push to and fetch from.
+struct HubOnAPath {
+    let path: FilePath
+    init(under root: FilePath) throws {
+        path = root.appending("hub.git")
+        #expect(try runProgram("/usr/bin/git", ["init", "-q", "--bare", path.string]).status == 0)
+    }
+    func push(_ d: TwoDevices.Device) throws {
+        _ = try Store.hubPush(gitDir: d.gitDir, data: d.data, hub: "hub", url: "file://\(path)", device: d.name, localGitDir: path)
+    }
+    /// The other devices the hub has, by name.
+    func fetch(_ d: TwoDevices.Device) throws -> [String] {
+        try Store.hubFetch(gitDir: d.gitDir, data: d.data, hub: "hub", url: "file://\(path)", device: d.name, localGitDir: path).map(\.name)
+    }
+}
 
 /// `FoldPlan`: which tips a fold may take without a three-way merge.
 @Suite struct FoldPlanTests {
@@ -70,36 +87,19 @@ import TestSupport
     /// very join a device that merges every tip in turn makes, with every file.
     @Test func aSecondFoldOnTheFirstIsTakenWholeAndEndsOnTheSameJoin() throws {
         let t = try TwoDevices()
-        let hub = t.root.appending("hub.git")
-        #expect(try runProgram("/usr/bin/git", ["init", "-q", "--bare", hub.string]).status == 0)
+        let hub = try HubOnAPath(under: t.root)
+        let (push, fetch) = (hub.push, hub.fetch)
         let first = t.phone
-        let others = try (1...4).map { try TwoDevices.Device("d\($0)", root: t.root) }
-        func push(_ d: TwoDevices.Device) throws {
-            _ = try Store.hubPush(gitDir: d.gitDir, data: d.data, hub: "hub", url: "file://\(hub)", device: d.name, localGitDir: hub)
-        }
-        func fetch(_ d: TwoDevices.Device) throws -> [String] {
-            try Store.hubFetch(gitDir: d.gitDir, data: d.data, hub: "hub", url: "file://\(hub)", device: d.name, localGitDir: hub).map(\.name)
-        }
-        func change(_ d: TwoDevices.Device) throws {
-            try d.write("\(d.name).txt", "from \(d.name)\n")
-            try d.commit(FilePath("\(d.name).txt"))
-        }
-        try first.write("base.txt", "base\n")
-        try first.commit("base.txt")
-        try push(first)
-        for d in others {
-            _ = try fetch(d)
-            _ = try d.store.integrate(peer: Store.hubPeer("hub", device: first.name))
-        }
-        try change(first)
+        let others = try Self.devicesSharingABase(t, hub, count: 4)
+        try Self.change(first)
         try push(first)
         func foldAndTake() throws -> SyncOutcome {
             let peer = try #require(try first.store.foldJoins(hub: "hub", devices: try fetch(first)))
             return try first.store.integrate(peer: peer)
         }
-        for d in others.prefix(2) { try change(d); try push(d) }
+        for d in others.prefix(2) { try Self.change(d); try push(d) }
         #expect(try foldAndTake().action == .fastForward)  // its parents hold `main`
-        for d in others.suffix(2) { try change(d); try push(d) }
+        for d in others.suffix(2) { try Self.change(d); try push(d) }
         let second = try foldAndTake()
         #expect(second.action == .fastForward)
         #expect(second.applied.touchedCount == 2)
@@ -111,6 +111,50 @@ import TestSupport
         #expect(try first.store.head() == reference.store.head())
         #expect(try first.store.repo.commit(#require(try first.store.head())).parents.count == 5)
         #expect(try gitFsck(first.gitDir) == 0)
+    }
+
+    /// `count` devices besides the phone, each holding the phone's first commit (`base.txt`), taken
+    /// through the hub.
+    static func devicesSharingABase(_ t: TwoDevices, _ hub: HubOnAPath, count: Int) throws -> [TwoDevices.Device] {
+        let others = try (1...count).map { try TwoDevices.Device("d\($0)", root: t.root) }
+        try t.phone.write("base.txt", "base\n")
+        try t.phone.commit("base.txt")
+        try hub.push(t.phone)
+        for d in others {
+            _ = try hub.fetch(d)
+            _ = try d.store.integrate(peer: Store.hubPeer("hub", device: t.phone.name))
+        }
+        return others
+    }
+
+    /// A file of the device's own, `<name>.txt`, written and committed.
+    static func change(_ d: TwoDevices.Device) throws {
+        try d.write("\(d.name).txt", "from \(d.name)\n")
+        try d.commit(FilePath("\(d.name).txt"))
+    }
+
+    /// The fold's join commit and the trees it adds are written here (not copied from the hub,
+    /// whose objects are flushed as they come): they must be on the disk before the tracking ref
+    /// names the join, or a power cut could leave `main` naming a commit that is not there
+    /// (the fast-forward that takes a fold flushes nothing of its own).
+    @Test func aFoldsJoinAndNewTreesAreFlushedBeforeItsRefNamesThem() throws {
+        let t = try TwoDevices()
+        let hub = try HubOnAPath(under: t.root)
+        let first = t.phone
+        for d in try Self.devicesSharingABase(t, hub, count: 2) { try Self.change(d); try hub.push(d) }
+        let names = try hub.fetch(first)
+        let log = Durability.FlushLog()
+        let peer = try #require(try Durability.$log.withValue(log) { try first.store.foldJoins(hub: "hub", devices: names) })
+        let repo = first.store.repo
+        let join = try #require(try repo.resolveReference(Store.trackingRef(peer)))
+        let tree = try repo.commit(join).tree
+        let new = [join, tree]
+        #expect(new.allSatisfy { FileManager.default.fileExists(atPath: repo.looseObjectPath($0).string) })  // written loose
+        let flushed = Set(log.files)
+        #expect(new.allSatisfy { flushed.contains(repo.looseObjectPath($0)) } || !log.fileSystems.isEmpty,
+                "flushed \(log.files), file systems \(log.fileSystems)")
+        #expect(try first.store.integrate(peer: peer).action == .fastForward)
+        #expect(first.read("d1.txt") == "from d1\n" && first.read("d2.txt") == "from d2\n")
     }
 
     /// A directory this device made empty (its marker) gets a file from another device: the
@@ -145,15 +189,9 @@ import TestSupport
     /// fetched both ways.
     static func check(_ ops: [[Op]]) throws {
         let t = try TwoDevices()
-        let hub = t.root.appending("hub.git")
-        #expect(try runProgram("/usr/bin/git", ["init", "-q", "--bare", hub.string]).status == 0)
+        let hub = try HubOnAPath(under: t.root)
+        let (push, fetch) = (hub.push, hub.fetch)
         let devices = [t.phone] + (1..<ops.count).map { try! TwoDevices.Device("d\($0)", root: t.root) }
-        func push(_ d: TwoDevices.Device) throws {
-            _ = try Store.hubPush(gitDir: d.gitDir, data: d.data, hub: "hub", url: "file://\(hub)", device: d.name, localGitDir: hub)
-        }
-        func fetch(_ d: TwoDevices.Device) throws -> [String] {
-            try Store.hubFetch(gitDir: d.gitDir, data: d.data, hub: "hub", url: "file://\(hub)", device: d.name, localGitDir: hub).map(\.name)
-        }
         let first = devices[0]
         for file in baseFiles { try first.write(file, "base \(file)\n") }
         _ = try first.store.commit(paths: Set(baseFiles.map { FilePath($0) }))
