@@ -190,7 +190,7 @@ let package = Package(
                                                    .product(name: "PropertyBased", package: "swift-property-based")]),
         .testTarget(name: "SyncAgentKitTests", dependencies: ["SyncAgentKit", "Agent", "SyncCore", "TestSupport",
                                                              .product(name: "SystemPackage", package: "swift-system")]),
-        .testTarget(name: "AgentTests", dependencies: ["Agent", "SyncCore", "TestSupport", .product(name: "Logging", package: "swift-log"),
+        .testTarget(name: "AgentTests", dependencies: ["Agent", "SyncCore", "Watcher", "TestSupport", .product(name: "Logging", package: "swift-log"),
                                                       .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "WebUITests", dependencies: ["WebUI"]),
         .testTarget(name: "HubSealTests", dependencies: ["HubSeal"]),

@@ -5,7 +5,10 @@ that what was acknowledged survives and that nothing a cut damaged spreads.
 Two devices, `phone` and `watch`, each the other's peer by the path of its store.git (--hub: and
 both with a hub, `hub.git`, a bare repository on the ordinary temp dir, as a `[[peer]]` with `hub =
 true`: the phone's agent then pushes `refs/heads/devices/phone` there after every commit and merge;
---hub-only: the hub is their only peer, they see each other only through it). The phone's
+--hub-only: the hub is their only peer, they see each other only through it; --tablet: a third
+device, `tablet`, through the hub only and never cut, writes new files of its own as the watch
+writes its first, so the phone's hub round now and then finds two devices' new work and folds it
+into one join it writes itself, `Store.foldJoins`; the summary counts those folds). The phone's
 data and state directories live on cutfs (e2e/cutfs.py: an in-memory FUSE file system that keeps,
 next to what programs see, what a disk would still hold after a power cut; --model strict: only
 fsync'd bytes and fsync'd directory entries survive; --model journal: ext4's journal, any fsync
@@ -766,6 +769,11 @@ class Harness:
         self.watch = Device(self, "watch", home, os.path.join(self.root, "watch"))
         self.phone.env = dict(env)
         self.watch.env = dict(env)
+        # --tablet: a third device, through the hub only, never cut
+        self.tablet = Device(self, "tablet", home, os.path.join(self.root, "tablet")) if args.tablet else None
+        if self.tablet:
+            self.tablet.env = dict(env)
+            self.tablet_rng = random.Random("tablet-%d" % args.seed)   # its own draws: the rest of the run stays as it was
         self.boot(0)
         self.next_id = 1
         self.ops = {}                  # op id -> {"dev", "kind", "path", "to", "vid", "status", "cut"}
@@ -832,10 +840,14 @@ class Harness:
                 raise SetupError("git init --bare %s: %s" % (self.hub, r.stderr))
         self.phone.init("watch", self.watch.store, self.hub, self.args.hub_only)
         self.watch.init("phone", self.phone.store, self.hub, self.args.hub_only)
+        if self.tablet:
+            self.tablet.init("phone", self.phone.store, self.hub, hub_only=True)
         if not self.args.no_initial_sync:
             self.fs.sync()
         self.watch.start()
         self.phone.start()
+        if self.tablet:
+            self.tablet.start()
         # initial files on both sides
         ops_p, ops_w = [], []
         for i in range(self.args.files):
@@ -991,9 +1003,23 @@ class Harness:
         # a `set` takes 50-300 ms: a third of them start in the window's last 200 ms, for cuts in mid-set
         set_at = self.set_rng.uniform(0, window) if self.set_rng.random() < 0.65 else max(0.0, window - self.set_rng.uniform(0, 0.2))
 
+        # the tablet writes new files of its own in the same window (while the watch does too, the
+        # phone's hub round finds two devices with new work: one fold, `Store.foldJoins`)
+        tablet_ops = []
+        if self.tablet:
+            # all at once, as the watch writes its first file: both commits then reach the hub
+            # within a round of the phone's more often than apart
+            start = watch_ops[0]["sleep"] if watch_ops else self.tablet_rng.uniform(0, window)
+            for k in range(self.tablet_rng.randint(1, 4)):
+                op = self.plan_write("t%d/tab-%d.txt" % (self.tablet_rng.randint(0, 2), self.next_id), "write",
+                                     self.tablet_rng.randint(20, 3000))
+                op["sleep"] = start if k == 0 else 0
+                tablet_ops.append(op)
+
         # phone commands run as processes the cut kills
         wp = self.run_writer(self.phone, phone_ops)
         ww = self.run_writer(self.watch, watch_ops)
+        wt = self.run_writer(self.tablet, tablet_ops) if self.tablet else None
         t0 = time.monotonic()
         sync_proc = sync_before = None
         sync_state = "-"
@@ -1192,6 +1218,9 @@ class Harness:
             self.phone.start(timeout=self.args.timeout)
             ww["proc"].wait(60)
             self.collect_writer(ww)
+            if wt:
+                wt["proc"].wait(60)
+                self.collect_writer(wt)
             self.wait_converged(deadline=self.args.timeout)
             conv_s = time.monotonic() - t_conv
             self.check_all(report)
@@ -1213,7 +1242,7 @@ class Harness:
                      "; store left with: " + ", ".join(store_damage[:6]) + (" and %d more" % (len(store_damage) - 6) if len(store_damage) > 6 else "")
                      if store_damage else "", conv_s, dt))
         # scratch copies of this cut's versions are no longer needed
-        for op in phone_ops + watch_ops:
+        for op in phone_ops + watch_ops + tablet_ops:
             if "src" in op:
                 try:
                     os.unlink(op["src"])
@@ -1426,6 +1455,10 @@ class Harness:
         pm, wm = self.phone.ref(), self.watch.ref()
         if not pm or pm != wm:
             return "mains differ: phone %s, watch %s" % (pm, wm)
+        if self.tablet:
+            self.tablet.check_alive()
+            if self.tablet.ref() != pm:
+                return "the tablet's main %s is not the phone's %s" % (self.tablet.ref(), pm)
         ps, ws = self.phone.scan(), self.watch.scan()
         # Directories on the phone that hold a path the cut left (kept apart): left alone, the
         # phone's copy lists no empty directory there while the watch's may (seed 5004, cut 16: a
@@ -1721,11 +1754,24 @@ class Harness:
                 "%d (cut %d)" % self.set_acked if self.set_acked else "none"), flush=True)
         if self.hub:
             print("hub: devices/phone acknowledged at %d of %d cuts" % (self.hub_acked, self.cut_no), flush=True)
+        if self.tablet:
+            print("tablet: the phone took its devices' new work in one step (a fold) %d times" % self.phone_folds(), flush=True)
         if self.violation_kinds:
             print("violations by kind: %s" % ", ".join("%s %d" % kv for kv in sorted(self.violation_kinds.items())), flush=True)
 
+    def phone_folds(self):
+        """How often the phone's agent merged a fold of the hub's devices (its logs, every run)."""
+        n = 0
+        for k in range(1, self.phone.run_seq + 1):
+            try:
+                with open(os.path.join(self.phone.dir, "run-%d.log" % k), "rb") as f:
+                    n += f.read().count(b"(its devices' new work in one step)")
+            except OSError:
+                pass
+        return n
+
     def teardown(self, ok):
-        for dev in (self.phone, self.watch):
+        for dev in (self.phone, self.watch) + ((self.tablet,) if self.tablet else ()):
             try:
                 dev.stop()
             except Exception:
@@ -2105,6 +2151,10 @@ def main():
                     "the phone's agent pushes devices/phone there after every commit and merge; what the hub holds at a cut is acknowledged")
     ap.add_argument("--hub-only", action="store_true",
                     help="the hub is the devices' only peer (implies --hub): they see each other only through it")
+    ap.add_argument("--tablet", action="store_true",
+                    help="a third device, `tablet`, with the hub as its only peer (implies --hub), never cut: it writes new "
+                    "files of its own in each cut's window, so the phone folds the watch's and the tablet's new work in "
+                    "one step (a join it writes and flushes itself); the summary counts the folds")
     ap.add_argument("--set", action="store_true",
                     help="SyncAgentKit `set`s on the phone (the sample client watch-app writing settings.json), cut in "
                     "mid-flight now and then; one that returned is acknowledged")
@@ -2128,7 +2178,7 @@ def main():
     if not os.access(args.binary, os.X_OK):
         print("no syncagent binary at %s" % args.binary, file=sys.stderr)
         return 2
-    if args.hub_only:
+    if args.hub_only or args.tablet:
         args.hub = True
     if args.model == "mix":
         args.model, args.mix = "strict", True

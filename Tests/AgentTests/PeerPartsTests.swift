@@ -1,6 +1,8 @@
 import Foundation
 import Synchronization
+import SystemPackage
 import Testing
+import Watcher
 
 @testable import Agent
 
@@ -84,5 +86,27 @@ import Testing
     @Test func aLocalPathIsNeverProbed() {
         #expect(FetchRunner.hostAndPort("/srv/hub.git") == nil)
         #expect(FetchRunner.hostAndPort("file:///srv/hub.git") == nil)
+    }
+
+    /// A hub's refs moved only by this device's own push (its branch, its records) ring no round;
+    /// any other device's move does, and so does a batch that lost events. (Paths as the ref
+    /// watcher gives them, relative to the hub's `refs`; `syncagent run --log-level debug` says
+    /// "only this device's own refs moved" for each batch it lets pass.)
+    @Test(arguments: [
+        (["heads/devices/phone"], "phone", false),
+        (["syncagent/devices/phone/conflicts"], "phone", false),
+        (["heads/devices/phone", "syncagent/devices/phone", "syncagent/devices/phone/conflicts"], "phone", false),
+        (["heads/devices/watch"], "phone", true),
+        (["heads/devices/phone", "heads/devices/watch"], "phone", true),
+        (["syncagent/devices/watch/conflicts"], "phone", true),
+        (["heads/devices/phone2"], "phone", true),
+        (["syncagent/devices/phone2/conflicts"], "phone", true),
+        (["heads/devices"], "phone", true),  // the first push of all: the branch inside may come with it
+        (["heads/devices/phone"], nil, true),  // a direct peer's refs: every move rings
+    ] as [([String], String?, Bool)])
+    func aHubMovedOnlyByThisDevicesPushRingsNoRound(_ paths: [String], _ device: String?, _ rings: Bool) {
+        let batch = WatchBatch(paths: Set(paths.map { FilePath($0) }))
+        #expect(PeerSyncer.rings(batch, ownHubDevice: device) == rings)
+        #expect(PeerSyncer.rings(WatchBatch(paths: batch.paths, rescan: true), ownHubDevice: device))
     }
 }

@@ -705,13 +705,31 @@ final class PeerSyncer: Sendable {
         }
         refWatchProblem.withLock { $0 = nil }
         let bell = doorbell
+        let own: String? = link.hub ? config.device : nil
         watcher.start()
-        Task { [weak self] in
-            for await _ in watcher.batches {
+        Task { [weak self, logger, name = link.name] in
+            for await batch in watcher.batches {
+                guard Self.rings(batch, ownHubDevice: own) else {
+                    logger.debug("peer \(name): only this device's own refs moved (its push); no round")
+                    continue
+                }
                 self?.hubMoved.set()
                 bell.ring()
             }
         }
         return watcher
+    }
+
+    /// Whether a move of the watched refs (relative to `refs`) asks for a round. On a hub, this
+    /// device's own branch and records move by its own pushes: a round for that finds nothing new
+    /// (a push with every device in step cost each device a second round, and, with many devices,
+    /// the last of a burst's rounds). Anything else rings, and so does a batch that lost its
+    /// events (`rescan`). A device of another name pushing under ours is found by the next round
+    /// all the same (its push, or any other device's move).
+    static func rings(_ batch: WatchBatch, ownHubDevice device: String?) -> Bool {
+        guard let device, !batch.rescan else { return true }
+        let branch = FilePath("heads/devices/\(device)")
+        let records = FilePath("syncagent/devices/\(device)")
+        return batch.paths.contains { path in path != branch && !path.starts(with: records) }
     }
 }
