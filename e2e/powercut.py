@@ -773,7 +773,7 @@ class Harness:
         self.tablet = Device(self, "tablet", home, os.path.join(self.root, "tablet")) if args.tablet else None
         if self.tablet:
             self.tablet.env = dict(env)
-            self.tablet_rng = random.Random("tablet-%d" % args.seed)   # its own draws: the rest of the run stays as it was
+            self.tablet_rng = random.Random("tablet-%d" % args.seed)   # how many files, where, when, how big (their bytes and ids come from the run's own draws)
         self.boot(0)
         self.next_id = 1
         self.ops = {}                  # op id -> {"dev", "kind", "path", "to", "vid", "status", "cut"}
@@ -1459,6 +1459,12 @@ class Harness:
             self.tablet.check_alive()
             if self.tablet.ref() != pm:
                 return "the tablet's main %s is not the phone's %s" % (self.tablet.ref(), pm)
+            ts, ws = self.tablet.scan(), self.watch.scan()
+            differ = [k for k in sorted(set(ts) | set(ws)) if ts.get(k) != ws.get(k) and k not in self.forbidden
+                      and k.rstrip("/") not in self.forbidden and not NEVER_SYNCED_RE.search(os.path.basename(k.rstrip("/")))]
+            if differ:
+                return "the tablet's data directory differs from the watch's: " + "; ".join(
+                    "%s: tablet %s, watch %s" % (k, self.edesc(ts.get(k)), self.edesc(ws.get(k))) for k in differ[:8])
         ps, ws = self.phone.scan(), self.watch.scan()
         # Directories on the phone that hold a path the cut left (kept apart): left alone, the
         # phone's copy lists no empty directory there while the watch's may (seed 5004, cut 16: a
@@ -1529,7 +1535,7 @@ class Harness:
             last = why
             if time.monotonic() > end:
                 extra = []
-                for dev in (self.phone, self.watch):
+                for dev in (self.phone, self.watch) + ((self.tablet,) if self.tablet else ()):
                     st = dev.status()
                     if st:
                         extra.append("%s: pending %s, problems %s, peers %s" % (

@@ -84,13 +84,21 @@ public enum Durability {
     /// local, so tests running side by side see only their own.
     public final class FlushLog: Sendable {
         private let state = Mutex<(files: [FilePath], fileSystems: [FilePath])>(([], []))
-        public init() {}
+        private let onFlush: @Sendable () -> Void
+        /// `onFlush`: called after each flush is noted (a test looks at what the disk holds then).
+        public init(onFlush: @escaping @Sendable () -> Void = {}) { self.onFlush = onFlush }
         /// Files flushed one by one (`fsync`), in order.
         public var files: [FilePath] { state.withLock { $0.files } }
         /// Paths whose whole file system was flushed (`syncfs`).
         public var fileSystems: [FilePath] { state.withLock { $0.fileSystems } }
-        func note(files: some Sequence<FilePath>) { state.withLock { $0.files += files } }
-        func note(fileSystem path: FilePath) { state.withLock { $0.fileSystems.append(path) } }
+        func note(files: some Sequence<FilePath>) {
+            state.withLock { $0.files += files }
+            onFlush()
+        }
+        func note(fileSystem path: FilePath) {
+            state.withLock { $0.fileSystems.append(path) }
+            onFlush()
+        }
     }
     @TaskLocal public static var log: FlushLog?
 

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import SystemPackage
 import Testing
+import SyncCore
 import Watcher
 
 @testable import Agent
@@ -108,5 +109,19 @@ import Watcher
         let batch = WatchBatch(paths: Set(paths.map { FilePath($0) }))
         #expect(PeerSyncer.rings(batch, ownHubDevice: device) == rings)
         #expect(PeerSyncer.rings(WatchBatch(paths: batch.paths, rescan: true), ownHubDevice: device))
+    }
+
+    /// The safety poll tells refs that moved without an event; this device's own on a hub moved by
+    /// its pushes (no round rung, so possibly after the last look) and are no such thing.
+    @Test func theSafetyPollLeavesThisDevicesOwnHubRefsOut() {
+        func snapshot(_ refs: [String: Character]) -> RefSnapshot {
+            RefSnapshot(refs: Dictionary(uniqueKeysWithValues: refs.map { (Array($0.key.utf8), Array(String(repeating: $0.value, count: 40).utf8)) }))
+        }
+        let seen = snapshot(["refs/heads/devices/phone": "a", "refs/heads/devices/watch": "b", "refs/syncagent/devices/phone/conflicts": "c"])
+        let ownOnly = snapshot(["refs/heads/devices/phone": "d", "refs/heads/devices/watch": "b", "refs/syncagent/devices/phone/conflicts": "e"])
+        #expect(PeerSyncer.moved(since: seen, now: ownOnly, ownHubDevice: "phone").isEmpty)
+        #expect(PeerSyncer.moved(since: seen, now: ownOnly, ownHubDevice: nil).count == 2)  // a direct peer: every ref
+        let other = snapshot(["refs/heads/devices/phone": "d", "refs/heads/devices/watch": "f", "refs/syncagent/devices/phone/conflicts": "c"])
+        #expect(PeerSyncer.moved(since: seen, now: other, ownHubDevice: "phone") == [FilePath("refs/heads/devices/watch")])
     }
 }

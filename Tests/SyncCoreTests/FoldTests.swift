@@ -3,6 +3,7 @@ import Foundation
 import Git
 @testable import ObjectStorage
 import PropertyBased
+import Synchronization
 import SystemPackage
 import Testing
 @testable import SyncCore
@@ -137,14 +138,27 @@ struct HubOnAPath {
     /// whose objects are flushed as they come): they must be on the disk before the tracking ref
     /// names the join, or a power cut could leave `main` naming a commit that is not there
     /// (the fast-forward that takes a fold flushes nothing of its own).
-    @Test func aFoldsJoinAndNewTreesAreFlushedBeforeItsRefNamesThem() throws {
+    @Test(.enabled(if: !Durability.disabled, "SYNCAGENT_UNSAFE_NO_FSYNC=1 flushes nothing"))
+    func aFoldsJoinAndNewTreesAreFlushedBeforeItsRefNamesThem() throws {
         let t = try TwoDevices()
         let hub = try HubOnAPath(under: t.root)
         let first = t.phone
         for d in try Self.devicesSharingABase(t, hub, count: 2) { try Self.change(d); try hub.push(d) }
         let names = try hub.fetch(first)
-        let log = Durability.FlushLog()
+        // At every flush: whether the fold's tracking ref already names something (a loose ref,
+        // as libgit2 writes it, or a line of packed-refs).
+        let tracking = Store.trackingRef(Store.foldedPeer("hub"))
+        let gitDir = first.gitDir
+        let refNamedAtAFlush = Atomic(false)
+        let log = Durability.FlushLog {
+            let packed = (try? String(contentsOfFile: gitDir.appending("packed-refs").string, encoding: .utf8)) ?? ""
+            if FileManager.default.fileExists(atPath: gitDir.appending(tracking).string) || packed.contains(" \(tracking)\n") {
+                refNamedAtAFlush.store(true, ordering: .relaxed)
+            }
+        }
         let peer = try #require(try Durability.$log.withValue(log) { try first.store.foldJoins(hub: "hub", devices: names) })
+        let namedEarly = refNamedAtAFlush.load(ordering: .relaxed)
+        #expect(!namedEarly, "\(tracking) named the join before its flush")
         let repo = first.store.repo
         let join = try #require(try repo.resolveReference(Store.trackingRef(peer)))
         let tree = try repo.commit(join).tree

@@ -192,8 +192,10 @@ final class PeerSyncer: Sendable {
                     let read = RefSnapshot.readPeer(gitDir: dir, hub: hub)
                     return (read.snapshot, checkStep && read.whole && Store.inStep(gitDir: gitDir, withPeer: peer, peerRefs: read.snapshot))
                 }
-                if let seen = seenRefs, look.now != seen {
-                    logger.notice("\(Self.refsMovedUnseen(link.name, seen: seen, now: look.now))")
+                if let seen = seenRefs {
+                    // (This device's own refs on a hub move by its pushes, which ring no round.)
+                    let moved = Self.moved(since: seen, now: look.now, ownHubDevice: link.hub ? config.device : nil)
+                    if !moved.isEmpty { logger.notice("\(Self.refsMovedUnseen(link.name, moved: moved))") }
                 }
                 if look.inStep {
                     logger.debug("peer \(link.name): in step at the safety poll; no round")
@@ -659,9 +661,17 @@ final class PeerSyncer: Sendable {
     /// The peer's refs that its ref watch covers (`RefSnapshot.readPeer`).
     static func ownRefs(_ gitDir: FilePath, hub: Bool = false) -> RefSnapshot { RefSnapshot.readPeer(gitDir: gitDir, hub: hub).snapshot }
 
-    static func refsMovedUnseen(_ peer: String, seen: RefSnapshot, now: RefSnapshot) -> String {
-        let moved = now.changes(since: seen).map { FilePath(bytes: $0.name).display }
-        return "peer \(peer): its refs moved with no inotify event (\(moved.prefix(3).joined(separator: ", "))); the safety poll found it"
+    static func refsMovedUnseen(_ peer: String, moved: [FilePath]) -> String {
+        "peer \(peer): its refs moved with no inotify event (\(moved.prefix(3).map(\.display).joined(separator: ", "))); the safety poll found it"
+    }
+
+    /// The refs that moved between two looks, less this device's own on a hub (`isOwnHubRef`).
+    static func moved(since seen: RefSnapshot, now: RefSnapshot, ownHubDevice device: String?) -> [FilePath] {
+        now.changes(since: seen).map { FilePath(bytes: $0.name) }.filter { name in
+            var relative = name
+            guard let device, relative.removePrefix(FilePath("refs")) else { return true }
+            return !isOwnHubRef(relative, device: device)
+        }
     }
 
     /// For a peer on this machine: an inotify watch on its refs, so its commits are seen at once.
@@ -724,12 +734,17 @@ final class PeerSyncer: Sendable {
     /// device's own branch and records move by its own pushes: a round for that finds nothing new
     /// (a push with every device in step cost each device a second round, and, with many devices,
     /// the last of a burst's rounds). Anything else rings, and so does a batch that lost its
-    /// events (`rescan`). A device of another name pushing under ours is found by the next round
-    /// all the same (its push, or any other device's move).
+    /// events (`rescan`). Another device pushing under this one's name is told by the next round
+    /// all the same: this device's next push, any other device's move, or the two-minute safety
+    /// poll, which always makes a round for a hub.
     static func rings(_ batch: WatchBatch, ownHubDevice device: String?) -> Bool {
         guard let device, !batch.rescan else { return true }
-        let branch = FilePath("heads/devices/\(device)")
-        let records = FilePath("syncagent/devices/\(device)")
-        return batch.paths.contains { path in path != branch && !path.starts(with: records) }
+        return batch.paths.contains { !isOwnHubRef($0, device: device) }
+    }
+
+    /// This device's branch on a hub, or its records (a path under the hub's `refs`). (An
+    /// encrypted hub names branches by a keyed hash: none matches, every move rings.)
+    static func isOwnHubRef(_ path: FilePath, device: String) -> Bool {
+        path == FilePath("heads/devices/\(device)") || path.starts(with: FilePath("syncagent/devices/\(device)"))
     }
 }
