@@ -46,6 +46,11 @@ final class Loop: @unchecked Sendable {
     private static let dirMask = UInt32(IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB
         | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF
         | IN_ONLYDIR) | inDontFollow | inExclUnlink
+    /// `namesOnly`: a ref moves by a rename (its `.lock` moved in), is made or deleted; the writes
+    /// and closes of its `.lock` and the move out of it are not queued at all.
+    private static let namesMask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF
+        | IN_ONLYDIR) | inDontFollow | inExclUnlink
+    private let mask: UInt32
     // <sys/inotify.h> values Glibc's module does not import.
     private static let inDontFollow: UInt32 = 0x0200_0000
     private static let inExclUnlink: UInt32 = 0x0400_0000
@@ -53,9 +58,11 @@ final class Loop: @unchecked Sendable {
     init(root: FilePath, debouncer: Debouncer, fallbackScanInterval: Duration, handoff: Bool,
          ignore: @escaping @Sendable (FilePath.Component) -> Bool,
          recordedMoves: @escaping @Sendable (FilePath.Component) -> Bool,
+         namesOnly: Bool = false,
          onProblem: @escaping @Sendable (WatchProblem) -> Void,
          output: AsyncStream<WatchBatch>.Continuation, hub: InotifyHub? = nil) throws(WatcherError) {
         self.root = root
+        mask = namesOnly ? Self.namesMask : Self.dirMask
         self.handoff = handoff
         self.debouncer = debouncer
         self.fallbackScanInterval = fallbackScanInterval
@@ -79,7 +86,7 @@ final class Loop: @unchecked Sendable {
             _ = fcntl(end, F_SETFD, FD_CLOEXEC)
         }
         self.hub.register(self)
-        switch self.hub.addWatch(root, mask: Self.dirMask, for: self) {
+        switch self.hub.addWatch(root, mask: mask, for: self) {
         case .success(let wd):
             rootWatch = wd
             watches[wd] = FilePath("")
@@ -322,7 +329,7 @@ final class Loop: @unchecked Sendable {
     private func watch(_ dir: FilePath) -> Bool {
         let abs = dir.isEmpty ? root : root.pushing(dir)
         let err: Errno
-        switch hub.addWatch(abs, mask: Self.dirMask, for: self) {
+        switch hub.addWatch(abs, mask: mask, for: self) {
         case .success(let wd):
             watches[wd] = dir
             return true

@@ -35,24 +35,29 @@ public final class Watcher: Sendable {
                 handoff: Bool = false,
                 ignore: @escaping @Sendable (FilePath.Component) -> Bool = { _ in false },
                 recordedMoves: @escaping @Sendable (FilePath.Component) -> Bool = { _ in false },
+                namesOnly: Bool = false,
                 onProblem: @escaping @Sendable (WatchProblem) -> Void = { _ in }) throws(WatcherError) {
         try self.init(root: root, quiet: quiet, maxDelay: maxDelay, slice: slice, settle: settle,
                       fallbackScanInterval: fallbackScanInterval, handoff: handoff, ignore: ignore,
-                      recordedMoves: recordedMoves, onProblem: onProblem, hub: nil)
+                      recordedMoves: recordedMoves, namesOnly: namesOnly, onProblem: onProblem, hub: nil)
     }
 
+    ///   - namesOnly: only names made, moved in and deleted are watched, never writes (a store's
+    ///     refs, which move by a rename: a hub's refs are watched by every device, and each move
+    ///     was five events to each of them, four of them about the `.lock`).
     /// `hub`: the inotify instance to share (nil: the process's, `InotifyHub.shared`).
     init(root: FilePath, quiet: Duration, maxDelay: Duration, slice: Duration?, settle: Duration?,
          fallbackScanInterval: Duration, handoff: Bool,
          ignore: @escaping @Sendable (FilePath.Component) -> Bool,
          recordedMoves: @escaping @Sendable (FilePath.Component) -> Bool,
+         namesOnly: Bool = false,
          onProblem: @escaping @Sendable (WatchProblem) -> Void, hub: InotifyHub?) throws(WatcherError) {
         self.root = root
         let (stream, continuation) = AsyncStream.makeStream(of: WatchBatch.self, bufferingPolicy: .unbounded)
         batches = stream
         loop = try Loop(root: root, debouncer: Debouncer(quiet: quiet, maxDelay: maxDelay, slice: slice, settle: settle),
                         fallbackScanInterval: fallbackScanInterval, handoff: handoff, ignore: ignore,
-                        recordedMoves: recordedMoves, onProblem: onProblem, output: continuation, hub: hub)
+                        recordedMoves: recordedMoves, namesOnly: namesOnly, onProblem: onProblem, output: continuation, hub: hub)
     }
 
     /// Starts reading events on the watcher's own thread.

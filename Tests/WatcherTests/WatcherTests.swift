@@ -105,6 +105,30 @@ func makeWatcher(_ tree: TempDirectory, fallback: Duration = .seconds(10), gathe
         await g.task.value
     }
 
+    /// A store's refs (`namesOnly`): a ref moved as git and libgit2 move one (its `.lock` written,
+    /// then renamed over it), a new one in a new directory and a deleted one are reported; a file
+    /// written over in place is not (the kernel does not even queue its writes), nor its `.lock`.
+    @Test func aNamesOnlyWatchSeesRefsMovedMadeAndDeletedButNoWrites() async throws {
+        let tree = try TempDirectory("watchtests")
+        try tree.write("heads/main", "a")
+        try tree.write("heads/old", "b")
+        try tree.write("heads/kept", "c")
+        let w = try Watcher(root: tree.root, quiet: .milliseconds(20), maxDelay: .milliseconds(200),
+                            ignore: { $0.extension == "lock" }, namesOnly: true)
+        let g = Gathered(w)
+        w.start()
+        try tree.write("heads/kept", "written over in place")
+        try tree.write("heads/main.lock", "d")
+        #expect(rename(tree.path("heads/main.lock"), tree.path("heads/main")) == 0)  // over it, as git does
+        try tree.write("heads/devices/phone", "e")
+        try tree.remove("heads/old")
+        #expect(await g.wait { $0.all.paths.isSuperset(of: ["heads/main", "heads/devices", "heads/devices/phone", "heads/old"]) })
+        #expect(!g.all.paths.contains("heads/kept"))
+        #expect(!g.all.paths.contains { $0.extension == "lock" })
+        w.stop()
+        await g.task.value
+    }
+
     @Test func ignoredNamesNeverReported() async throws {
         let tree = try TempDirectory("watchtests")
         let w = try makeWatcher(tree) { nil }

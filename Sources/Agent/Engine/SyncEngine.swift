@@ -32,6 +32,9 @@ actor SyncEngine {
     /// The local watcher, when an agent runs (nil for one-shot commands: they scan instead).
     private var watcher: Watcher?
     private var ledger: PeerLedger
+    /// When `ledger` was last written, and whether it holds checks not written yet (`notePeer`).
+    private var ledgerSaved: Date?
+    private var ledgerUnsaved = false
     /// Problems `status` shows until they go away, by topic.
     private var problems: [ProblemKey: String] = [:]
     /// Deleted paths not committed: waiting for their spell to end, or held (`hold`) until the
@@ -728,19 +731,27 @@ actor SyncEngine {
         for (key, message) in now { setProblem(key, message) }
     }
 
-    /// Updates what is known of a peer and keeps it on disk (for `status` while stopped).
+    /// Updates what is known of a peer and keeps it on disk (for `status` while stopped): at once
+    /// when more than its times changed, else with the next write, at most every 30 minutes, and at
+    /// a clean stop (`PeerLedger.note`, `saveLedgerIfStale`).
     func notePeer(_ name: String, _ entry: PeerLedger.Entry) {
-        var entry = entry
         let now = Date()
-        if var old = ledger.peers[name] {
-            let checked = old.lastChecked.flatMap(ISOTime.date)
-            old.lastChecked = nil
-            entry.lastChecked = nil
-            if old == entry, let checked, now.timeIntervalSince(checked) < 60 { return }
+        if ledger.note(name, entry, now: now, lastSaved: ledgerSaved) {
+            saveLedger(now)
+        } else {
+            ledgerUnsaved = true
         }
-        entry.lastChecked = ISOTime.string(now)
-        ledger.peers[name] = entry
+    }
+
+    private func saveLedger(_ now: Date) {
         ledger.save(state: config.state)
+        ledgerSaved = now
+        ledgerUnsaved = false
+    }
+
+    /// At a clean stop: the last checks noted only in memory go to `peers.json`.
+    func saveLedgerIfStale() {
+        if ledgerUnsaved { saveLedger(Date()) }
     }
 
     // MARK: conflicts

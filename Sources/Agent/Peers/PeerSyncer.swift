@@ -690,6 +690,7 @@ final class PeerSyncer: Sendable {
         do {
             watcher = try Watcher(root: gitDir.appending("refs"), quiet: quiet, maxDelay: most,
                                   ignore: { $0.string == "remotes" || $0.string == "tags" || $0.extension == "lock" },
+                                  namesOnly: true,
                                   onProblem: { [refWatchLost, refWatchPartial, doorbell, logger, name = link.name, pollSeconds = link.pollSeconds] problem in
                                       switch problem.kind {
                                       case .rootGone:

@@ -138,6 +138,7 @@ public final class AgentService: Service, Sendable {
             } catch {}
             for peer in peers { await peer.cancelEarlyFetch() }  // a peer whose loop never began
             await engine.saveIndex(now: true)
+            await engine.saveLedgerIfStale()
         } onCancelOrGracefulShutdown: { [watcher] in
             notifier?.send("STOPPING=1\nSTATUS=stopping: committing the batch in hand")
             stopping.set()
