@@ -792,6 +792,10 @@ class Harness:
         self.violations = 0
         self.violation_kinds = {}
 
+    def devices(self):
+        """The devices of the run: phone, watch and, with --tablet, the tablet."""
+        return (self.phone, self.watch) + ((self.tablet,) if self.tablet else ())
+
     def boot(self, n):
         """The phone's boot id: a power cut is a reboot of the phone, seen by its agent and CLI
         through SYNCAGENT_BOOT_ID (the agent's stand-in for /proc/sys/kernel/random/boot_id)."""
@@ -1535,7 +1539,7 @@ class Harness:
             last = why
             if time.monotonic() > end:
                 extra = []
-                for dev in (self.phone, self.watch) + ((self.tablet,) if self.tablet else ()):
+                for dev in self.devices():
                     st = dev.status()
                     if st:
                         extra.append("%s: pending %s, problems %s, peers %s" % (
@@ -1777,7 +1781,7 @@ class Harness:
         return n
 
     def teardown(self, ok):
-        for dev in (self.phone, self.watch) + ((self.tablet,) if self.tablet else ()):
+        for dev in self.devices():
             try:
                 dev.stop()
             except Exception:

@@ -106,11 +106,10 @@ public enum Durability {
     /// a whole batch of new git objects durable before a ref points at them.
     public static func flushFileSystem(containing path: FilePath) {
         guard !disabled else { return }
-        log?.note(fileSystem: path)
         let fd = path.withPlatformString { open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else { return }
         defer { close(fd) }
-        _ = linuxSyncfs(fd)
+        if linuxSyncfs(fd) == 0 { log?.note(fileSystem: path) }  // noted once made, as `flushFiles` notes
     }
 }
 

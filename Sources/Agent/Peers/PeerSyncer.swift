@@ -194,7 +194,7 @@ final class PeerSyncer: Sendable {
                 }
                 if let seen = seenRefs {
                     // (This device's own refs on a hub move by its pushes, which ring no round.)
-                    let moved = Self.moved(since: seen, now: look.now, ownHubDevice: link.hub ? config.device : nil)
+                    let moved = Self.moved(since: seen, now: look.now, ownHubDevice: ownHubDevice)
                     if !moved.isEmpty { logger.notice("\(Self.refsMovedUnseen(link.name, moved: moved))") }
                 }
                 if look.inStep {
@@ -665,6 +665,10 @@ final class PeerSyncer: Sendable {
         "peer \(peer): its refs moved with no inotify event (\(moved.prefix(3).map(\.display).joined(separator: ", "))); the safety poll found it"
     }
 
+    /// This device's name when the peer is a hub (its own branch and records there move with its
+    /// pushes, `isOwnHubRef`); nil for a direct peer.
+    private var ownHubDevice: String? { link.hub ? config.device : nil }
+
     /// The refs that moved between two looks, less this device's own on a hub (`isOwnHubRef`).
     static func moved(since seen: RefSnapshot, now: RefSnapshot, ownHubDevice device: String?) -> [FilePath] {
         now.changes(since: seen).map { FilePath(bytes: $0.name) }.filter { name in
@@ -716,7 +720,7 @@ final class PeerSyncer: Sendable {
         }
         refWatchProblem.withLock { $0 = nil }
         let bell = doorbell
-        let own: String? = link.hub ? config.device : nil
+        let own = ownHubDevice
         watcher.start()
         Task { [weak self, logger, name = link.name] in
             for await batch in watcher.batches {
