@@ -89,7 +89,10 @@ final class InotifyHub: @unchecked Sendable {
         table.withLock { t in
             // Under the table's lock: an event the kernel queues for the new descriptor is handed
             // on only once it is known whose it is.
-            let wd = path.withPlatformString { inotify_add_watch(fd, $0, mask) }
+            // Added to what the directory is watched for already (`IN_MASK_ADD`): one instance
+            // has one watch per directory, and a names-only watcher (a store's refs) adding it
+            // would otherwise take the writes away from a data watcher of the same directory.
+            let wd = path.withPlatformString { inotify_add_watch(fd, $0, mask | Self.inMaskAdd) }
             guard wd >= 0 else { return .failure(Errno(rawValue: errno)) }
             let id = ObjectIdentifier(loop)
             // (No look at whether other owners still live: a weak load here could be the last
@@ -103,6 +106,9 @@ final class InotifyHub: @unchecked Sendable {
             return .success(wd)
         }
     }
+
+    /// <sys/inotify.h>'s IN_MASK_ADD, which Glibc's module does not import.
+    private static let inMaskAdd: UInt32 = 0x2000_0000
 
     /// `loop` no longer wants `wd`; the kernel's watch goes once nobody does.
     func removeWatch(_ wd: Int32, for loop: Loop) {

@@ -39,7 +39,7 @@ enum StatusReporter {
         }
         if !r.running, !r.peers.isEmpty {
             if let saved = peersSavedAt {
-                lines.append("peers as of \(ISOTime.string(Int64(saved.timeIntervalSince1970))), when the agent last ran:")
+                lines.append("peers as of \(ISOTime.string(Int64(saved.timeIntervalSince1970))), when the agent last saved what it knew of them:")
             } else {
                 lines.append("peers (the agent has never run here, so nothing is known of them yet):")
             }

@@ -129,6 +129,23 @@ func makeWatcher(_ tree: TempDirectory, fallback: Duration = .seconds(10), gathe
         await g.task.value
     }
 
+    /// The process's watchers share one inotify instance, which has one watch per directory: a
+    /// names-only watcher of a directory a data watcher watches too must not take its writes away.
+    @Test func aNamesOnlyWatchOfTheSameDirectoryLeavesTheDataWatcherItsWrites() async throws {
+        let tree = try TempDirectory("watchtests")
+        try tree.write("notes.txt", "a")
+        let data = try makeWatcher(tree) { nil }
+        let g = Gathered(data)
+        let refs = try Watcher(root: tree.root, quiet: .milliseconds(20), maxDelay: .milliseconds(200), namesOnly: true)
+        data.start()
+        refs.start()
+        try tree.write("notes.txt", "written over in place")
+        #expect(await g.wait { $0.all.paths.contains("notes.txt") })
+        refs.stop()
+        data.stop()
+        await g.task.value
+    }
+
     @Test func ignoredNamesNeverReported() async throws {
         let tree = try TempDirectory("watchtests")
         let w = try makeWatcher(tree) { nil }

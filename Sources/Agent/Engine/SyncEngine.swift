@@ -743,13 +743,19 @@ actor SyncEngine {
         }
     }
 
+    /// A write that fails leaves the times unwritten: the next note tries again.
     private func saveLedger(_ now: Date) {
-        ledger.save(state: config.state)
-        ledgerSaved = now
-        ledgerUnsaved = false
+        if ledger.save(state: config.state) {
+            ledgerSaved = now
+            ledgerUnsaved = false
+        } else {
+            ledgerSaved = nil
+            ledgerUnsaved = true
+        }
     }
 
-    /// At a clean stop: the last checks noted only in memory go to `peers.json`.
+    /// At a clean stop, and after a one-shot command's rounds: the times noted only in memory go
+    /// to `peers.json`.
     func saveLedgerIfStale() {
         if ledgerUnsaved { saveLedger(Date()) }
     }

@@ -121,6 +121,7 @@ public final class AgentService: Service, Sendable {
             guard !stopping.isSet else {  // stopped during the start-up commit: no peer round begins
                 for peer in peers { await peer.cancelEarlyFetch() }
                 await engine.saveIndex(now: true)
+                await engine.saveLedgerIfStale()
                 return
             }
             watcher.start()

@@ -68,7 +68,9 @@ public enum OneShot {
                 return await syncer.round()
             },
             changed: {}, status: nil, pauses: pauses)
-        return try JSONDecoder().decode(T.self, from: Data(await performer.perform(request)))
+        let answer = await performer.perform(request)
+        await engine.saveLedgerIfStale()  // a sync's rounds noted their peers' times in memory only
+        return try JSONDecoder().decode(T.self, from: Data(answer))
     }
 
     /// `syncagent held`: through the running agent, else read from the store (mass deletions are

@@ -72,15 +72,17 @@ public struct PeerLedger: Codable, Sendable, Equatable {
         return ledger
     }
 
-    /// Writes the ledger atomically (a temporary, then rename).
-    public func save(state: FilePath) {
+    /// Writes the ledger atomically (a temporary, then rename); returns whether it could (the
+    /// caller keeps what it could not write and tries again).
+    @discardableResult
+    public func save(state: FilePath) -> Bool {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-        guard let data = try? encoder.encode(self) else { return }
+        guard let data = try? encoder.encode(self) else { return false }
         let target = Self.file(state: state)
         let temp = state.appending("peers.json.new")
         try? Files.remove(temp)
-        guard (try? Files.create(temp, bytes: Array(data), executable: false)) != nil else { return }
-        try? Files.rename(temp, to: target)
+        guard (try? Files.create(temp, bytes: Array(data), executable: false)) != nil else { return false }
+        return (try? Files.rename(temp, to: target)) != nil
     }
 }
