@@ -58,7 +58,7 @@ final class Loop: @unchecked Sendable {
     init(root: FilePath, debouncer: Debouncer, fallbackScanInterval: Duration, handoff: Bool,
          ignore: @escaping @Sendable (FilePath.Component) -> Bool,
          recordedMoves: @escaping @Sendable (FilePath.Component) -> Bool,
-         namesOnly: Bool = false,
+         namesOnly: Bool,
          onProblem: @escaping @Sendable (WatchProblem) -> Void,
          output: AsyncStream<WatchBatch>.Continuation, hub: InotifyHub? = nil) throws(WatcherError) {
         self.root = root

@@ -29,6 +29,9 @@ public final class Watcher: Sendable {
     ///     due without waiting for quiet (`Debouncer.slice`); nil for none.
     ///   - settle: how long a whole save after a quiet spell gathers (`Debouncer.settle`); nil:
     ///     every batch waits for quiet.
+    ///   - namesOnly: only names made, moved in and deleted are watched, never writes (a store's
+    ///     refs, which move by a rename: a hub's refs are watched by every device, and each move
+    ///     was five events to each of them, four of them about the `.lock`).
     public convenience init(root: FilePath, quiet: Duration, maxDelay: Duration, slice: Duration? = Debouncer.defaultSlice,
                 settle: Duration? = nil,
                 fallbackScanInterval: Duration = .seconds(10),
@@ -42,9 +45,6 @@ public final class Watcher: Sendable {
                       recordedMoves: recordedMoves, namesOnly: namesOnly, onProblem: onProblem, hub: nil)
     }
 
-    ///   - namesOnly: only names made, moved in and deleted are watched, never writes (a store's
-    ///     refs, which move by a rename: a hub's refs are watched by every device, and each move
-    ///     was five events to each of them, four of them about the `.lock`).
     /// `hub`: the inotify instance to share (nil: the process's, `InotifyHub.shared`).
     init(root: FilePath, quiet: Duration, maxDelay: Duration, slice: Duration?, settle: Duration?,
          fallbackScanInterval: Duration, handoff: Bool,
