@@ -1312,6 +1312,41 @@ def thread_usage(pid):
     return switches, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu(pid):
+    """{(tid, name): CPU nanoseconds} of the live threads of `pid` (/proc's schedstat, to the
+    nanosecond; a thread that has ended is not there)."""
+    out = {}
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{t}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                out[(t, name)] = int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass  # ended meanwhile
+    return out
+
+
+def page_faults(pid):
+    """(minor, major) page faults of `pid` so far, its ended threads included."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[7]), int(fields[9])
+
+
+def cpu_by_thread(before, after, total_ms):
+    """Where `total_ms` went between two `thread_cpu` looks: ms by thread name (digits dropped),
+    largest first, and what threads that started or ended in between took (the rest)."""
+    by = {}
+    for key, ns in after.items():
+        if key in before:
+            name = key[1].rstrip("0123456789")
+            by[name] = by.get(name, 0) + (ns - before[key]) / 1e6
+    rest = total_ms - sum(by.values())
+    parts = [f"{name} {ms:.2f}" for name, ms in sorted(by.items(), key=lambda kv: -kv[1]) if ms >= 0.005]
+    return ", ".join(parts + [f"threads that started or ended {rest:.2f}"])
+
+
 class CpuMeter:
     """A process's CPU time to the microsecond, its exited threads included, from a cgroup of its
     own (cgroup v1 `cpuacct.usage`, or v2 `cpu.stat`): /proc's utime and stime come in 10 ms
@@ -1433,6 +1468,13 @@ def bench_idle(syncagent, tmp, rows, notes, agents):
         meters = {a.name: CpuMeter(a.proc.pid, a.name.replace("/", "-")) for a, _ in measured}
         cpu_first = {name: m.seconds() for name, m in meters.items()}
         first = {a.name: thread_usage(a.proc.pid) for a, _ in measured}
+        # BENCH_IDLE_PERF=FILE: the path-peer phone's profile (call graphs) through the window.
+        profiler = None
+        if os.environ.get("BENCH_IDLE_PERF"):
+            profiler = subprocess.Popen(["perf", "record", "-F", "10000", "-g", "-o", os.environ["BENCH_IDLE_PERF"],
+                                         "-p", str(phone.proc.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        threads_first = {a.name: thread_cpu(a.proc.pid) for a, _ in measured}
+        faults_first = {a.name: page_faults(a.proc.pid) for a, _ in measured}
         kid_first = {k: thread_usage(k) for ks in kids.values() for k in ks if os.path.exists(f"/proc/{k}")}
         last = dict(first)
         wakes = {a.name: 0 for a, _ in measured}
@@ -1456,6 +1498,11 @@ def bench_idle(syncagent, tmp, rows, notes, agents):
                 last[a.name] = now
         check_running([a for a, _ in measured])
         cpu_last = {name: m.seconds() for name, m in meters.items()}
+        if profiler:
+            profiler.send_signal(signal.SIGINT)
+            profiler.wait()
+        threads_last = {a.name: thread_cpu(a.proc.pid) for a, _ in measured}
+        faults_last = {a.name: page_faults(a.proc.pid) for a, _ in measured}
         for m in meters.values():
             m.close()
         minutes = IDLE_S / 60
@@ -1479,6 +1526,11 @@ def bench_idle(syncagent, tmp, rows, notes, agents):
         notes.append(f"idle: CPU time from {meters[phone.name].how}; a wake-up is a 50 ms window in which a thread of the agent ran")
         notes.append("idle: CPU ms in each whole minute: " + "; ".join(
             f"{a.name} " + " ".join(f"{x:.2f}" for x in minute_cpu[a.name]) for a, _ in measured))
+        # Which threads a missed row's CPU went to, and page faults (a major one reads the disk).
+        notes.append("idle: CPU ms over the window by thread, and page faults (minor/major): " + "; ".join(
+            f"{a.name}: {cpu_by_thread(threads_first[a.name], threads_last[a.name], (cpu_last[a.name] - cpu_first[a.name]) * 1e3)}; "
+            f"faults {faults_last[a.name][0] - faults_first[a.name][0]}/{faults_last[a.name][1] - faults_first[a.name][1]}"
+            for a, _ in measured[:2]))
         notes.append("idle, ssh hub with notify: the agents' ssh processes (OpenSSH's: sessions and the connection master "
                      "with its keep-alives, not counted above): "
                      + ("; ".join(kid_text) or "none"))
