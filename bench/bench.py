@@ -1471,6 +1471,8 @@ def bench_idle(syncagent, tmp, rows, notes, agents):
         # BENCH_IDLE_PERF=FILE: the path-peer phone's profile (call graphs) through the window.
         profiler = None
         if os.environ.get("BENCH_IDLE_PERF"):
+            if shutil.which("perf") is None:
+                raise BenchError("BENCH_IDLE_PERF needs perf: install it (Debian: apt-get install linux-perf) or unset BENCH_IDLE_PERF")
             profiler = subprocess.Popen(["perf", "record", "-F", "10000", "-g", "-o", os.environ["BENCH_IDLE_PERF"],
                                          "-p", str(phone.proc.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         threads_first = {a.name: thread_cpu(a.proc.pid) for a, _ in measured}
