@@ -1423,6 +1423,14 @@ class CpuMeter:
             pass
 
 
+def machine_cpu():
+    """The machine's CPU time so far from /proc/stat, in clock ticks: user, system, iowait, irq and
+    softirq, steal (time the host ran something else on a virtual CPU)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return {"user": v[0] + v[1], "system": v[2], "iowait": v[4], "irq+softirq": v[5] + v[6], "steal": v[7]}
+
+
 def children_of(pid):
     """The pids of `pid`'s child processes (each thread's list), from /proc."""
     out = []
@@ -1488,6 +1496,10 @@ def bench_idle(syncagent, tmp, rows, notes, agents):
         hwatch.start()
         wait_converged(hphone, hwatch, timeout=COMMIT_TIMEOUT_S, tracking="refs/remotes/hub/watch/main")
         time.sleep(5)  # the index saved, the loose objects packed: what follows the last change
+        # The rows before this one leave the file system work (100 devices' stores written and
+        # removed): written back now, not inside the window (checkpoint_journal).
+        checkpoint_journal(base)
+        stat_first = machine_cpu()
         measured = [(phone, "path peer"), (watch, "path peer"), (hphone, "ssh hub, notify"), (hwatch, "ssh hub, notify")]
         kids = {a.name: sorted(set(children_of(a.proc.pid) + ssh_masters_of(a))) for a, _ in measured}
         meters = {a.name: CpuMeter(a.proc.pid, a.name.replace("/", "-")) for a, _ in measured}
@@ -1529,6 +1541,7 @@ def bench_idle(syncagent, tmp, rows, notes, agents):
             profiler.send_signal(signal.SIGINT)
             profiler.wait()
         threads_last = {a.name: thread_cpu(a.proc.pid) for a, _ in measured}
+        stat_last = machine_cpu()
         faults_last = {a.name: page_faults(a.proc.pid) for a, _ in measured}
         for m in meters.values():
             m.close()
@@ -1558,6 +1571,10 @@ def bench_idle(syncagent, tmp, rows, notes, agents):
             f"{a.name}: {cpu_by_thread(threads_first[a.name], threads_last[a.name], (cpu_last[a.name] - cpu_first[a.name]) * 1e3)}; "
             f"faults {faults_last[a.name][0] - faults_first[a.name][0]}/{faults_last[a.name][1] - faults_first[a.name][1]}"
             for a, _ in measured[:2]))
+        # The whole machine over the window: CPU the other programs used, and the time the host
+        # took the virtual CPUs away (steal), which make the same work cost more.
+        busy = {k: (stat_last[k] - stat_first[k]) * 1e3 / os.sysconf("SC_CLK_TCK") / minutes for k in stat_last}
+        notes.append("idle: the machine's CPU over the window, ms/min: " + ", ".join(f"{k} {v:.0f}" for k, v in busy.items()))
         notes.append("idle, ssh hub with notify: the agents' ssh processes (OpenSSH's: sessions and the connection master "
                      "with its keep-alives, not counted above): "
                      + ("; ".join(kid_text) or "none"))
