@@ -219,15 +219,16 @@ def checkpoint_journal(path):
     -f then -u: ext4 checkpoints the journal into place), so that the next tool timed does not
     pay for the file system work the last one left. os.sync() commits the journal but leaves its
     checkpoint to whoever next needs the room: after git's 100,000 loose objects that was the
-    agent's first fsync (33 ms against 10-13 ms for the changes after it). Nothing happens where
-    fsfreeze is missing or the bench is not on a file system of its own (BENCH_FS=tmp)."""
+    agent's first fsync (33 ms against 10-13 ms for the changes after it). Only the os.sync()
+    where fsfreeze is missing or the bench is not on a file system of its own (BENCH_FS=tmp)."""
+    os.sync()
     mp = os.path.abspath(path)
     while not os.path.ismount(mp):
         mp = os.path.dirname(mp)
     if mp == "/" or not shutil.which("fsfreeze"):
-        os.sync()
         return False
-    subprocess.run(["fsfreeze", "-f", mp], check=True)
+    if subprocess.run(["fsfreeze", "-f", mp]).returncode != 0:
+        return False
     subprocess.run(["fsfreeze", "-u", mp], check=True)
     return True
 

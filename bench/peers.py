@@ -89,7 +89,7 @@ def rsync_take(base, data, mod=None):
     os.makedirs(b)
 
     def run():
-        os.sync()  # as before the agents' and Unison's runs: neither pays for the writes' flush
+        bench.checkpoint_journal(base)  # as before the agents' and Unison's runs: none pays for another's writes
         t0 = time.perf_counter()
         p = subprocess.run(["rsync", "-a", a + "/", b + "/"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         t = time.perf_counter() - t0
@@ -233,9 +233,10 @@ def agents_take(syncagent, base, phase, agents, data):
     last write until the watch holds every byte, the watch's CPU meanwhile, its peak RSS in MB, the
     phone, the watch), both still running and converged."""
     phone, watch = bench.make_pair(syncagent, base, phase, agents)
-    # What the row before left unwritten (the 100k row's removal: minutes of journal work) is
-    # written out first, untimed, as before Unison's run: neither pays for it.
-    os.sync()
+    # What the row or round before left unwritten (the 100k row's removal: minutes of journal work)
+    # is written out first, its journal checkpointed, untimed, as before Unison's and rsync's runs:
+    # none pays for it.
+    bench.checkpoint_journal(base)
     phone.start()
     watch.start()
     wait_running(phone)
@@ -258,7 +259,7 @@ def unison_take(base, data):
     """A fresh Unison pair under `base`, `data` written into its A side, one run: (the pair, wall
     seconds, CPU seconds, peak RSS MB), both sides checked equal."""
     u = UnisonPair(base)
-    os.sync()  # as before the agents' run (agents_take)
+    bench.checkpoint_journal(base)  # as before the agents' run (agents_take)
     write_files(u.a, data)
     wall, cpu, rss = u.run()
     same_tree(u.a, u.b)
@@ -403,7 +404,7 @@ def bench_first_sync(syncagent, tmp, rows, notes, agents, n):
     phone.start()
     bench.wait_tree_count(phone, n)
     phone.wait_idle()
-    os.sync()
+    bench.checkpoint_journal(base)
     t0 = time.perf_counter()
     watch.start()
     t1 = wait_all(watch.data, data, (phone, watch))
@@ -414,7 +415,7 @@ def bench_first_sync(syncagent, tmp, rows, notes, agents, n):
     a_rss = max(phone.stats.get("peak_rss_mb") or 0, watch.stats.get("peak_rss_mb") or 0)
     u = UnisonPair(base)
     write_files(u.a, data)
-    os.sync()
+    bench.checkpoint_journal(base)
     u_time, _, u_rss = u.run()
     same_tree(u.a, u.b)
     shutil.rmtree(u.a, ignore_errors=True)
