@@ -230,6 +230,7 @@ def checkpoint_journal(path):
     if subprocess.run(["fsfreeze", "-f", mp]).returncode != 0:
         return False
     subprocess.run(["fsfreeze", "-u", mp], check=True)
+    os.sync()  # the loop image's own file, on the file system beneath, takes what the checkpoint wrote
     return True
 
 
