@@ -1191,6 +1191,12 @@ class Harness:
                 if oid in self.versions:
                     self.acked.append(("accepted by the hub as devices/phone (%s)" % hub_phone[:12], path, self.versions[oid], None, self.cut_no))
 
+        def legit_at(rel):
+            """What rel may hold without being the cut's doing: the watch's file, the phone's main
+            before and after the cut, the watch's main."""
+            return {watch_at_cut.get(rel), pre_tree.get(rel, (None, None))[1], post_tree.get(rel, (None, None))[1],
+                    watch_tree.get(rel, (None, None))[1]}
+
         # what the cut did to the phone's data directory: never to reach the watch
         for c in changes:
             rel = c["path"][5:]
@@ -1200,8 +1206,7 @@ class Harness:
                 continue            # directories, links: their files are listed on their own
             if after is None and before is not None and before["type"] != "file":
                 continue
-            legit = {watch_at_cut.get(rel), pre_tree.get(rel, (None, None))[1], post_tree.get(rel, (None, None))[1],
-                     watch_tree.get(rel, (None, None))[1]}
+            legit = legit_at(rel)
             if a_oid is None and after is None:
                 # a name the cut took away: the watch must keep what it has there
                 if watch_at_cut.get(rel) is None:
@@ -1234,8 +1239,7 @@ class Harness:
             left = self.file_oid(os.path.join(self.phone.data, rel))
             if left is None or left in self.versions or rel in self.forbidden:
                 continue
-            if left in (watch_at_cut.get(rel), pre_tree.get(rel, (None, None))[1], post_tree.get(rel, (None, None))[1],
-                        watch_tree.get(rel, (None, None))[1]):
+            if left in legit_at(rel):
                 # the agent committed it before the cut, while the program was writing: it may be anywhere
                 self.unfinished[rel] = left
                 self.note("unfinished: the cut stopped the phone's op %d halfway through writing version %d to %s, "
@@ -1621,7 +1625,7 @@ class Harness:
                 continue
             problem(("damaged", k, oid), "main %s holds %s as %s" % (main[:12], k, self.vdesc(oid)))
         # damage on the phone only where a cut left it (a name the agent never syncs is the user
-        # program's own: a writer's temporary the cut stopped halfway, STALL=1 seed 7003 cut 6)
+        # program's own: a writer's temporary the cut stopped halfway, seen with a 30 s pause after its open)
         for k, e in ps.items():
             if e[0] == "file" and e[2] is None and k not in self.forbidden and k != SETTINGS and self.unfinished.get(k) != e[1] \
                     and not NEVER_SYNCED_RE.search(os.path.basename(k)):
