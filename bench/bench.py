@@ -1568,6 +1568,11 @@ def bench_idle(syncagent, tmp, rows, notes, agents):
                     kid_text.append(f"{a.name}'s {comm} ({k}) {(s1 - kid_first[k][0]) / minutes:.1f} switches/min, "
                                     f"{(c1 - kid_first[k][1]) * 1e3 / minutes:.2f} ms CPU/min")
         notes.append(f"idle: CPU time from {meters[phone.name].how}; a wake-up is a 50 ms window in which a thread of the agent ran")
+        # The path pair's one periodic job, the safety poll of the peer's watched refs, is hourly
+        # (PeerSyncer.watchedSafetyPoll): a window shorter than that may hold none, so its cost is
+        # told here, not hidden by the window.
+        notes.append("idle, path peer: the safety poll (the peer's watched refs read again) is hourly, so a window under an hour may "
+                     "hold none; one cost 1-13 ms of CPU in earlier runs (13 ms after a long sleep), at most 0.22 ms a minute over the hour")
         notes.append("idle: CPU ms in each whole minute: " + "; ".join(
             f"{a.name} " + " ".join(f"{x:.2f}" for x in minute_cpu[a.name]) for a, _ in measured))
         # Which threads a missed row's CPU went to, and page faults (a major one reads the disk).

@@ -2,7 +2,7 @@
 # A peer's store deleted and put back while both agents run (a device wiped and restored from a
 # backup, a store moved to another disk and back): the phone watched the old store's refs, so
 # nothing of the new one would ring. The watch says its directory went away; the phone watches the
-# new store as soon as it is there and fetches its commits then, not at the two-minute safety poll.
+# new store as soon as it is there and fetches its commits then, not at the hourly safety poll.
 source "$(dirname "$0")/lib.sh"
 X="$T/expected"; mkdir -p "$X"
 
@@ -30,7 +30,7 @@ start_device watch
 wait_until peer_is phone watch reachable true
 printf 'after the restore\n' >"$X/after"
 cp "$X/after" "$(data_of watch)/after.txt"
-# Well within the safety poll's two minutes: a ring from the new store's refs.
+# Well within the safety poll (an hour): a ring from the new store's refs.
 WAIT_TIMEOUT=60 wait_until same_file phone after.txt "$X/after"
 stop_device phone
 stop_device watch

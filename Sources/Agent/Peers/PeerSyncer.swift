@@ -132,7 +132,7 @@ final class PeerSyncer: Sendable {
         var backoff: Duration = .seconds(1)
         var refWatcher: Watcher?
         // A store on this machine's own disks (a hub or a direct peer) is trusted to inotify: its
-        // safety poll is every two minutes (`watchedSafetyPoll`). (Direct peers kept `poll_seconds` while a mesh heal now
+        // safety poll is every hour (`watchedSafetyPoll`). (Direct peers kept `poll_seconds` while a mesh heal now
         // and then waited 60 s for it: a restarted agent's early fetch began before the peer's
         // refs were watched, so a move in between was missed; it is fetched again now. A round
         // that still finds the peer's refs moved with no ring says so: `refsMovedUnseen`.)
@@ -652,11 +652,14 @@ final class PeerSyncer: Sendable {
 
     /// How often a store whose refs are watched is fetched all the same: a safety net for a
     /// watch that missed a move. The watch says when it loses the peer's `refs` (watched again
-    /// at once, and a round rung) or cannot watch all of it (then every `poll_seconds`). Two
-    /// minutes: each poll of an idle pair costs a millisecond or two of CPU. Five minutes cost
-    /// more, measured: after five minutes asleep, the same poll took 8-13 ms of CPU (caches and
-    /// pages gone cold on this VM), against 1-1.6 ms after two (issue 45).
-    static func watchedSafetyPoll(_ pollSeconds: Int) -> Duration { .seconds(max(pollSeconds, 120)) }
+    /// at once, and a round rung), when its queue overflows (rescanned, and rung) or when it
+    /// cannot watch all of it (then every `poll_seconds`); git, libgit2 and the agent move a ref
+    /// by a rename, which the watch sees. So the net is for what none of those cover, and an
+    /// hour, as Syncthing rescans a watched folder (`rescanIntervalS`, 3600 s with its watcher
+    /// on). It was two minutes: each poll cost 1-13 ms of CPU on this VM (13 ms after a long
+    /// sleep, caches gone cold), 1-2.5 ms a minute for an agent with nothing to do, where the
+    /// target is 1 ms (issue 45); an hour's one poll is 0.2 ms a minute at its dearest.
+    static func watchedSafetyPoll(_ pollSeconds: Int) -> Duration { .seconds(max(pollSeconds, 3600)) }
 
     /// The peer's refs that its ref watch covers (`RefSnapshot.readPeer`).
     static func ownRefs(_ gitDir: FilePath, hub: Bool = false) -> RefSnapshot { RefSnapshot.readPeer(gitDir: gitDir, hub: hub).snapshot }
@@ -740,7 +743,7 @@ final class PeerSyncer: Sendable {
     /// (a push with every device in step cost each device a second round, and, with many devices,
     /// the last of a burst's rounds). Anything else rings, and so does a batch that lost its
     /// events (`rescan`). Another device pushing under this one's name is told by the next round
-    /// all the same: this device's next push, any other device's move, or the two-minute safety
+    /// all the same: this device's next push, any other device's move, or the hourly safety
     /// poll, which always makes a round for a hub.
     static func rings(_ batch: WatchBatch, ownHubDevice device: String?) -> Bool {
         guard let device, !batch.rescan else { return true }

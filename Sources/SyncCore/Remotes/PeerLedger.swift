@@ -52,7 +52,7 @@ public struct PeerLedger: Codable, Sendable, Equatable {
     /// Takes what a round or poll found of a peer, checked at `now`; returns whether the ledger
     /// should be written now: something besides the times changed (reachability, an error, a
     /// first sync or push), or it was last written `timesUnsavedFor` ago or never. An idle agent's
-    /// two-minute poll only moves the times: rewriting and flushing `peers.json` for them was
+    /// polls only move the times (they were every two minutes): rewriting and flushing `peers.json` for them was
     /// most of its CPU at rest.
     public mutating func note(_ name: String, _ entry: Entry, now: Date, lastSaved: Date?) -> Bool {
         var entry = entry
