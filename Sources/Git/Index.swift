@@ -152,6 +152,20 @@ public final class Index {
             throw GitError(code: GitError.Code.invalid, errorClass: Self.indexClass,
                            message: "invalid mode \(String(record.mode, radix: 8)) for '\(path.display)': an index holds files, links and submodules", call: "index add")
         }
+        // A path after every one held (a first commit stages its files in order): nothing lies
+        // under it, and a directory of it is no file entry when the last entry lies under that
+        // directory too (an index never holds `a` beside `a/b`); only the others are looked up.
+        // Three or four lookups a file were a tenth of a 100k-file first commit (issue 45).
+        let last = staged.last.map { staged.path(at: $0) }
+        if last.map({ IndexEntries.compare($0, bytes) < 0 }) ?? true {
+            for (i, byte) in bytes.enumerated() where byte == UInt8(ascii: "/") {
+                if let last, last.count > i, last[..<(i + 1)].elementsEqual(bytes[..<(i + 1)]) { continue }
+                let (at, found) = staged.locate(Array(bytes[..<i]))
+                if found { staged.remove(at: at) }
+            }
+            bytes.withUnsafeBytes { staged.appendInOrder(record, path: $0) }
+            return
+        }
         for (i, byte) in bytes.enumerated() where byte == UInt8(ascii: "/") {
             let (at, found) = staged.locate(Array(bytes[..<i]))
             if found { staged.remove(at: at) }

@@ -172,6 +172,12 @@ package struct IndexEntries {
 
     /// memcmp order of two paths, the shorter first when one begins the other.
     @inline(__always)
+    package static func compare(_ a: [UInt8], _ b: [UInt8]) -> Int32 {
+        a.withUnsafeBytes { a in b.withUnsafeBytes { compare(a, $0) } }
+    }
+
+    /// memcmp order of two paths, the shorter first when one begins the other.
+    @inline(__always)
     package static func compare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int32 {
         let n = min(a.count, b.count)
         if n > 0, let pa = a.baseAddress, let pb = b.baseAddress {

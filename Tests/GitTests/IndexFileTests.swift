@@ -204,6 +204,34 @@ import TestSupport
         #expect(index.find("c")?.position == 3 && index.path(at: 1) == "b")
     }
 
+    /// Staging as git's index does, whether the paths come in order (a first commit: appended,
+    /// looking up only the directories the last entry does not lie under) or not: a file where a
+    /// directory of the path was goes, so does everything under the path, and the index ends as
+    /// a model of those two rules says, in path order.
+    @Test func stagingInOrderOrNotMatchesAModel() async throws {
+        let t = try TempDevice()
+        let repo = try Repository.create(gitDir: t.gitDir, workdir: t.data)
+        let blob = try repo.createBlob(Array("x".utf8))
+        // Short names over three levels: files and directories of one name meet often.
+        let names = ["a", "a.b", "a-", "b", "ab"]
+        let part = Gen.int(in: 0...(names.count - 1))
+        let path = part.array(of: 1...3).map { $0.map { names[$0] }.joined(separator: "/") }
+        await propertyCheck(count: 80, input: path.array(of: 1...60)) { list in
+            for sorted in [true, false] {
+                let index = try! Index(repository: repo)  // no index file: empty
+                let order = sorted ? list.sorted { Self.precedes(Array($0.utf8), Array($1.utf8)) } : list
+                var model: Set<String> = []
+                for p in order {
+                    try! index.add(FilePath(p), blob: blob, mode: 0o100644)
+                    model = model.filter { !p.hasPrefix($0 + "/") && !$0.hasPrefix(p + "/") }
+                    model.insert(p)
+                }
+                let want = model.map { Array($0.utf8) }.sorted(by: Self.precedes)
+                #expect(index.entries().map(\.path.bytes) == want, "sorted: \(sorted), \(order)")
+            }
+        }
+    }
+
     /// `diffIndex` (one pass over a tree walk and the index) gives what `git diff-index --cached`
     /// gives for the same tree and index file: random trees from the pool, random indexes from
     /// them (removed, added, changed content, changed mode, file to link).
