@@ -8,7 +8,8 @@ import FileSystem
 /// read from, in git's index file (`IndexFile`, version 2 written) and in memory in `IndexEntries`
 /// (about 85 bytes an entry; libgit2's index held 140, 14 MB at 100k files). Stage 0 only: this
 /// store never stages a conflict. The commit path updates only the entries of changed paths and
-/// builds its tree along them (`Repository.updateTree`); `writeTree` is the whole tree, for checks.
+/// builds its tree along them (`Repository.updateTree`); `writeTree` is the whole tree, for checks
+/// and a store's first commit.
 public final class Index {
     private unowned let repository: Repository
     private let file: FilePath
@@ -255,7 +256,9 @@ public final class Index {
     var storage: IndexEntries { staged }
 
     /// Writes the staged tree (and its subtrees) into the object database: O(entries), for checks
-    /// (`SYNCAGENT_VERIFY_TREES`) and a fast-forward that keeps local changes. Built here from the
+    /// (`SYNCAGENT_VERIFY_TREES`), a fast-forward that keeps local changes and a store's first
+    /// commit (where it is checked against nothing else: the e2e suite's later commits, built
+    /// along their paths, are checked against it). Built here from the
     /// sorted entries, one tree builder per open directory, not through `updateTree`: the check it
     /// makes of the commit path's trees is only worth something if it is another way to the tree.
     public func writeTree() throws(GitError) -> Oid {

@@ -291,6 +291,13 @@ final class Loop: @unchecked Sendable {
             return
         }
         guard let dir = watches[wd] else { return }
+        // An unmount drops every watch on the file system (IN_UNMOUNT, then IN_IGNORED) with no
+        // IN_DELETE_SELF: said, or the watcher would go quiet for good.
+        if wd == rootWatch, mask & UInt32(IN_UNMOUNT) != 0 {
+            onProblem(WatchProblem(kind: .unmounted, path: FilePath(""),
+                                   message: "the file system holding \(root) was unmounted: changes there are no longer seen"))
+            return
+        }
         if mask & UInt32(IN_IGNORED) != 0 {
             watches[wd] = nil
             return

@@ -10,6 +10,9 @@ public struct WatchProblem: Sendable, Equatable, CustomStringConvertible {
         case unreadable
         /// The watched root itself was deleted or moved away.
         case rootGone
+        /// The file system holding the root was unmounted: the kernel dropped every watch on it,
+        /// and nothing there is seen until it is watched again.
+        case unmounted
         /// A watch limit problem went away: every directory is watched again.
         case recovered
     }

@@ -223,6 +223,39 @@ func makeWatcher(_ tree: TempDirectory, fallback: Duration = .seconds(10), gathe
         await g.task.value
     }
 
+    /// A file system unmounted under a watch (a peer's store on a USB disk) drops every watch on
+    /// it with no IN_DELETE_SELF: the watcher says so (`unmounted`) instead of going quiet. Root
+    /// only (mount(8)); the suites run as root here and in CI.
+    @Test func anUnmountedFileSystemIsSaid() async throws {
+        let tree = try TempDirectory("watchtests")
+        try tree.mkdir("mnt")
+        func run(_ args: [String]) throws -> Int32 {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            p.arguments = args
+            try p.run()
+            p.waitUntilExit()
+            return p.terminationStatus
+        }
+        try #require(try run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", tree.path("mnt")]) == 0, "mount needs root")
+        var mounted = true
+        defer { if mounted { _ = try? run(["umount", "-l", tree.path("mnt")]) } }
+        try tree.write("mnt/refs/heads/main", "x")
+        let box = Mutex<Gathered?>(nil)
+        let w = try Watcher(root: tree.root.appending("mnt/refs"), quiet: .milliseconds(20), maxDelay: .milliseconds(200),
+                            namesOnly: true, onProblem: { p in box.withLock { $0 }?.record(p) })
+        let g = Gathered(w)
+        box.withLock { $0 = g }
+        w.start()
+        try tree.write("mnt/refs/heads/other", "y")
+        #expect(await g.wait { $0.all.paths.contains("heads/other") })
+        #expect(try run(["umount", tree.path("mnt")]) == 0)
+        mounted = false
+        #expect(await g.wait { $0.seenProblems.contains { $0.kind == .unmounted } })
+        w.stop()
+        await g.task.value
+    }
+
     @Test func queueOverflowAsksForRescan() async throws {
         let sysctl = "/proc/sys/fs/inotify/max_queued_events"
         let saved = try String(contentsOfFile: sysctl, encoding: .utf8)

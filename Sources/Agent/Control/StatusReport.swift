@@ -19,8 +19,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var lastFetch: String?
         /// A device seen through a hub: the time of the newest commit of its branch there.
         public var lastSeen: String?
-        /// When the agent last tried this peer (a watched or notifying peer at rest: up to an
-        /// hour ago); what `reachable` and `lastError` say is as of then (it matters while the
+        /// When the agent last tried this peer (at rest, a watched peer up to an hour ago, one
+        /// heard through `notify` up to a day); what `reachable` and `lastError` say is as of then (it matters while the
         /// agent is stopped).
         public var lastChecked: String?
         /// With `notify`: "listening", "connecting", or "down: <why>; polling every N s".

@@ -201,7 +201,7 @@ final class PeerSyncer: Sendable {
                     logger.debug("peer \(link.name): in step at the safety poll; no round")
                     state.withLock { $0.lastSync = Date() }
                     await engine.notePeer(link.name, ledgerEntry)
-                    rung = await doorbell.wait(upTo: Self.watchedSafetyPoll(link.pollSeconds))
+                    rung = await doorbell.wait(upTo: refWatchPartial.isSet ? .seconds(link.pollSeconds) : Self.watchedSafetyPoll(link.pollSeconds))
                     continue
                 }
             }
@@ -700,15 +700,19 @@ final class PeerSyncer: Sendable {
                                   namesOnly: true,
                                   onProblem: { [refWatchLost, refWatchPartial, doorbell, logger, name = link.name, pollSeconds = link.pollSeconds] problem in
                                       switch problem.kind {
-                                      case .rootGone:
-                                          logger.notice("peer \(name): \(gitDir.appending("refs").display) was deleted or moved away; watching it again and syncing now")
+                                      case .rootGone, .unmounted:
+                                          let how = problem.kind == .unmounted ? "is on a file system that was unmounted" : "was deleted or moved away"
+                                          logger.notice("peer \(name): \(gitDir.appending("refs").display) \(how); watching it again and syncing now")
                                           refWatchLost.set()
                                           doorbell.ring()
                                       case .unreadable, .watchLimit:
-                                          if !refWatchPartial.isSet {
-                                              logger.notice("peer \(name): its refs are not all watched (\(problem.message)); fetched every \(pollSeconds) s")
-                                          }
+                                          let first = !refWatchPartial.isSet
                                           refWatchPartial.set()
+                                          if first {
+                                              logger.notice("peer \(name): its refs are not all watched (\(problem.message)); fetched every \(pollSeconds) s")
+                                              // The wait in progress may be the hourly safety poll: a round now, then every poll_seconds.
+                                              doorbell.ring()
+                                          }
                                       case .recovered: refWatchPartial.clear()  // every directory watched again
                                       }
                                   })

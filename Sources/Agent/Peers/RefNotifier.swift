@@ -46,7 +46,7 @@ public enum RefNotifier {
     public static func serve(repository: FilePath, quiet: Duration = .milliseconds(5),
                              write: @escaping @Sendable ([UInt8]) -> Bool) async throws -> Outcome {
         let (inputs, feed) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
-        let onProblem: @Sendable (WatchProblem) -> Void = { if $0.kind == .rootGone { feed.yield(.gone) } }
+        let onProblem: @Sendable (WatchProblem) -> Void = { if $0.kind == .rootGone || $0.kind == .unmounted { feed.yield(.gone) } }
         // Loose refs: the whole tree. packed-refs: the repository's top level, nothing under it
         // (objects/ churns with every push).
         let refs = try Watcher(root: repository.appending("refs"), quiet: quiet, maxDelay: .milliseconds(50),

@@ -75,6 +75,13 @@ public final class AgentService: Service, Sendable {
                     problems.clear()
                 case .rootGone:
                     engine.careBell.ring()  // the engine looks, holds and says what to do
+                case .unmounted:
+                    // Its mount point stays, empty or holding what the mount hid: no watch reports
+                    // anything there, and a scan now would take the mount point for the data. The
+                    // next start scans what is there then, with its guard.
+                    let text = "\(problem.message); mount it again, then restart the agent (syncagent run)"
+                    problemLogger.error("\(text)")
+                    problems.add(StatusProblem(.watch, text))
                 default:
                     problemLogger.error("\(problem.message)")
                     problems.add(StatusProblem(.watch, problem.message))

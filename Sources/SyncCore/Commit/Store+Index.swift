@@ -91,11 +91,12 @@ extension Store {
     /// directory of its entries under it, or nothing. O(paths x depth), plus the entries under a
     /// path that is a directory in the index (a new directory's files).
     func treeFollowingIndex(_ index: Index, base: Oid?, paths: Set<FilePath>) throws(GitError) -> Oid {
-        // The tree is the index's (what `verifyTrees` checks): when the batch names as many paths
-        // as half the index holds (a first commit and the start-up commit's first two chunks, a
-        // bulk copy into a small tree), one pass over the index in order costs less than editing
-        // along each path, its set of roots and a lookup for each (issue 45).
-        if base == nil || paths.count * 2 >= index.count { return try index.writeTree() }
+        // No tree yet (a store's first commit, the start-up commit's first chunk): the tree is the
+        // index's, written in one pass in order instead of edited along each path with a set of
+        // roots and a lookup for each (issue 45). Not for a bigger share of an existing tree: an
+        // index that does not mirror main outside these paths (emptied after a power cut, not yet
+        // put back at main by a one-shot command) would then take main's other files out of it.
+        if base == nil { return try index.writeTree() }
         // A path under another one in the set is covered by it.
         let roots = paths.filter { path in
             var up = path.removingLastComponent()
