@@ -79,7 +79,7 @@ soak: build soak-reconcile
 # The long run spreads its cuts over five runs (`--mix`: plain, hub + set, journal + set, hub-only +
 # set, journal + hub); MODEL=strict or journal runs one model only. Every seed of
 # powercut-seeds.txt is replayed first, the long ones marked `soak` too.
-SOAK_POWERCUT = SYNCAGENT=$(BIN) POWERCUT_SOAK=1 bash e2e/test_powercut.sh && \
+SOAK_POWERCUT = SYNCAGENT=$(BIN) POWERCUT_SOAK=1 POWERCUT_PART=all bash e2e/test_powercut.sh && \
 	python3 e2e/powercut.py --binary $(BIN) --seed $${SEED:-$$(date +%s)} --cuts $${CUTS:-1000} \
 		$$(if [ -n "$${MODEL:-}" ]; then echo --model $$MODEL; else echo --mix; fi) --timeout 120
 .PHONY: soak-powercut

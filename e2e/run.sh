@@ -56,6 +56,7 @@ run_one() {
     [ "$name" != test_convergence ] || limit=480
     [ "$name" != test_memory_flat ] || limit=480
     [ "$name" != test_powercut ] || limit=480
+    [ "$name" != test_powercut_b ] || limit=480
     timeout --kill-after=10 "$limit" bash "$t" >"$results/$name.out" 2>&1
     rc=$?
     [ "$rc" != 124 ] || echo "[$name] killed after $limit s" >>"$results/$name.out"
