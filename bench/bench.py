@@ -1513,9 +1513,9 @@ def bench_idle(syncagent, tmp, rows, notes, agents):
         wait_converged(hphone, hwatch, timeout=COMMIT_TIMEOUT_S, tracking="refs/remotes/hub/watch/main")
         time.sleep(5)  # the index saved, the loose objects packed: what follows the last change
         # The rows before this one leave the file system work (100 devices' stores written and
-        # removed): written back now, not inside the window (checkpoint_journal). It did not end
-        # the row's misses after those rows (full run of 1cd466f: polls of 11.8 and 7.7 ms beside
-        # ~1 ms ones); their cause is not known yet.
+        # removed): written back now, not inside the window (checkpoint_journal). (The row's
+        # misses after those rows were the path pair's two-minute safety poll, 1-13 ms each; it
+        # is hourly now.)
         checkpoint_journal(base)
         stat_first = machine_cpu()
         measured = [(phone, "path peer"), (watch, "path peer"), (hphone, "ssh hub, notify"), (hwatch, "ssh hub, notify")]

@@ -18,19 +18,8 @@ mkdir "$W"
 mount -t tmpfs -o size=64m tmpfs "$W" || fail "mount -t tmpfs on $W failed (as root)"
 cp -a "$W.made/." "$W/"
 rm -rf "$W.made"
-_unmount_exit() {
-    local rc=$? pid
-    set +e
-    for pid in "${STARTED_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-    for pid in "${STARTED_PIDS[@]}"; do
-        for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$pid" 2>/dev/null
-    done
-    mountpoint -q "$W" && { umount "$W" 2>/dev/null || umount -l "$W"; }
-    (exit "$rc")
-    _on_exit
-}
-trap _unmount_exit EXIT
+# (lib's exit stops the agents first, then runs this)
+at_exit "mountpoint -q '$W' && { umount '$W' || umount -l '$W'; }"
 
 start_device watch
 start_device phone

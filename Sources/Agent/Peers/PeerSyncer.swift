@@ -153,6 +153,16 @@ final class PeerSyncer: Sendable {
         let notifier: Task<Void, Never>? = channel.map { channel in Task { await channel.run() } }
         defer { notifier?.cancel() }
         let clock = ContinuousClock()
+        // How long a wait with nothing to do lasts. An open notify channel rings when the peer's
+        // refs move: no request while nothing does. So does inotify on the refs of a store on
+        // this machine's disks (a hub on a path: with many devices, their polls were most of the
+        // work); a slow safety poll stays, for a move the watch missed. Otherwise poll_seconds.
+        func idleWait() -> (wait: Duration, watched: Bool) {
+            let watched = refWatcher != nil && refsWatchable && !refWatchPartial.isSet
+            let wait: Duration = channel?.isListening == true ? .seconds(86_400)
+                : watched ? Self.watchedSafetyPoll(link.pollSeconds) : .seconds(link.pollSeconds)
+            return (wait, watched)
+        }
         while !Task.isCancelled {
             if pauses.isPaused(link.name) {
                 // Nothing exchanged until `resume`, which rings the doorbell; whoever waits for
@@ -201,7 +211,7 @@ final class PeerSyncer: Sendable {
                     logger.debug("peer \(link.name): in step at the safety poll; no round")
                     state.withLock { $0.lastSync = Date() }
                     await engine.notePeer(link.name, ledgerEntry)
-                    rung = await doorbell.wait(upTo: refWatchPartial.isSet ? .seconds(link.pollSeconds) : Self.watchedSafetyPoll(link.pollSeconds))
+                    rung = await doorbell.wait(upTo: idleWait().wait)
                     continue
                 }
             }
@@ -219,13 +229,7 @@ final class PeerSyncer: Sendable {
                 if took > .milliseconds(100) { try? await Task.sleep(for: min(took, .seconds(1))) }
             }
             backoff = ok ? .seconds(1) : min(backoff * 2, maxBackoff)
-            // An open notify channel rings when the peer's refs move: no request while nothing does.
-            // So does inotify on the refs of a store on this machine's disks (a hub on a path: with
-            // many devices, their polls were most of the work); a slow safety poll stays, for a
-            // move the watch missed.
-            let watched = refWatcher != nil && refsWatchable && !refWatchPartial.isSet
-            let poll: Duration = channel?.isListening == true ? .seconds(86_400)
-                : watched ? Self.watchedSafetyPoll(link.pollSeconds) : .seconds(link.pollSeconds)
+            let (poll, watched) = idleWait()
             // A failed round is retried on the backoff, never later than `poll_seconds` (the
             // safety poll of a watched store is for idle waits only).
             let retry: Duration = channel?.isListening == true ? .seconds(86_400) : .seconds(link.pollSeconds)
