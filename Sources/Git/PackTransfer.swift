@@ -109,7 +109,9 @@ struct PackTransfer {
         let objectsPack = objects.appending("pack")
         let fd = pack.withPlatformString { open($0, O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else {
-            throw GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue), message: "cannot read \(pack): \(Errno(rawValue: errno))", call: "open")
+            let failed = errno
+            throw GitError(code: GitError.Code.generic, errorClass: Int32(GIT_ERROR_OS.rawValue), message: "cannot read '\(pack)': \(Errno(rawValue: failed))",
+                           call: "open", osError: failed)
         }
         defer { close(fd) }
         final class Box { let progress: () -> Bool; init(_ p: @escaping () -> Bool) { progress = p } }

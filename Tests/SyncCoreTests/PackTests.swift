@@ -194,3 +194,41 @@ extension TwoDevices.Device {
         return written
     }
 }
+
+/// A hub's pushing devices roll its packs up while others read it: a pack listed when a device
+/// opened the hub can be gone when its index is read (twice in a 100-device burst, each said as
+/// "cannot fetch ... check the peer's url"). The read goes again on the hub opened anew.
+@Suite struct RolledUpPackTests {
+    @Test func aPackRolledUpMidReadIsReadAgainAndOtherErrorsStand() throws {
+        let t = try TwoDevices()
+        let hub = t.root.appending("hub.git")
+        #expect(try runProgram("/usr/bin/git", ["init", "-q", "--bare", hub.string]).status == 0)
+        try t.phone.write("a.txt", "one\n")
+        try t.phone.commit(FilePath("a.txt"))
+        _ = try Store.hubPush(gitDir: t.phone.gitDir, data: t.phone.data, hub: "hub", url: "file://\(hub)", device: "phone")
+        func missing(_ file: String) -> GitError {
+            GitError(code: GitError.Code.notFound, errorClass: GitError.Class.os,
+                     message: "could not find '\(hub)/\(file)' to open: No such file or directory", call: "git_odb_read", osError: ENOENT)
+        }
+        let vanished = missing("objects/pack/pack-8be062edc873cbf7eb13e823f876119e2ceda917.idx")
+        #expect(Store.packVanished(vanished))
+        #expect(!Store.packVanished(missing("config")))
+        #expect(!Store.packVanished(GitError(code: -1, errorClass: GitError.Class.os, message: vanished.message, call: "open", osError: EACCES)))
+
+        var calls = 0
+        let tip = try Store.readingThroughRollUps(of: hub) { source throws(GitError) in
+            calls += 1
+            if calls == 1 { throw vanished }
+            return try source.resolveReference("refs/heads/devices/phone")
+        }
+        #expect(calls == 2)
+        #expect(tip != nil)
+
+        calls = 0  // a pack that keeps vanishing: the error stands after a few attempts
+        #expect(throws: vanished) { try Store.readingThroughRollUps(of: hub) { _ throws(GitError) -> Int in calls += 1; throw vanished } }
+        #expect(calls == 4)
+        calls = 0  // anything else missing: at once
+        #expect(throws: missing("config")) { try Store.readingThroughRollUps(of: hub) { _ throws(GitError) -> Int in calls += 1; throw missing("config") } }
+        #expect(calls == 1)
+    }
+}

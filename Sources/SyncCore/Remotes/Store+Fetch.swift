@@ -25,11 +25,13 @@ extension Store {
                              transfer: Transfer? = nil) throws -> Int {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         if let localGitDir {
-            let source = try Repository.openForReading(gitDir: localGitDir)
-            let main = try source.resolveReference(Store.mainRef)
-            let book = try source.resolveReference(ConflictBook.ref)
-            let copied = try copyDurably(into: repo, gitDir: gitDir, from: source, tips: [main, book].compactMap { $0 }, shouldCancel: shouldCancel,
-                                     transfer: transfer)
+            let (main, book, copied) = try readingThroughRollUps(of: localGitDir) { source throws(GitError) in
+                let main = try source.resolveReference(Store.mainRef)
+                let book = try source.resolveReference(ConflictBook.ref)
+                let copied = try copyDurably(into: repo, gitDir: gitDir, from: source, tips: [main, book].compactMap { $0 },
+                                             shouldCancel: shouldCancel, transfer: transfer)
+                return (main, book, copied)
+            }
             if let main { try repo.setReference(trackingRef(peer), to: main, message: "syncagent: copy from \(peer)") }
             if let book { try repo.setReference(ConflictBook.peerRef(peer), to: book, message: "syncagent: copy from \(peer)") }
             return copied
@@ -40,6 +42,31 @@ extension Store {
                            auth: auth?.remote, shouldCancel: shouldCancel, transfer: transfer)
         }
         return 0
+    }
+
+    /// Reads a store on this machine whose packs another process may roll up meanwhile (a hub's
+    /// pushing devices, a peer's store care): a pack listed when the store was opened can be gone
+    /// by the time its index or data is read, its objects already in the pack that replaced it.
+    /// That is no fault of the store nor of its url: `body` runs again on the store opened anew,
+    /// up to `attempts` times, before the error stands (a hub of 100 devices in a burst: the
+    /// warning "cannot fetch ... check the peer's url" came twice a burst, for nothing).
+    static func readingThroughRollUps<T>(of dir: FilePath, attempts: Int = 4,
+                                         _ body: (Repository) throws(GitError) -> T) throws(GitError) -> T {
+        var attempt = 1
+        while true {
+            do {
+                return try body(try Repository.openForReading(gitDir: dir))
+            } catch {
+                guard attempt < attempts, packVanished(error) else { throw error }
+                attempt += 1
+            }
+        }
+    }
+
+    /// Whether `error` says a pack's file was not there to open (the pure step of
+    /// `readingThroughRollUps`; libgit2 names the file, under the store's path as it spells it).
+    static func packVanished(_ error: GitError) -> Bool {
+        error.osError == ENOENT && error.message.contains("/objects/pack/pack-")
     }
 
     /// Copies the objects behind `tips` that this store lacks from a store on this machine, and

@@ -134,11 +134,12 @@ extension Store {
         let whole = present.isEmpty ? [] : (try? repo.reachable(Array(present), fromAny: refTips)) ?? []
         let lacking = Array(tips.subtracting(whole))
         if !lacking.isEmpty {
-            let source = try Repository.openForReading(gitDir: path)
             // Small copies loose, anything more into one pack: a loose object is a file, an
             // inode and an fsync each (100 devices: a burst brings each device a few hundred).
-            try copyDurably(into: repo, gitDir: gitDir, from: source, tips: lacking, refTips: refTips, limits: ObjectCopyLimits(looseLimit: 8),
-                            shouldCancel: shouldCancel, transfer: transfer)
+            try readingThroughRollUps(of: path) { source throws(GitError) in
+                try copyDurably(into: repo, gitDir: gitDir, from: source, tips: lacking, refTips: refTips, limits: ObjectCopyLimits(looseLimit: 8),
+                                shouldCancel: shouldCancel, transfer: transfer)
+            }
         }
         // This device's own branch and records are also moved by its push (loose, through
         // libgit2): written loose here too. The other devices' are written together.
