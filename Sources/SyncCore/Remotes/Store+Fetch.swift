@@ -25,7 +25,7 @@ extension Store {
                              transfer: Transfer? = nil) throws -> Int {
         let repo = try Repository.open(gitDir: gitDir, workdir: data)
         if let localGitDir {
-            let (main, book, copied) = try readingThroughRollUps(of: localGitDir) { source throws(GitError) in
+            let (main, book, copied) = try throughRollUps(of: localGitDir) { source throws(GitError) in
                 let main = try source.resolveReference(Store.mainRef)
                 let book = try source.resolveReference(ConflictBook.ref)
                 let copied = try copyDurably(into: repo, gitDir: gitDir, from: source, tips: [main, book].compactMap { $0 },
@@ -44,14 +44,17 @@ extension Store {
         return 0
     }
 
-    /// Reads a store on this machine whose packs another process may roll up meanwhile (a hub's
-    /// pushing devices, a peer's store care): a pack listed when the store was opened can be gone
-    /// by the time its index or data is read, its objects already in the pack that replaced it.
-    /// That is no fault of the store nor of its url: `body` runs again on the store opened anew,
-    /// up to `attempts` times, before the error stands (a hub of 100 devices in a burst: the
-    /// warning "cannot fetch ... check the peer's url" came twice a burst, for nothing).
-    static func readingThroughRollUps<T>(of dir: FilePath, attempts: Int = 4,
-                                         _ body: (Repository) throws(GitError) -> T) throws(GitError) -> T {
+    /// Works with a store on this machine whose packs another process may roll up meanwhile (a
+    /// hub's pushing devices, a peer's store care): a pack listed when the store was opened can be
+    /// gone by the time its index or data is read, its objects already in the pack that replaced
+    /// it. That is no fault of the store nor of its url: `body` runs again on the store opened
+    /// anew, up to `attempts` times, before the error stands. Reading from it (a hub of 100 devices
+    /// in a burst: the warning "cannot fetch ... check the peer's url" came twice a burst, for
+    /// nothing), and copying into it (a push to a hub on a path: this store's care rolls its own
+    /// packs up too). libgit2 itself skips a vanished pack on a lookup and looks again on a read
+    /// that misses: what fails is a pack listed, then read by path (`PackTransfer`), in either store.
+    static func throughRollUps<T>(of dir: FilePath, attempts: Int = 4,
+                                  _ body: (Repository) throws(GitError) -> T) throws(GitError) -> T {
         var attempt = 1
         while true {
             do {
@@ -64,7 +67,7 @@ extension Store {
     }
 
     /// Whether `error` says a pack's file was not there to open (the pure step of
-    /// `readingThroughRollUps`; libgit2 names the file, under the store's path as it spells it).
+    /// `throughRollUps`; libgit2 names the file, under the store's path as it spells it).
     static func packVanished(_ error: GitError) -> Bool {
         error.osError == ENOENT && error.message.contains("/objects/pack/pack-")
     }

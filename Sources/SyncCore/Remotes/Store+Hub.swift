@@ -136,7 +136,7 @@ extension Store {
         if !lacking.isEmpty {
             // Small copies loose, anything more into one pack: a loose object is a file, an
             // inode and an fsync each (100 devices: a burst brings each device a few hundred).
-            try readingThroughRollUps(of: path) { source throws(GitError) in
+            _ = try throughRollUps(of: path) { source throws(GitError) in
                 try copyDurably(into: repo, gitDir: gitDir, from: source, tips: lacking, refTips: refTips, limits: ObjectCopyLimits(looseLimit: 8),
                                 shouldCancel: shouldCancel, transfer: transfer)
             }
@@ -372,11 +372,16 @@ extension Store {
 
     /// `wereOnHub`: tips the hub's refs had at some time (its objects are never removed, so what
     /// they reach is whole there): a commit they reach needs no look at every ref of the hub.
+    /// The copy reads this store's packs whole, by path (`PackTransfer`), while the engine's store
+    /// care may remove packs it rolled up, and looks up what the hub has while another device may
+    /// roll the hub's packs up: it runs through `throughRollUps`, which lists the packs anew.
     static func pushToLocalHub(_ repo: Repository, hubGitDir: FilePath, updates: [(ref: String, to: Oid)], wereOnHub: [Oid],
                                shouldCancel: @escaping () -> Bool, transfer: Transfer?) throws(GitError) -> [PushRefusal] {
-        let hub = try Repository.openForReading(gitDir: hubGitDir)
-        _ = try copyDurably(into: hub, gitDir: hubGitDir, from: repo, tips: updates.map(\.to), refTips: wereOnHub,
-                            limits: ObjectCopyLimits(looseLimit: 0), shouldCancel: shouldCancel, transfer: transfer)
+        let hub = try throughRollUps(of: hubGitDir) { hub throws(GitError) in
+            _ = try copyDurably(into: hub, gitDir: hubGitDir, from: repo, tips: updates.map(\.to), refTips: wereOnHub,
+                                limits: ObjectCopyLimits(looseLimit: 0), shouldCancel: shouldCancel, transfer: transfer)
+            return hub
+        }
         var refused: [PushRefusal] = []
         var moved: [String] = []
         for update in updates {
