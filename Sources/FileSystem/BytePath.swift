@@ -20,6 +20,11 @@ extension FilePath {
         withPlatformString { a in other.withPlatformString { b in strcmp(a, b) < 0 } }
     }
 
+    /// The path's bytes, exactly, lent to `body` in place (no array made: for lookups).
+    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try withPlatformString { ptr in try body(UnsafeRawBufferPointer(start: UnsafeRawPointer(ptr), count: strlen(ptr))) }
+    }
+
     /// The path's bytes, exactly.
     public var bytes: [UInt8] {
         withPlatformString { ptr in
@@ -62,7 +67,43 @@ extension Sequence {
 
 extension Sequence<FilePath> {
     /// The paths in git's order (byte by byte); see `sortedInBytes(by:)`.
-    public func sortedInBytes() -> [FilePath] { sortedInBytes { $0 } }
+    public func sortedInBytes() -> [FilePath] { FilePath.sortedInBytes(Array(self)) }
+}
+
+// Sets and arrays of paths, the callers' own, sorted by code made for them: the generic version,
+// called from other modules, ran unspecialized (a witness-table call per element to enumerate,
+// map and copy), and a 100k-file start-up commit sorted its paths four times a chunk.
+extension Set<FilePath> {
+    /// The paths in git's order (byte by byte); see `sortedInBytes(by:)`.
+    public func sortedInBytes() -> [FilePath] {
+        var items: [FilePath] = []
+        items.reserveCapacity(count)
+        for path in self { items.append(path) }
+        return FilePath.sortedInBytes(items)
+    }
+}
+
+extension Array<FilePath> {
+    /// The paths in git's order (byte by byte); see `sortedInBytes(by:)`.
+    public func sortedInBytes() -> [FilePath] { FilePath.sortedInBytes(self) }
+}
+
+extension FilePath {
+    static func sortedInBytes(_ items: [FilePath]) -> [FilePath] {
+        guard items.count > 1 else { return items }
+        var keys: [PathSortKey] = []
+        keys.reserveCapacity(items.count)
+        for n in items.indices { keys.append(PathSortKey(items[n], index: n)) }
+        keys.sort { a, b in
+            if a.high != b.high { return a.high < b.high }
+            if a.low != b.low { return a.low < b.low }
+            return items[a.index].precedesInBytes(items[b.index])
+        }
+        var sorted: [FilePath] = []
+        sorted.reserveCapacity(items.count)
+        for key in keys { sorted.append(items[key.index]) }
+        return sorted
+    }
 }
 
 /// A path's first 16 bytes as two big-endian integers (zeros past its end: a path holds no NUL,

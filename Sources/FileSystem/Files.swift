@@ -220,6 +220,8 @@ public enum AgentTemporary {
     /// Whether a name is one of ours: this naming, or the longer one older versions used
     /// (`.NAME.syncagent.tmp`).
     public static func isTemporary(_ name: FilePath.Component) -> Bool {
+        // Every temporary's name begins with '.': told without making a string for the others.
+        guard name.withPlatformString({ $0[0] == CChar(UInt8(ascii: ".")) }) else { return false }
         let bytes = Array(name.string.utf8)
         let s = name.string
         guard bytes.count < 256 else { return false }

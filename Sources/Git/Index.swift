@@ -82,7 +82,7 @@ public final class Index {
     /// `stampedMark`): its stat data, when a file still has them, stand for its bytes.
     public func isStamped(_ path: FilePath) -> Bool {
         guard mayHoldStamps else { return false }
-        let (at, found) = staged.locate(path.bytes)
+        let (at, found) = path.withBytes { staged.locate($0) }
         return found && staged.record(at: at).marks & Self.stampedMark != 0
     }
 
@@ -177,7 +177,7 @@ public final class Index {
 
     /// Unstages one path (no error if it was not staged).
     public func remove(_ path: FilePath) throws(GitError) {
-        let (at, found) = staged.locate(path.bytes)
+        let (at, found) = path.withBytes { staged.locate($0) }
         if found { staged.remove(at: at) }
     }
 
@@ -188,7 +188,7 @@ public final class Index {
 
     /// The entry for a path, if any.
     public func entry(_ path: FilePath) -> IndexEntry? {
-        let (at, found) = staged.locate(path.bytes)
+        let (at, found) = path.withBytes { staged.locate($0) }
         return found ? IndexEntry(staged.record(at: at), path: path) : nil
     }
 
@@ -197,7 +197,7 @@ public final class Index {
     /// The entry for a path and its position in the index (positions hold while the index is not
     /// changed).
     public func find(_ path: FilePath) -> (position: Int, entry: IndexEntry)? {
-        let (at, found) = staged.locate(path.bytes)
+        let (at, found) = path.withBytes { staged.locate($0) }
         guard found else { return nil }
         return (staged.position(of: at), IndexEntry(staged.record(at: at), path: path))
     }

@@ -27,6 +27,14 @@ import Testing
             // By a key of each element, as the engine sorts changes by their paths.
             let tagged = paths.enumerated().map { (tag: $0.offset, path: $0.element) }
             #expect(tagged.sortedInBytes { $0.path }.map(\.path.bytes) == want)
+            // A set's own sort and a sequence's (each made for its type), and the index's order.
+            let unique = Set(paths)
+            #expect(unique.sortedInBytes().map(\.bytes) == unique.sorted { $0.precedesInBytes($1) }.map(\.bytes))
+            #expect(paths[...].sortedInBytes().map(\.bytes) == want)
+            for (a, b) in zip(paths, paths.reversed()) {
+                let strcmpOrder: Int32 = a.precedesInBytes(b) ? -1 : (b.precedesInBytes(a) ? 1 : 0)
+                #expect(IndexEntries.compare(a.bytes, b.bytes) == strcmpOrder)
+            }
         }
     }
 

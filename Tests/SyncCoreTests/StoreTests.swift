@@ -276,7 +276,7 @@ final class StoreFixture {
 }
 
 @Suite struct PathRulesTests {
-    @Test(arguments: [".a.txt.swp", ".a.swo", ".a.swx", "a.txt~", ".#a.txt", "4913", "a.tmp", ".git"])
+    @Test(arguments: [".a.txt.swp", ".a.swo", ".a.swx", ".a.swpx", "a.txt~", ".#a.txt", "4913", "a.tmp", ".git", ".syncagent-keep"])
     func editorTemporariesAreIgnored(_ name: String) {
         #expect(PathRules.isIgnored(FilePath.Component(name)!))
     }

@@ -23,6 +23,15 @@ public struct ChangeSummary: Sendable, Equatable {
     /// Builds the summary from per-path before/after blob ids; a deleted path whose blob reappears
     /// at an added path counts as a rename.
     init(changes: [(path: FilePath, before: Oid?, after: Oid?)]) {
+        // No deletion, no rename: what was added needs no grouping by blob (a start-up commit's
+        // chunks of 5,000 new files).
+        if !changes.contains(where: { $0.before != nil && $0.after == nil }) {
+            for change in changes where change.after != nil {
+                if change.before == nil { added.append(change.path) } else { modified.append(change.path) }
+            }
+            added = added.sortedInBytes()
+            return
+        }
         var addedByOid: [Oid: [FilePath]] = [:]
         for change in changes {
             switch (change.before, change.after) {
@@ -56,14 +65,17 @@ public struct ChangeSummary: Sendable, Equatable {
         func show(_ path: FilePath) -> String {
             DirectoryMarker.isMarker(path) ? DirectoryMarker.directory(of: path).display + "/" : path.display
         }
-        var lines = added.map { "added: \(show($0))" } + modified.map { "modified: \(show($0))" }
-            + deleted.map { "deleted: \(show($0))" }
-            + renamed.map { "renamed: \(show($0.from)) -> \(show($0.to))" }
-        let rest = lines.count - limit
-        if rest > 0 {
-            lines = Array(lines.prefix(limit))
-            lines.append("... and \(rest) more")
+        // Only the lines shown are made (a chunk of 5,000 paths displayed them all, then kept 20).
+        var lines: [String] = []
+        func list<T>(_ items: [T], _ line: (T) -> String) {
+            for item in items.prefix(max(0, limit - lines.count)) { lines.append(line(item)) }
         }
+        list(added) { "added: \(show($0))" }
+        list(modified) { "modified: \(show($0))" }
+        list(deleted) { "deleted: \(show($0))" }
+        list(renamed) { "renamed: \(show($0.from)) -> \(show($0.to))" }
+        let rest = count - lines.count
+        if rest > 0 { lines.append("... and \(rest) more") }
         return "\(device): \(counts.joined(separator: ", "))\n\n" + lines.joined(separator: "\n") + "\n"
     }
 }

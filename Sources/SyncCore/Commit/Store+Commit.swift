@@ -278,14 +278,15 @@ extension Store {
                                 change: (FilePath, Oid?, Oid?) -> Void) throws(GitError) {
         var dirs: Set<FilePath> = []
         for path in paths where !path.isEmpty {
-            for dir in DirectoryMarker.candidates(for: path) {
-                // A path tracked as a file keeps no marker (the loop's own test below, made here
-                // because most paths of a batch are files: a set and a sort of all of them was a
-                // tenth of a 100k-file start-up commit). Markers alone change below, never it.
-                if dir == path, index.entry(dir) != nil { continue }
-                // Walked from the deepest up: one already in came with every directory above it.
-                if !dirs.insert(dir).inserted { break }
-            }
+            // `DirectoryMarker.candidates(for:)`, walked without making the list (a file's parent
+            // is most often the one the path before it had).
+            var dir = DirectoryMarker.isMarker(path) ? DirectoryMarker.directory(of: path) : path
+            // A path tracked as a file keeps no marker (the loop's own test below, made here
+            // because most paths of a batch are files: a set and a sort of all of them was a
+            // tenth of a 100k-file start-up commit). Markers alone change below, never it.
+            if dir == path, index.entry(dir) != nil { dir.removeLastComponent() }
+            // Walked from the deepest up: one already in came with every directory above it.
+            while !dir.isEmpty, dirs.insert(dir).inserted { dir.removeLastComponent() }
         }
         guard !dirs.isEmpty else { return }
         let unapplied = loadUnapplied()
@@ -331,10 +332,15 @@ extension Store {
         var files = 0
         var directories: [FilePath] = []
         var withContent: Set<FilePath> = []  // directories that hold something synced
+        var lastWithContent: FilePath?  // (a directory's entries come together: one insert each)
         Directory.walk(data, descend: { dir in !PathRules.isIgnored(path: dir) }) { path, kind in
             guard !PathRules.isIgnored(path: path) else { return }
             if kind == .directory || kind == .regular || kind == .symlink, policy.materializes(path) {
-                withContent.insert(path.removingLastComponent())
+                let parent = path.removingLastComponent()
+                if parent != lastWithContent {
+                    withContent.insert(parent)
+                    lastWithContent = parent
+                }
             }
             guard kind != .directory else {
                 directories.append(path)
