@@ -49,70 +49,42 @@ extension Sequence {
     /// swift-system's closures at every comparison: half of the engine's time in a 100k-file
     /// start-up commit, where one batch's paths were sorted five times. Here each path gives a
     /// key of its first 16 bytes (two integers) and only paths that share those are compared
-    /// whole.
+    /// whole. Inlinable: made for each caller's own types (unspecialized, from other modules,
+    /// every element cost a witness-table call to enumerate, map and copy).
+    @inlinable
     public func sortedInBytes(by path: (Element) -> FilePath) -> [Element] {
         let items = Array(self)
         guard items.count > 1 else { return items }
         var keys: [PathSortKey] = []
         keys.reserveCapacity(items.count)
-        for (n, item) in items.enumerated() { keys.append(PathSortKey(path(item), index: n)) }
+        for n in items.indices { keys.append(PathSortKey(path(items[n]), index: n)) }
         keys.sort { a, b in
             if a.high != b.high { return a.high < b.high }
             if a.low != b.low { return a.low < b.low }
             return path(items[a.index]).precedesInBytes(path(items[b.index]))
         }
-        return keys.map { items[$0.index] }
-    }
-}
-
-extension Sequence<FilePath> {
-    /// The paths in git's order (byte by byte); see `sortedInBytes(by:)`.
-    public func sortedInBytes() -> [FilePath] { FilePath.sortedInBytes(Array(self)) }
-}
-
-// Sets and arrays of paths, the callers' own, sorted by code made for them: the generic version,
-// called from other modules, ran unspecialized (a witness-table call per element to enumerate,
-// map and copy), and a 100k-file start-up commit sorted its paths four times a chunk.
-extension Set<FilePath> {
-    /// The paths in git's order (byte by byte); see `sortedInBytes(by:)`.
-    public func sortedInBytes() -> [FilePath] {
-        var items: [FilePath] = []
-        items.reserveCapacity(count)
-        for path in self { items.append(path) }
-        return FilePath.sortedInBytes(items)
-    }
-}
-
-extension Array<FilePath> {
-    /// The paths in git's order (byte by byte); see `sortedInBytes(by:)`.
-    public func sortedInBytes() -> [FilePath] { FilePath.sortedInBytes(self) }
-}
-
-extension FilePath {
-    static func sortedInBytes(_ items: [FilePath]) -> [FilePath] {
-        guard items.count > 1 else { return items }
-        var keys: [PathSortKey] = []
-        keys.reserveCapacity(items.count)
-        for n in items.indices { keys.append(PathSortKey(items[n], index: n)) }
-        keys.sort { a, b in
-            if a.high != b.high { return a.high < b.high }
-            if a.low != b.low { return a.low < b.low }
-            return items[a.index].precedesInBytes(items[b.index])
-        }
-        var sorted: [FilePath] = []
+        var sorted: [Element] = []
         sorted.reserveCapacity(items.count)
         for key in keys { sorted.append(items[key.index]) }
         return sorted
     }
 }
 
+extension Sequence<FilePath> {
+    /// The paths in git's order (byte by byte); see `sortedInBytes(by:)`.
+    @inlinable
+    public func sortedInBytes() -> [FilePath] { sortedInBytes { $0 } }
+}
+
 /// A path's first 16 bytes as two big-endian integers (zeros past its end: a path holds no NUL,
 /// so a shorter path sorts first, as `strcmp` has it), and where the path is in the list.
+@usableFromInline
 struct PathSortKey {
-    let high: UInt64
-    let low: UInt64
-    let index: Int
+    @usableFromInline let high: UInt64
+    @usableFromInline let low: UInt64
+    @usableFromInline let index: Int
 
+    @usableFromInline
     init(_ path: FilePath, index: Int) {
         var high: UInt64 = 0, low: UInt64 = 0
         path.withPlatformString { chars in

@@ -278,8 +278,7 @@ extension Store {
                                 change: (FilePath, Oid?, Oid?) -> Void) throws(GitError) {
         var dirs: Set<FilePath> = []
         for path in paths where !path.isEmpty {
-            // `DirectoryMarker.candidates(for:)`, walked without making the list (a file's parent
-            // is most often the one the path before it had).
+            // `DirectoryMarker.candidates(for:)`, walked without making the list of them.
             var dir = DirectoryMarker.isMarker(path) ? DirectoryMarker.directory(of: path) : path
             // A path tracked as a file keeps no marker (the loop's own test below, made here
             // because most paths of a batch are files: a set and a sort of all of them was a
