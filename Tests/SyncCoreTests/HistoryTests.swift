@@ -1,3 +1,4 @@
+@testable import FileSystem
 import Foundation
 import Git
 @testable import ObjectStorage
@@ -74,6 +75,11 @@ import TestSupport
         }
         let loose = t.phone.store.looseCount()
         #expect(loose > 400)
+        var flushed: [FilePath] = []
+        Directory.walk(t.phone.gitDir.appending("objects")) { rel, _ in
+            let file = t.phone.gitDir.appending("objects").pushing(rel)
+            if rel.components.count == 2, rel.components.first?.string.count == 2, DurableFiles.remembers(file) { flushed.append(file) }
+        }
         // Under the minimum: nothing happens.
         #expect(try t.phone.store.packLooseObjects(minimum: loose + 1).packed == 0)
         var slices = 0
@@ -84,6 +90,12 @@ import TestSupport
         }
         #expect(slices >= 3)
         #expect(t.phone.store.looseCount() == 0)
+        // The files flushed at each commit are remembered (not flushed again) while they exist,
+        // and forgotten once packed: the memo holds the store's live files, not every one since start.
+        if !Durability.disabled {
+            #expect(!flushed.isEmpty)
+            #expect(flushed.filter { DurableFiles.remembers($0) }.count == 0, "of \(flushed.count) flushed loose objects")
+        }
         let head = try #require(try t.phone.store.head())
         let files = try t.phone.store.files(at: head)
         #expect(files.count == 400)

@@ -95,9 +95,9 @@ extension Store {
         Self.flushPacks([name], gitDir: gitDir)
         // (The new pack has an old one's name only when it holds exactly that pack's objects.)
         for pack in packs where pack.lastComponent?.string != "pack-" + name {
-            for ext in ["idx", "pack", "rev", "bitmap", "mtimes"] {
-                try? Files.remove(FilePath(pack.string + "." + ext))
-            }
+            let files = ["idx", "pack", "rev", "bitmap", "mtimes"].map { FilePath(pack.string + "." + $0) }
+            for file in files { try? Files.remove(file) }
+            DurableFiles.forget(files)
         }
         try repo.reloadObjects()
     }
@@ -148,6 +148,7 @@ extension Store {
                     kept.append("\(pack).\(ext) (\(error))")
                 }
             }
+            DurableFiles.forget(["idx", "pack", "rev", "bitmap", "mtimes"].map { FilePath(pack.string + "." + $0) })
         }
         // Not removable (another account's file on a shared hub): said, so packs do not pile up unseen.
         if !kept.isEmpty { throw HubPackError(kept: kept) }
@@ -269,6 +270,7 @@ extension Store {
         var slice = written.slice
         guard !written.held.isEmpty else { return slice }
         for path in written.held where (try? Files.remove(path)) != nil { slice.packed += 1 }
+        DurableFiles.forget(written.held)
         for dir in Set(written.held.map { $0.removingLastComponent() }) { _ = Files.removeEmptyDirectory(dir) }
         try repo.reloadObjects()
         return slice
