@@ -25,6 +25,12 @@ extension FilePath {
         try withPlatformString { ptr in try body(UnsafeRawBufferPointer(start: UnsafeRawPointer(ptr), count: strlen(ptr))) }
     }
 
+    /// This path with `suffix` added to its last name, byte for byte (`pack-1` -> `pack-1.idx`);
+    /// `FilePath(path.string + suffix)` would turn a directory name that is not UTF-8 into U+FFFD.
+    public func addingToName(_ suffix: String) -> FilePath {
+        FilePath(bytes: bytes + Array(suffix.utf8))
+    }
+
     /// The path's bytes, exactly.
     public var bytes: [UInt8] {
         withPlatformString { ptr in

@@ -122,7 +122,8 @@ public struct PackRollUp {
         }
         for indexFile in indexFiles {
             let index = try Index(indexFile)
-            let packPath = FilePath(String(indexFile.string.dropLast(4)) + ".pack")
+            var packPath = indexFile
+            packPath.extension = "pack"  // (the bytes of the directory's names kept as they are)
             // Where each object of this pack went in the new one (by position, in offset order).
             var moved = [UInt64](repeating: 0, count: index.entries.count)
             func movedOffset(ofBaseAt offset: UInt64, before i: Int) -> UInt64? {
@@ -213,7 +214,8 @@ public struct PackRollUp {
     /// near 1 for documents and near 0 for photos; a deflated pack, 0.
     public static func deflatableShare(_ indexFile: FilePath, samples: Int = 32) -> Double? {
         guard let index = MappedPackIndex(indexFile), index.count > 0 else { return nil }
-        let packPath = FilePath(String(indexFile.string.dropLast(4)) + ".pack")
+        var packPath = indexFile
+        packPath.extension = "pack"
         let fd = packPath.withPlatformString { open($0, O_RDONLY | O_CLOEXEC) }
         guard fd >= 0 else { return nil }
         defer { close(fd) }

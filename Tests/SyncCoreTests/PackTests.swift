@@ -1,3 +1,4 @@
+import FileSystem
 import Foundation
 import Git
 @testable import ObjectStorage
@@ -87,6 +88,24 @@ import TestSupport
             commit = info.parents.first
         }
         #expect(count == 20)
+        #expect(try gitFsck(t.watch.gitDir) == 0)
+    }
+
+    /// A store reached by a path that is not UTF-8 (an app embedding the agent may pass any bytes)
+    /// rolls its packs up and removes the old ones: their names are made from the bytes, not from
+    /// a String (which would have turned the directory's name into U+FFFD and found no pack).
+    @Test func aStoreUnderANameThatIsNotUTF8RollsItsPacksUp() throws {
+        let t = try TwoDevices()
+        _ = try t.phone.commitVersions(12) {
+            try Store.fetch(gitDir: t.watch.gitDir, data: t.watch.data, peer: "phone", url: "file://\(t.phone.gitDir)")
+        }
+        let link = t.root.appending(FilePath.Component(bytes: Array("st".utf8) + [0xFF, 0xE9] + Array("re".utf8)))
+        #expect(link.withPlatformString { symlink(t.watch.dirs.root.string, $0) } == 0)
+        let store = try Store.open(device: "watch", data: link.appending("data"), gitDir: link.appending("state/store.git"))
+        #expect(store.packFiles().count == 12)
+        #expect(try store.compactPacks(threshold: 2) >= 2)
+        #expect(store.packFiles().count <= 2)
+        #expect(Store.packFiles(of: t.watch.gitDir).count <= 2)
         #expect(try gitFsck(t.watch.gitDir) == 0)
     }
 }

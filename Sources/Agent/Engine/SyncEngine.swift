@@ -688,7 +688,7 @@ actor SyncEngine {
         combining = false
         do {
             let name = try written.get()
-            let before = deflated ? packs.reduce(Int64(0)) { $0 + ((try? FileStat.of(FilePath($1.string + ".pack")))??.size ?? 0) } : 0
+            let before = deflated ? packs.reduce(Int64(0)) { $0 + ((try? FileStat.of($1.addingToName(".pack")))??.size ?? 0) } : 0
             try store.finishCombining(packs, into: name)
             if deflated {
                 deflateJudged.insert("pack-" + name)

@@ -46,7 +46,7 @@ public final class EventLog {
         let events = Self.readAll(file).suffix(Self.keep)
         var bytes: [UInt8] = []
         for event in events { bytes += event.jsonLine + [UInt8(ascii: "\n")] }
-        let temp = FilePath(file.string + ".new")
+        let temp = file.addingToName(".new")
         try? Files.remove(temp)
         guard (try? Files.create(temp, bytes: bytes, executable: false)) != nil,
               (try? Files.rename(temp, to: file)) != nil else { return }

@@ -21,7 +21,7 @@ extension Store {
     public func compactPacks(threshold: Int = PackPlan.threshold) throws -> Int {
         let chosen = packsToCombine(threshold: threshold)
         guard !chosen.isEmpty else { return 0 }
-        let name = try repo.writeCombinedPack(of: chosen.map { FilePath($0.string + ".idx") }, deflating: true)
+        let name = try repo.writeCombinedPack(of: chosen.map { $0.addingToName(".idx") }, deflating: true)
         try finishCombining(chosen, into: name)
         return chosen.count
     }
@@ -76,7 +76,7 @@ extension Store {
     /// engine: a new pack only adds objects). `deflating`: the store is at rest, so objects left in
     /// stored blocks are deflated into it. Returns its name, for `finishCombining`.
     public static func writeCombinedPack(gitDir: FilePath, of packs: [FilePath], deflating: Bool) throws -> String {
-        try Repository.openForReading(gitDir: gitDir).writeCombinedPack(of: packs.map { FilePath($0.string + ".idx") }, deflating: deflating)
+        try Repository.openForReading(gitDir: gitDir).writeCombinedPack(of: packs.map { $0.addingToName(".idx") }, deflating: deflating)
     }
 
     /// Makes these new packs durable (pack and index, and the directory naming them) before what
@@ -95,7 +95,7 @@ extension Store {
         Self.flushPacks([name], gitDir: gitDir)
         // (The new pack has an old one's name only when it holds exactly that pack's objects.)
         for pack in packs where pack.lastComponent?.string != "pack-" + name {
-            let files = ["idx", "pack", "rev", "bitmap", "mtimes"].map { FilePath(pack.string + "." + $0) }
+            let files = ["idx", "pack", "rev", "bitmap", "mtimes"].map { pack.addingToName("." + $0) }
             for file in files { try? Files.remove(file) }
             DurableFiles.forget(files)
         }
@@ -143,12 +143,12 @@ extension Store {
         for pack in chosen where pack.lastComponent?.string != "pack-" + name {
             for ext in ["idx", "pack", "rev", "bitmap", "mtimes"] {
                 do {
-                    try Files.remove(FilePath(pack.string + "." + ext))
+                    try Files.remove(pack.addingToName("." + ext))
                 } catch {  // (a file already gone is no error: another device removed it)
                     kept.append("\(pack).\(ext) (\(error))")
                 }
             }
-            DurableFiles.forget(["idx", "pack", "rev", "bitmap", "mtimes"].map { FilePath(pack.string + "." + $0) })
+            DurableFiles.forget(["idx", "pack", "rev", "bitmap", "mtimes"].map { pack.addingToName("." + $0) })
         }
         // Not removable (another account's file on a shared hub): said, so packs do not pile up unseen.
         if !kept.isEmpty { throw HubPackError(kept: kept) }
