@@ -43,11 +43,14 @@ final class InotifyHub: @unchecked Sendable {
     /// thread, a watcher draining before a commit) never split one queue between them out of order.
     private let reading = Mutex(())
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
+    /// How many reads brought events (tests: a stream is read in gathered batches).
+    let reads = Atomic<Int>(0)
 
-    /// Events in one read that make a stream (a single save brings 3-5), and how long the reader
-    /// then lets the next ones gather: far below any debounce, far below filling the kernel's
-    /// queue (16,384 events by default).
-    static let streamOfEvents = 32
+    /// Events that come again this soon after the last read make a stream (an apply, a copy, a
+    /// script writing thousands of files), and the reader then lets them gather this long before
+    /// it reads: far below any debounce, far below filling the kernel's queue (16,384 events by
+    /// default). A save after a quiet moment is read at once.
+    static let streamWindow = Duration.milliseconds(10)
     static let gatherMicroseconds: UInt32 = 1000
 
     private static let instance = Mutex<InotifyHub?>(nil)
@@ -135,16 +138,19 @@ final class InotifyHub: @unchecked Sendable {
         }
     }
 
-    /// Reads every event queued and hands each to the watchers it belongs to. Returns how many
-    /// there were. Called by the hub's thread, and by a watcher that must see everything queued
+    /// Reads every event queued (`untilEmpty`; else one read's worth) and hands each to the
+    /// watchers it belongs to. Returns how many there were. Called by the hub's thread (one read:
+    /// while an apply writes on another core, reading until the queue is empty read one or two
+    /// events at a time, as fast as they came), and by a watcher that must see everything queued
     /// before it answers (a drain, a stop).
     @discardableResult
-    func pump() -> Int {
+    func pump(untilEmpty: Bool = true) -> Int {
         reading.withLock { _ in
             var total = 0
-            while true {
+            while untilEmpty || total == 0 {
                 let n = read(fd, buffer.baseAddress, buffer.count)
                 if n <= 0 { return total }  // EAGAIN: queue empty
+                reads.add(1, ordering: .relaxed)
                 var events: [InotifyEvent] = []
                 var offset = 0
                 while offset + 16 <= n {
@@ -164,6 +170,7 @@ final class InotifyHub: @unchecked Sendable {
                 total += events.count
                 hand(events)
             }
+            return total
         }
     }
 
@@ -192,13 +199,17 @@ final class InotifyHub: @unchecked Sendable {
 
     private func run() {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        var lastRead: ContinuousClock.Instant?
         while true {
             p.revents = 0
             guard poll(&p, 1, -1) > 0 else { continue }
-            // A stream of events (an apply or a copy of thousands of files): read as they came, a
-            // few at a time, they woke the watchers again and again, and every write in the tree
-            // paid for the wake-up. A moment's pause lets them gather.
-            if pump() >= Self.streamOfEvents { usleep(Self.gatherMicroseconds) }
+            // A stream of events (an apply or a copy of thousands of files): read as they came,
+            // one or two at a time (a 10k-file apply: 2,000 reads and 1,800 wake-ups of the
+            // watcher a thousand files), they woke this thread and the watchers again and again,
+            // and every write in the tree paid for the wake-ups. A moment's pause lets them gather.
+            if let lastRead, lastRead.duration(to: .now) < Self.streamWindow { usleep(Self.gatherMicroseconds) }
+            pump(untilEmpty: false)
+            lastRead = .now
         }
     }
 }

@@ -108,15 +108,21 @@ final class Loop: @unchecked Sendable {
 
     /// Events of this watcher's descriptors, from the hub: kept in order, and this thread woken.
     func receive(_ events: [InotifyEvent]) {
-        inbox.withLock { list in
-            // Not started yet and a bulk copy under way: past the kernel's own queue size, what
-            // waits is replaced by an overflow (a rescan), as the kernel's queue would have done.
-            if list.count + events.count > Self.inboxLimit {
-                list = [InotifyEvent(wd: -1, mask: UInt32(IN_Q_OVERFLOW), cookie: 0, name: nil)]
-            } else {
-                list.append(contentsOf: events)
+        let wasEmpty = inbox.withLock { list in
+            defer {
+                // Not started yet and a bulk copy under way: past the kernel's own queue size, what
+                // waits is replaced by an overflow (a rescan), as the kernel's queue would have done.
+                if list.count + events.count > Self.inboxLimit {
+                    list = [InotifyEvent(wd: -1, mask: UInt32(IN_Q_OVERFLOW), cookie: 0, name: nil)]
+                } else {
+                    list.append(contentsOf: events)
+                }
             }
+            return list.isEmpty
         }
+        // Events already waiting were rung for: the thread empties the pipe before it takes the
+        // inbox, so it takes these too.
+        guard wasEmpty else { return }
         var one: UInt8 = 1
         _ = write(wakeWriteFd, &one, 1)
     }
@@ -167,8 +173,9 @@ final class Loop: @unchecked Sendable {
             wake.revents = 0
             _ = poll(&wake, 1, timeoutMilliseconds(now))
             if wake.revents != 0 {
+                // (Emptied before the inbox is taken: `receive` rings only for an empty inbox.)
                 var drained = [UInt8](repeating: 0, count: 64)
-                while read(wakeFd, &drained, 64) > 0 {}
+                while read(wakeFd, &drained, 64) == 64 {}
                 handleInbox()
                 let pendingRequests = requests.exchange(0, ordering: .acquiringAndReleasing)
                 // (A file that changed while it was committed is likely still being written: it waits

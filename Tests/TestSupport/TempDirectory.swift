@@ -6,9 +6,12 @@ import SystemPackage
 public final class TempDirectory: @unchecked Sendable {
     public let root: FilePath
 
-    /// - Parameter label: the start of the directory's name, to tell test leftovers apart.
-    public init(_ label: String = "syncagent-tests") throws {
-        root = FilePath(FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)").path)
+    /// - Parameters:
+    ///   - label: the start of the directory's name, to tell test leftovers apart.
+    ///   - base: where it is made (the system's temporary directory by default).
+    public init(_ label: String = "syncagent-tests", in base: FilePath? = nil) throws {
+        root = base.map { $0.appending("\(label)-\(UUID().uuidString)") }
+            ?? FilePath(FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)").path)
         try FileManager.default.createDirectory(atPath: root.string, withIntermediateDirectories: true)
     }
     deinit { try? FileManager.default.removeItem(atPath: root.string) }
