@@ -22,10 +22,20 @@ public enum OwnThread {
     /// Runs `body` on a new detached thread named `name` (first 15 bytes, as `ps -L` and `top -H`
     /// show it). `stackSize` 0 takes the system default.
     public static func start(name: String, stackSize: Int = 0, _ body: @escaping @Sendable () -> Void) {
+        _ = start(name: name, stackSize: stackSize, detached: true, body)
+    }
+
+    /// As `start`, but the thread is to be waited for with `pthread_join` (once): its end then
+    /// includes its thread-local destructors, which a process must not run while it exits.
+    public static func startJoinable(name: String, stackSize: Int = 0, _ body: @escaping @Sendable () -> Void) -> pthread_t {
+        start(name: name, stackSize: stackSize, detached: false, body)
+    }
+
+    private static func start(name: String, stackSize: Int, detached: Bool, _ body: @escaping @Sendable () -> Void) -> pthread_t {
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
         defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        pthread_attr_setdetachstate(&attributes, Int32(detached ? PTHREAD_CREATE_DETACHED : PTHREAD_CREATE_JOINABLE))
         if stackSize > 0 { pthread_attr_setstacksize(&attributes, stackSize) }
         let context = Unmanaged.passRetained(Start(name: name, body: body)).toOpaque()
         var thread = pthread_t()
@@ -39,6 +49,7 @@ public enum OwnThread {
             Unmanaged<Start>.fromOpaque(context).release()
             fatalError("syncagent: cannot start thread \(name): \(String(cString: strerror(rc))) (raise the limit on threads or processes: ulimit -u)")
         }
+        return thread
     }
 }
 

@@ -9,9 +9,14 @@ final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
     private let condition = Condition()
     private var jobs: [UnownedJob] = []
     private var finished = false
+    /// The thread, until `finish` has waited for it.
+    private var thread: pthread_t?
 
     init(name: String) {
-        OwnThread.start(name: name, stackSize: 8 << 20) { self.loop() }
+        let started = OwnThread.startJoinable(name: name, stackSize: 8 << 20) { self.loop() }
+        condition.lock()
+        thread = started
+        condition.unlock()
     }
 
     func enqueue(_ job: consuming ExecutorJob) {
@@ -27,11 +32,24 @@ final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
     }
 
     /// Ends the thread once the jobs in hand are run (a one-shot command's engine, done).
+    /// Waits for the thread to end (unless called on it): a one-shot command then exits with no
+    /// thread of its own still letting go of its state (thread-local destructors) while `exit`
+    /// cleans up. (A one-shot sync crashed once with a double free on this thread after it had
+    /// printed its result; that race is the likely cause, not a proven one.)
     func finish() {
         condition.lock()
         finished = true
         condition.signal()
+        let ending = thread
+        thread = nil
         condition.unlock()
+        if let ending {
+            if pthread_equal(ending, pthread_self()) != 0 {
+                pthread_detach(ending)
+            } else {
+                pthread_join(ending, nil)
+            }
+        }
     }
 
     private func loop() {
