@@ -16,7 +16,6 @@ kind = os.environ.get("KIND", "text")
 n = int(os.environ.get("N", "10000"))
 rounds = int(os.environ.get("ROUNDS", "3"))
 new = peers.contents(n, kind)
-res = []
 for k in range(rounds):
     base = tempfile.mkdtemp(dir=tmp, prefix="nf")
     agents = []
@@ -43,6 +42,5 @@ for k in range(rounds):
     bench.wait_converged(phone, watch, timeout=120)
     peers.stop_and_compare(phone, watch)
     r_new, _ = peers.rsync_take(base, new)
-    res.append((t_done - t_last, t_last - t0, cp, cw, r_new))
     print(f"round {k}: after last write {1000*(t_done-t_last):.0f} ms (writes {1000*(t_last-t0):.0f} ms); phone cpu {cp:.2f} s watch cpu {cw:.2f} s; rsync {1000*r_new:.0f} ms; ratio {(t_done-t_last)/r_new:.2f}", flush=True)
     bench.cleanup(base)

@@ -54,6 +54,21 @@ struct HubOnAPath {
         #expect(plan.isDisjoint([TreeChange(path: "kept.txt", old: Self.blob, new: Self.blob)]))
     }
 
+    /// A device's join, or its commit made on one, repeats files other tips brought: the same
+    /// entry at the same path goes in with nothing to merge (and is not added twice); another
+    /// entry there, or one where a merge decided, needs the merge.
+    @Test func theSameFileBroughtByTwoTipsIsNoClash() {
+        let other = ConflictSide(oid: Oid(hex: String(repeating: "ef", count: 20))!, mode: 0o100644)
+        var plan = FoldPlan(changes: added("x/1", "y"))
+        #expect(plan.newChanges(added("x/1", "x/2"))?.map(\.path) == [FilePath("x/2")])
+        #expect(plan.newChanges(added("y"))?.isEmpty == true)
+        #expect(plan.newChanges([TreeChange(path: "x/1", old: nil, new: other)]) == nil)
+        #expect(plan.newChanges([TreeChange(path: "x/1", old: Self.blob, new: Self.blob)])?.isEmpty == true)
+        #expect(plan.newChanges(added("y/under")) == nil)
+        plan.add([FilePath("x/1")])  // decided by a merge: its entry is not known
+        #expect(plan.newChanges(added("x/1")) == nil)
+    }
+
     @Test func whatATipAddsIsChangedForTheNextTip() {
         var plan = FoldPlan([])
         #expect(plan.isDisjoint(added("x/1")))
@@ -76,7 +91,7 @@ struct HubOnAPath {
     @Test func aFoldMakesWhatMergingEachTipInTurnMakes() async throws {
         await propertyCheck(count: 12, input: Gen.int(in: 0...1_000_000).array(of: 80...80)) { draws in
             do {
-                try Self.check(Self.ops(from: draws))
+                try Self.check(Self.ops(from: draws), takes: Self.takes(from: draws))
             } catch {
                 Issue.record("draws \(draws): \(error)")
             }
@@ -180,6 +195,14 @@ struct HubOnAPath {
 
     static let baseFiles = ["a/1", "a/2", "a/b/3", "c/4", "5", "e/6", "e/f/7"]
 
+    /// When a device takes in the tips pushed before its own: never, before its changes (its tip is
+    /// a commit made on a merge or a join of theirs), or after (its tip is that merge or join).
+    enum Take { case none, before, after }
+
+    static func takes(from draws: [Int]) -> [Take] {
+        draws.suffix(5).map { [Take.none, .before, .after][$0 % 3] }
+    }
+
     static func ops(from draws: [Int]) -> [[Op]] {
         var next = draws.makeIterator()
         func draw(_ n: Int) -> Int { (next.next() ?? 0) % n }
@@ -200,8 +223,10 @@ struct HubOnAPath {
 
     /// Five devices through a hub on a path: the first commits the base files, the others take
     /// them; each then does its `ops` and commits, the others push, and the first folds what it
-    /// fetched both ways.
-    static func check(_ ops: [[Op]]) throws {
+    /// fetched both ways. With `takes`, a device first takes in the tips pushed before its own, or
+    /// does so after its commit: tips that are commits on a merge or a join, or that join itself
+    /// (a fold takes the real tips behind a join, and the files they repeat).
+    static func check(_ ops: [[Op]], takes: [Take] = []) throws {
         let t = try TwoDevices()
         let hub = try HubOnAPath(under: t.root)
         let (push, fetch) = (hub.push, hub.fetch)
@@ -215,7 +240,15 @@ struct HubOnAPath {
             _ = try d.store.integrate(peer: Store.hubPeer("hub", device: first.name))
         }
         // Each device's burst (the first one's stays its own: the fold's `ours`).
+        // Device i takes in the tips devices 1..<i pushed, through merges (a join when clean).
+        func takeEarlier(_ i: Int, _ d: TwoDevices.Device) throws {
+            guard i > 1 else { return }
+            _ = try fetch(d)
+            for earlier in devices[1..<i] { _ = try d.store.integrate(peer: Store.hubPeer("hub", device: earlier.name)) }
+        }
         for (i, d) in devices.enumerated() {
+            let take = i < takes.count ? takes[i] : .none
+            if take == .before { try takeEarlier(i, d) }
             var paths: Set<FilePath> = []
             for op in ops[i] {
                 switch op {
@@ -234,6 +267,7 @@ struct HubOnAPath {
                 }
             }
             _ = try d.store.commit(paths: paths)
+            if take == .after { try takeEarlier(i, d) }
             if i > 0 { try push(d) }
         }
         let names = try fetch(first)

@@ -32,24 +32,47 @@ public enum OneShot {
     static func viaAgentOrLock<T: Decodable>(_ config: Config, _ request: ControlRequest, as: T.Type,
                                              commitFirst: Bool = true,
                                              progress: (@Sendable ([ProgressReport]) -> Void)? = nil) async throws -> T {
-        func ask() throws -> T {
+        // The socket, the lock and the store's files block: each runs on a thread of its own, never on
+        // Swift's cooperative pool (an app's `set` comes here from its own tasks).
+        func ask() async throws -> T {
             let poller = progress.map { ProgressPoller(source: ProgressPoller.fromAgent(socket: config.socketPath), sink: $0) }
             defer { poller?.stop() }
-            let line = try ControlClient.send(request, to: config.socketPath, timeoutSeconds: 120)
+            let line = try await onOwnThread("syncagent-ask") {
+                Result { try ControlClient.send(request, to: config.socketPath, timeoutSeconds: 120) }
+            }.get()
             return try JSONDecoder().decode(T.self, from: Data(line))
         }
-        if AgentLock.holder(of: config.lockPath) != nil { return try ask() }
+        if AgentLock.holder(of: config.lockPath) != nil { return try await ask() }
+        let opened = await onOwnThread("syncagent-open") {
+            Result { try Startup.openUnderLock(config: config, logger: quietLogger, command: request.commandName) }
+        }
         let session: Startup.Session
         do {
-            session = try Startup.openUnderLock(config: config, logger: quietLogger, command: request.commandName)
+            session = try opened.get()
         } catch let error as LockError where error.holder != nil {
-            return try ask()  // an agent started meanwhile: it listens from the moment it holds the lock
+            return try await ask()  // an agent started meanwhile: it listens from the moment it holds the lock
         }
-        defer {
-            session.events.finish()  // every event written before the lock is let go
-            session.engine.finishThread()  // an app's `set`s would otherwise leave a thread each
+        let answer: Result<T, any Error>
+        do {
+            answer = .success(try await underLock(session, config: config, request: request, commitFirst: commitFirst, progress: progress))
+        } catch {
+            answer = .failure(error)
+        }
+        // The lock is not captured here: the thread may hold its closure a moment after it answers,
+        // and an app's next `set` must find the lock free.
+        let (events, engine) = (session.events, session.engine)
+        await onOwnThread("syncagent-close") {
+            events.finish()  // every event written before the lock is let go
+            engine.finishThread()  // waits for the engine's thread: an app's `set`s would otherwise leave a thread each
             AgentSession.end(state: config.state)
         }
+        withExtendedLifetime(session) {}  // the lock is let go here: after the above, before the answer
+        return try answer.get()
+    }
+
+    /// A command's work with the lock held and the store open (`viaAgentOrLock`).
+    private static func underLock<T: Decodable>(_ session: Startup.Session, config: Config, request: ControlRequest,
+                                                commitFirst: Bool, progress: (@Sendable ([ProgressReport]) -> Void)?) async throws -> T {
         let board = session.progress
         let poller = progress.map { ProgressPoller(source: { board.all }, sink: $0) }
         defer { poller?.stop() }

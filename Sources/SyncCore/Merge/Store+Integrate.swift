@@ -506,12 +506,20 @@ extension Store {
     /// the shortcut for disjoint tips to).
     public func foldJoins(hub: String, devices: [String], byMerges: Bool = false) throws -> String? {
         guard let ours = try head() else { return nil }
-        var tips: [Oid] = []
+        var moved: [Oid] = []
         for device in devices {
             guard let tip = try repo.resolveReference(Self.trackingRef(Self.hubPeer(hub, device: device))),
-                  !tips.contains(tip), try !covers(ours, tip) else { continue }
-            tips.append(tip)
+                  !moved.contains(tip), try !covers(ours, tip) else { continue }
+            moved.append(tip)
         }
+        // A device's tip that is a join (its own fold, pushed) stands for the real tips behind it,
+        // each folded on its own: a few files each, not the join's whole set of changes, which
+        // repeats what the other tips bring (100 devices: each device's join, a three-way merge and
+        // a tree written per device, was most of an agent's work in a burst). Sorted: every device
+        // folds the same tips in the same order.
+        let real = try joinTips(moved)
+        let held = try repo.reachable(real, fromAny: [ours])
+        let tips = real.filter { !held.contains($0) }
         guard tips.count > 1, let base = try repo.mergeBase(of: [ours] + tips) else { return nil }
         // Every tip's changes since the common version, added one after the other: trees only.
         let baseTree = try repo.commit(base).tree
@@ -528,14 +536,14 @@ extension Store {
             if treeChanges.tree != tree { treeChanges = (tree, try repo.diffTrees(baseTree, tree)) }
             return treeChanges.changes
         }
-        var touched = FoldPlan(treeChanges.changes.map(\.path))
+        var touched = FoldPlan(changes: treeChanges.changes)
         var pending: [(path: FilePath, edit: TreeEdit)] = []
         for tip in tips {
             let tipTree = try repo.commit(tip).tree
             let tipChanges = try repo.diffTrees(baseTree, tipTree)
-            if !byMerges, touched.isDisjoint(tipChanges), try !marksDirectory(of: tipChanges, in: [tree, tipTree]) {
-                pending += tipChanges.map { ($0.path, TreeEdit.entry($0.new!)) }
-                touched.add(tipChanges.map(\.path))
+            if !byMerges, let new = touched.newChanges(tipChanges), try !marksDirectory(of: new, in: [tree, tipTree]) {
+                pending += new.map { ($0.path, TreeEdit.entry($0.new!)) }
+                touched.add(new)
                 folded.append(tip)
                 continue
             }
