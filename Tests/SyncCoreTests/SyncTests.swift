@@ -249,6 +249,29 @@ final class TwoDevices {
         #expect(t.phone.read("f") == "v2")
     }
 
+    /// Seed 103 of the power-cut suite, cut 6: the phone committed a new file and the watch
+    /// fetched it; the cut took back the phone's ref move and emptied the file, which the phone
+    /// then held (a new file a power cut may have broken). Taking the watch's `main` meets it: the
+    /// empty file stays on the phone's disk, held, and never goes into `main`.
+    @Test func aFileAPowerCutLeftEmptyIsNotSharedByAMergeThatMeetsIt() throws {
+        let t = try TwoDevices()
+        try t.phone.write("base.txt", "base")
+        try t.phone.commit("base.txt")
+        _ = try t.watch.pull(from: t.phone)
+        try t.watch.write("p.txt", "the phone's words, as the watch fetched them")
+        try t.watch.commit("p.txt")
+        try t.phone.write("p.txt", "", mtime: 1_700_000_000)  // what the cut left
+        t.phone.store.holdPowerCutLeft(["p.txt"])
+        let out = try t.phone.pull(from: t.watch)
+        #expect(out.applied.keptLocal.isEmpty)
+        #expect(out.newConflicts.isEmpty)
+        #expect(t.phone.read("p.txt") == "")
+        let main = try #require(try t.phone.store.head())
+        let entry = try #require(try t.phone.store.repo.entry(at: "p.txt", inTree: t.phone.store.repo.commit(main).tree))
+        #expect(try t.phone.store.repo.blobData(entry.oid) == Array("the phone's words, as the watch fetched them".utf8))
+        #expect(t.phone.store.powerCutLeft() == ["p.txt"])
+    }
+
     @Test func uncommittedLocalEditIsNeverOverwritten() throws {
         let t = try TwoDevices()
         try t.phone.write("f.txt", "v1")

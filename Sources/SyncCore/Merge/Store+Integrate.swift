@@ -372,12 +372,19 @@ extension Store {
         return commit
     }
 
-    /// Local changes the rules hold back (manual, over max_bytes) that met an incoming change: they
+    /// Local changes the rules hold back (manual, over max_bytes), and new files a power cut may
+    /// have broken (`holdPowerCutLeft`: empty, zeros, cut short), that met an incoming change: they
     /// stay on disk and held, never shared through the merge; the incoming version is in `main`
     /// (nothing is lost either way). Returns them; `applied.localChanges` keeps the rest.
+    /// (Seed 103 of the power-cut suite, cut 6: the phone committed a new file, the watch fetched
+    /// it, the cut took back the phone's ref move and emptied the file; the fast-forward to the
+    /// watch met the emptied file and kept it, so `main` and the watch took an empty file.)
     private func splitHeldBack(_ applied: inout ApplyReport) -> [FilePath] {
-        guard !policy.rules.isEmpty || policy.mode == .receiveOnly else { return [] }
+        guard !applied.localChanges.isEmpty else { return [] }
+        let cutLeft = stillAsPowerCutLeft(among: Set(applied.localChanges))
+        guard !cutLeft.isEmpty || !policy.rules.isEmpty || policy.mode == .receiveOnly else { return [] }
         let heldBack = applied.localChanges.filter { path in
+            if cutLeft.contains(path) { return true }
             let stat = (try? FileStat.of(data.pushing(path))) ?? nil
             return policy.holdReason(path, size: stat?.isStorable == true ? stat?.size : nil) != nil
         }
