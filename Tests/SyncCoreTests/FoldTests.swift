@@ -285,3 +285,13 @@ struct HubOnAPath {
         #expect(try gitFsck(first.gitDir) == 0)
     }
 }
+
+/// What the tests ask of a plan: paths whose entries are not known, and whether a tip goes in whole.
+extension FoldPlan {
+    init(_ changed: [FilePath]) {
+        self.init(changes: [])
+        add(changed)
+    }
+
+    func isDisjoint(_ changes: [TreeChange]) -> Bool { newChanges(changes) != nil }
+}

@@ -270,6 +270,16 @@ final class TwoDevices {
         let entry = try #require(try t.phone.store.repo.entry(at: "p.txt", inTree: t.phone.store.repo.commit(main).tree))
         #expect(try t.phone.store.repo.blobData(entry.oid) == Array("the phone's words, as the watch fetched them".utf8))
         #expect(t.phone.store.powerCutLeft() == ["p.txt"])
+        // Then the watch's version goes on disk (the agent does this after every merge), and the
+        // empty file the cut left is kept in the store.
+        let taken = try #require(try t.phone.store.takeIncomingOverPowerCutLeft(out.applied.localChanges))
+        #expect(taken.paths == ["p.txt"])
+        #expect(t.phone.read("p.txt") == "the phone's words, as the watch fetched them")
+        #expect(t.phone.store.powerCutLeft().isEmpty)
+        let kept = try #require(taken.kept)
+        // The kept commit lists each version it keeps: the empty blob, at p.txt.
+        #expect(try git(t.phone.store.gitDir, ["log", "-1", "--format=%b", kept.hex]) == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391 p.txt")
+        #expect(try t.phone.store.takeIncomingOverPowerCutLeft(["p.txt"]) == nil)
     }
 
     @Test func uncommittedLocalEditIsNeverOverwritten() throws {

@@ -398,7 +398,7 @@ actor SyncEngine {
                 store.holdPowerCutLeft(leftEmpty)
                 let set = Set(leftEmpty)
                 rest.removeAll { set.contains($0) }
-                logger.warning("after the machine stopped, \(leftEmpty.count) new file(s) in \(config.data.display) are empty, hold only zeros, or end on a 4 KiB page as a write the power cut short does (\(leftEmpty.prefix(5).map(\.display).joined(separator: ", "))): a program made them and may not have flushed all their bytes. They are left on disk and not sent until they change; check one and share it as it is with `syncagent send PATH`")
+                logger.warning("after the machine stopped, \(leftEmpty.count) new file(s) in \(config.data.display) are empty, hold only zeros, or end on a 4 KiB page as a write the power cut short does (\(leftEmpty.prefix(5).map(\.display).joined(separator: ", "))): a program made them and may not have flushed all their bytes. They are left on disk and not sent until they change; check one and share it as it is with `syncagent send PATH`. If another device brings its version of one, that version is written over it and these bytes are kept in the store")
                 notePowerCutLeft()
             }
             var damaged = try store.powerCutDamage(among: rest, bootTime: AgentSession.bootTime())
@@ -460,7 +460,7 @@ actor SyncEngine {
     /// The problem `status` shows while new files a power cut left empty are kept back.
     private func notePowerCutLeft() {
         let left = store.powerCutLeft()
-        setProblem(.powerCut, left.isEmpty ? nil : "\(left.count) new file(s) came back empty, zero-filled or ending on a 4 KiB page (a write the power may have cut short) after the machine stopped (\(left.prefix(5).map(\.display).joined(separator: ", "))\(left.count > 5 ? ", ..." : "")) and are not sent: write them again, delete them, or share one as it is with `syncagent send PATH`")
+        setProblem(.powerCut, left.isEmpty ? nil : "\(left.count) new file(s) came back empty, zero-filled or ending on a 4 KiB page (a write the power may have cut short) after the machine stopped (\(left.prefix(5).map(\.display).joined(separator: ", "))\(left.count > 5 ? ", ..." : "")) and are not sent: write them again, delete them, or share one as it is with `syncagent send PATH` (another device's version of one, when it comes, is written over it and these bytes kept in the store)")
     }
 
     /// Writes the paths an earlier merge could not write, where that is possible now.
@@ -711,6 +711,8 @@ actor SyncEngine {
     }
 
     private func record(_ report: ApplyReport, peer: String?) {
+        var report = report
+        if !report.localChanges.isEmpty { takeIncomingOverPowerCutLeft(&report, peer: peer) }
         if !report.localChanges.isEmpty {
             logger.info("\(report.localChanges.count) file(s) changed on disk while merging\(peer.map { " \($0)" } ?? ""); kept as local changes")
             commit(WatchBatch(paths: Set(report.localChanges)))
@@ -729,6 +731,26 @@ actor SyncEngine {
         }
         for key in problems.keys where key.isApply && now[key] == nil { setProblem(key, nil) }
         for (key, message) in now { setProblem(key, message) }
+    }
+
+    /// New files a power cut left empty or cut short, held, that a merge brought another device's
+    /// version of: that version goes on disk, and the disk's bytes are kept in the store.
+    private func takeIncomingOverPowerCutLeft(_ report: inout ApplyReport, peer: String?) {
+        do {
+            guard let taken = try store.takeIncomingOverPowerCutLeft(report.localChanges) else { return }
+            let put = Set(taken.paths).subtracting(taken.report.localChanges)
+            report.localChanges.removeAll { put.contains($0) }
+            report.failures += taken.report.failures
+            let names = taken.paths.prefix(5).map(\.display).joined(separator: ", ") + (taken.paths.count > 5 ? ", ..." : "")
+            var message = "\(taken.paths.count) new file(s) a power cut left empty or cut short in \(config.data.display) (\(names)) now hold the version \(peer.map { "\($0) brought" } ?? "the store holds") instead"
+            if let kept = taken.kept { message += "; what the disk held is kept: `git --git-dir=\(config.storePath) show --stat \(kept.hex)`" }
+            message += ". `syncagent history PATH` lists every version"
+            logger.warning("\(message)")
+            events.emit(.problem(message))
+            notePowerCutLeft()
+        } catch {
+            logger.warning("cannot put the incoming version over files a power cut left empty: \(error); they stay on disk as they are, held")
+        }
     }
 
     /// Updates what is known of a peer and keeps it on disk (for `status` while stopped): at once

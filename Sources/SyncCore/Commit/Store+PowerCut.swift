@@ -265,6 +265,24 @@ extension Store {
         if kept.count != list.count { savePowerCutLeft(kept) }
         return still
     }
+
+    /// Of these paths (what a merge met on disk: `localChanges`), the new files a power cut left
+    /// empty or cut short, still so, that `main` now holds a version of: another device's real
+    /// bytes came. That version goes on disk and what the disk held is kept in the store
+    /// (`putBackCommitted`); they leave the list. Nil when there are none.
+    public func takeIncomingOverPowerCutLeft(_ paths: [FilePath]) throws -> (paths: [FilePath], report: ApplyReport, kept: ObjectID?)? {
+        let list = loadPowerCutLeft()
+        guard !list.isEmpty else { return nil }
+        let still = stillAsPowerCutLeft(among: Set(paths.filter { list[$0] != nil }))
+        guard !still.isEmpty, let head = try head() else { return nil }
+        let tree = try repo.commit(head).tree
+        let met = try still.filter { path throws in try repo.entry(at: path, inTree: tree).map { $0.mode != EntryMode.tree } ?? false }.sortedInBytes()
+        guard !met.isEmpty else { return nil }
+        let (report, kept) = try putBackCommitted(met)
+        let left = Set(met).subtracting(report.localChanges)  // bytes written meanwhile stay, held
+        _ = stillAsPowerCutLeft(among: [], release: left)
+        return (met, report, kept)
+    }
 }
 
 /// A file's stat data as a power cut left it.

@@ -16,9 +16,6 @@ struct FoldPlan {
     /// Every directory above a path in `paths`.
     private var directories: Set<FilePath> = []
 
-    /// Paths whose entries are not known (what a merge decided).
-    init(_ changed: [FilePath]) { add(changed) }
-
     /// Changes whose new entries the fold holds.
     init(changes: [TreeChange]) { add(changes) }
 
@@ -56,6 +53,4 @@ struct FoldPlan {
         }
         return new
     }
-
-    func isDisjoint(_ changes: [TreeChange]) -> Bool { newChanges(changes) != nil }
 }

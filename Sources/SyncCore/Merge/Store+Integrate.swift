@@ -532,10 +532,10 @@ extension Store {
         let baseTree = try repo.commit(base).tree
         var tree = try repo.commit(ours).tree
         var folded: [Oid] = []
-        // A tip that only adds or rewrites files no one else changed (`FoldPlan.isDisjoint`) merges
-        // cleanly, taken whole, with no marker to drop: its entries wait in `pending` and every such
-        // tip goes into the tree in one update, not one merge and tree write each (100 devices: a
-        // fifth of each agent's work in a burst).
+        // A tip that only adds or rewrites files no one else changed, or the very same file another
+        // tip brought (`FoldPlan.newChanges`), merges cleanly, taken whole, with no marker to drop:
+        // its entries wait in `pending` and every such tip goes into the tree in one update, not one
+        // merge and tree write each (100 devices: a fifth of each agent's work in a burst).
         // The folded tree's changes since the base, read again only when the tree moved: a merge
         // below looks at both sides' changes twice (100 devices: O(devices x changes) diffs).
         var treeChanges = (tree: tree, changes: try repo.diffTrees(baseTree, tree))
