@@ -391,6 +391,33 @@ final class StoreFixture {
             #expect((error as? LockError)?.holder == child.processIdentifier)
         }
     }
+
+    /// The role read when the lock was found taken may be a former holder's: an agent that has
+    /// just taken the lock writes its own a moment later. A wait for a command then ends with the
+    /// agent named (it answers on its socket), never with a wait for as long as the agent runs.
+    @Test func aWaitForACommandEndsWhenTheHolderTurnsOutToBeAnAgent() throws {
+        let dir = try TempDirectory("locktest")
+        let path = dir.root.appending("agent.lock")
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        child.arguments = ["-c", "import fcntl,os,sys,time; f=open(sys.argv[1],'a+'); fcntl.lockf(f, fcntl.LOCK_EX); "
+                           + "f.truncate(0); f.write('%d send\\n' % os.getpid()); f.flush(); print('locked', flush=True); time.sleep(60)",
+                           path.string]
+        let out = Pipe()
+        child.standardOutput = out
+        try child.run()
+        defer { kill(child.processIdentifier, SIGKILL); child.waitUntilExit() }
+        _ = out.fileHandleForReading.availableData  // "locked"
+        do {
+            _ = try AgentLock.acquire(path, role: "send", waitForCommands: true) { _, _ in
+                // the holder's own role, written now
+                try? Array("\(child.processIdentifier) run\n".utf8).withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: path.string)) }
+            }
+            Issue.record("the lock was taken only when the agent let it go")
+        } catch {
+            #expect(error.holder == child.processIdentifier)
+        }
+    }
 }
 
 @Suite struct DeletionCountTests {

@@ -42,7 +42,9 @@ public enum OneShot {
             }.get()
             return try JSONDecoder().decode(T.self, from: Data(line))
         }
-        if AgentLock.holder(of: config.lockPath) != nil { return try await ask() }
+        // An agent answers on its socket; a one-shot command holding the lock (another `send`, an
+        // app's `set` whose thread still holds its session a moment) is waited for below.
+        if AgentLock.agentHolder(of: config.lockPath) != nil { return try await ask() }
         let opened = await onOwnThread("syncagent-open") {
             Result { try Startup.openUnderLock(config: config, logger: quietLogger, command: request.commandName) }
         }

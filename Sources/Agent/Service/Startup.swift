@@ -35,7 +35,7 @@ enum Startup {
             throw AgentError("cannot create the state directory \(config.state): \(reason(of: error))",
                              hint: "fix `state` in \(config.file) or the directory's permissions")
         }
-        let lock = try AgentLock.acquire(config.lockPath, role: command ?? AgentLock.agentRole, waitForCommands: command == nil) { pid, command in
+        let lock = try AgentLock.acquire(config.lockPath, role: command ?? AgentLock.agentRole, waitForCommands: true) { pid, command in
             logger.notice("waiting for `syncagent \(command)` (pid \(pid)) to finish with \(config.state) before starting")
         }
         var control: ControlServer?

@@ -26,7 +26,8 @@ public final class AgentLock: Sendable {
 
     /// Takes the lock or says who holds it. With `waitForCommands`, a lock held by a one-shot
     /// command (never by another agent) is waited for: such a command ends within its own
-    /// timeouts, and `syncagent run &` right before `syncagent sync` must not fail by a race.
+    /// timeouts, and `syncagent run &` right before `syncagent sync` must not fail by a race, nor
+    /// a command (an app's `set` with no agent running) that meets another one.
     /// `waiting` is told once, before the wait, who is waited for.
     public static func acquire(_ path: FilePath, role: String = agentRole, waitForCommands: Bool = false,
                                waiting: (_ pid: Int32, _ command: String) -> Void = { _, _ in }) throws(LockError) -> AgentLock {
@@ -50,12 +51,20 @@ public final class AgentLock: Sendable {
                 throw LockError(path: path, holder: holder, message: "another syncagent holds this state directory")
             }
             waiting(holder, command)
-            var rc: Int32
-            repeat { rc = fcntl(fd, Self.setLockWait, &lock) } while rc != 0 && errno == EINTR
-            guard rc == 0 else {
+            // Tried again every 20 ms rather than waited for in the kernel: the role read above may
+            // be a former holder's (an agent that has just taken the lock writes its own a moment
+            // later), and an agent is never waited for.
+            while fcntl(fd, Self.setLock, &lock) != 0 {
                 let err = Errno(rawValue: errno)
-                close(fd)
-                throw LockError(path: path, holder: nil, message: "cannot lock: \(err)")
+                guard err == .resourceTemporarilyUnavailable || err == .permissionDenied || err == .interrupted else {
+                    close(fd)
+                    throw LockError(path: path, holder: nil, message: "cannot lock: \(err)")
+                }
+                if let agent = agentHolder(of: path) {
+                    close(fd)
+                    throw LockError(path: path, holder: agent, message: "another syncagent holds this state directory")
+                }
+                usleep(20_000)
             }
         }
         let content = "\(getpid()) \(role)\n"
@@ -69,6 +78,15 @@ public final class AgentLock: Sendable {
         guard let text = try? String(contentsOfFile: path.string, encoding: .utf8) else { return nil }
         let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
         return fields.count >= 2 ? String(fields[1]) : nil
+    }
+
+    /// The pid of the agent (`run`) holding the lock, or nil when nobody does or a one-shot command
+    /// holds it (that one is waited for, not asked: it has no control socket), or the holder has not
+    /// written its pid yet. A holder that wrote no role counts as an agent (an older agent).
+    public static func agentHolder(of path: FilePath) -> Int32? {
+        guard let pid = holder(of: path), pid > 0 else { return nil }
+        let role = role(of: path)
+        return role == nil || role == agentRole ? pid : nil
     }
 
     /// The pid of the process holding the lock, or nil when nobody does. Never takes the lock.
@@ -92,7 +110,6 @@ public final class AgentLock: Sendable {
     // does not declare them).
     static let getLock: Int32 = 36     // F_OFD_GETLK
     static let setLock: Int32 = 37     // F_OFD_SETLK
-    static let setLockWait: Int32 = 38 // F_OFD_SETLKW
 }
 
 public struct LockError: Error, Sendable, CustomStringConvertible {
