@@ -37,6 +37,18 @@ def wait(what, check, timeout=120, step=0.1):
     fail("timed out after %ds waiting for %s" % (timeout, what))
 
 
+def click(driver, what, selector, attribute=None, timeout=60):
+    """Finds the element and clicks it; returns `attribute` of it (or True). The page re-renders as
+    the agents report, so an element found may be replaced before the click (selenium's stale
+    element): it is found again, as a person would click the button now on the page."""
+    def once():
+        element = driver.find_element(By.CSS_SELECTOR, selector)
+        value = element.get_attribute(attribute) if attribute else True
+        element.click()
+        return value
+    return wait(what, once, timeout)
+
+
 def shot(driver, shots, name):
     os.makedirs(shots, exist_ok=True)
     driver.save_screenshot(os.path.join(shots, name + ".png"))
@@ -108,16 +120,14 @@ def run(driver, url, phone_data, watch_data, photos, keep, shots):
 
     # 3. the conflict, side by side, settled by a click
     driver.refresh()
-    compare = wait("a conflict with a Compare button", lambda: driver.find_element(By.CSS_SELECTOR, "section.agent .conflict button[data-compare]"), 60)
-    cid = compare.get_attribute("data-compare")
-    compare.click()
+    cid = click(driver, "a conflict with a Compare button, clicked", "section.agent .conflict button[data-compare]", "data-compare")
     sel = "section.agent .conflict[data-conflict='%s'] .version" % cid
     versions = wait("the versions side by side", lambda: (lambda v: v if len(v) >= 2 else None)(driver.find_elements(By.CSS_SELECTOR, sel)), 30)
     names = [v.get_attribute("data-version") for v in versions]
     if keep not in names:
         fail("no version of %s among %s" % (keep, names))
     shot(driver, shots, "3-conflict")
-    driver.find_element(By.CSS_SELECTOR, "section.agent .conflict[data-conflict='%s'] button[data-keep='%s']" % (cid, keep)).click()
+    click(driver, "the Keep %s button, clicked" % keep, "section.agent .conflict[data-conflict='%s'] button[data-keep='%s']" % (cid, keep))
     wait("the conflict gone from the page", lambda: not driver.find_elements(By.CSS_SELECTOR, ".conflict[data-conflict='%s']" % cid), 60)
     shot(driver, shots, "4-resolved")
     print("resolved %s by clicking Keep %s's; versions shown: %s" % (cid, keep, ", ".join(names)))
